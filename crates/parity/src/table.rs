@@ -1,0 +1,51 @@
+//! The printed parity table.
+
+use crate::Comparison;
+
+/// Rows of comparisons, printed as a Markdown table with a summary line.
+#[derive(Debug, Default)]
+pub struct Table {
+    title: String,
+    rows: Vec<Comparison>,
+}
+
+impl Table {
+    /// An empty table headed `title`.
+    pub fn new(title: &str) -> Table {
+        Table { title: title.to_owned(), rows: Vec::new() }
+    }
+
+    /// Adds a row and prints it at once (long runs show progress).
+    pub fn push(&mut self, row: Comparison) {
+        if self.rows.is_empty() {
+            println!("\n{}\n", self.title);
+            println!(
+                "| {:<44} | {:<28} | {:>12} | {:>10} | {:>9} |",
+                "stage", "reference", "max abs diff", "rel RMSE", "bit-exact"
+            );
+            println!("|{:-<46}|{:-<30}|{:->14}|{:->12}|{:->11}|", "", "", "", "", "");
+        }
+        println!(
+            "| {:<44} | {:<28} | {:>12.3e} | {:>10.3e} | {:>9} |",
+            row.name,
+            row.what,
+            row.max_abs_diff,
+            row.rel_rmse,
+            if row.bit_exact { "yes" } else { "NO" }
+        );
+        self.rows.push(row);
+    }
+
+    /// The rows so far.
+    pub fn rows(&self) -> &[Comparison] {
+        &self.rows
+    }
+
+    /// Prints the summary line `parity-summary: <exact>/<total>` and returns whether every row
+    /// is bit-exact.
+    pub fn finish(&self) -> bool {
+        let exact = self.rows.iter().filter(|r| r.bit_exact).count();
+        println!("\nparity-summary: {exact}/{}", self.rows.len());
+        exact == self.rows.len()
+    }
+}

@@ -1,0 +1,213 @@
+//! [`Array`]: an owned MLX array handle.
+
+use crate::runtime::{array_ctor, check};
+use crate::{Dtype, Element, Error, Result};
+use mlx_ffi as ffi;
+use std::fmt;
+
+/// An MLX array: a lazily evaluated n-dimensional tensor.
+///
+/// Owns one mlx-c handle. `Clone` shares the underlying data (a reference-count copy);
+/// `Drop` releases it. Shapes are `i32` as in MLX; axes may be negative (from the end).
+pub struct Array {
+    raw: ffi::mlx_array,
+}
+
+// SAFETY: an mlx array is a reference-counted C++ object whose counts are atomic; moving the
+// handle between threads is sound. It is deliberately not `Sync` (see the crate docs).
+unsafe impl Send for Array {}
+
+impl Array {
+    /// Takes ownership of a raw handle.
+    ///
+    /// # Safety
+    /// `raw` must be a handle from mlx-c that nothing else frees.
+    pub(crate) unsafe fn from_raw(raw: ffi::mlx_array) -> Array {
+        Array { raw }
+    }
+
+    pub(crate) fn as_raw(&self) -> ffi::mlx_array {
+        self.raw
+    }
+
+    pub(crate) fn as_mut_raw(&mut self) -> *mut ffi::mlx_array {
+        &mut self.raw
+    }
+
+    pub(crate) fn is_empty_handle(&self) -> bool {
+        self.raw.ctx.is_null()
+    }
+
+    /// An array holding a copy of `data`, shaped `shape` (row-major).
+    #[track_caller]
+    pub fn from_slice<T: Element>(data: &[T], shape: &[i32]) -> Result<Array> {
+        let count = element_count(shape)
+            .ok_or_else(|| Error::Shape { op: "from_slice", detail: format!("invalid shape {shape:?}") })?;
+        if count != data.len() {
+            return Err(Error::Shape {
+                op: "from_slice",
+                detail: format!("{} values do not fill shape {shape:?} ({count} elements)", data.len()),
+            });
+        }
+        array_ctor("from_slice", || unsafe {
+            ffi::mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, T::DTYPE.to_raw())
+        })
+    }
+
+    /// A 0-dimensional array holding `value`.
+    #[track_caller]
+    pub fn scalar<T: Element>(value: T) -> Result<Array> {
+        Array::from_slice(&[value], &[])
+    }
+
+    /// A boolean array from host values.
+    #[track_caller]
+    pub fn from_bools(data: &[bool], shape: &[i32]) -> Result<Array> {
+        let bytes: Vec<u8> = data.iter().map(|&b| u8::from(b)).collect();
+        Array::from_slice(&bytes, shape)?.astype(Dtype::Bool)
+    }
+
+    /// The shape, one extent per axis.
+    pub fn shape(&self) -> Vec<i32> {
+        let ndim = self.ndim();
+        // SAFETY: mlx-c returns a pointer to `ndim` ints owned by the array.
+        let ptr = unsafe { ffi::mlx_array_shape(self.raw) };
+        if ptr.is_null() || ndim == 0 {
+            return Vec::new();
+        }
+        unsafe { std::slice::from_raw_parts(ptr, ndim) }.to_vec()
+    }
+
+    /// The extent of one axis; negative axes count from the end.
+    #[track_caller]
+    pub fn dim(&self, axis: isize) -> Result<i32> {
+        let shape = self.shape();
+        let index = if axis < 0 { shape.len() as isize + axis } else { axis };
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| shape.get(i).copied())
+            .ok_or_else(|| Error::Shape { op: "dim", detail: format!("axis {axis} out of range for shape {shape:?}") })
+    }
+
+    /// Number of axes.
+    pub fn ndim(&self) -> usize {
+        unsafe { ffi::mlx_array_ndim(self.raw) }
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        unsafe { ffi::mlx_array_size(self.raw) }
+    }
+
+    /// Bytes of element data (size × dtype size).
+    pub fn nbytes(&self) -> usize {
+        unsafe { ffi::mlx_array_nbytes(self.raw) }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> Dtype {
+        // The handle always carries one of mlx_dtype's values, each of which `Dtype` names.
+        Dtype::from_raw(unsafe { ffi::mlx_array_dtype(self.raw) }).unwrap_or(Dtype::C64)
+    }
+
+    /// Evaluates the array (and the graph it depends on).
+    #[track_caller]
+    pub fn eval(&self) -> Result<()> {
+        check("eval", || unsafe { ffi::mlx_array_eval(self.raw) })
+    }
+
+    /// Evaluates several arrays together, sharing their common subgraphs.
+    #[track_caller]
+    pub fn eval_all(arrays: &[&Array]) -> Result<()> {
+        let vector = crate::vector::VectorArray::new(arrays)?;
+        check("eval", || unsafe { ffi::mlx_eval(vector.raw()) })
+    }
+
+    /// Whether the array's data has been computed.
+    pub fn is_evaluated(&self) -> bool {
+        let mut available = false;
+        check("is_available", || unsafe { ffi::_mlx_array_is_available(&mut available, self.raw) }).is_ok() && available
+    }
+
+    /// Evaluates the array and copies its elements out in row-major order.
+    ///
+    /// Fails with [`Error::Dtype`] unless `T` matches the array's dtype. Strided views
+    /// (transposes, slices, broadcasts) are made contiguous first.
+    #[track_caller]
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::Dtype { op: "to_vec", expected: T::DTYPE, actual: self.dtype() });
+        }
+        let dense = self.contiguous()?;
+        dense.eval()?;
+        let mut row_contiguous = false;
+        check("is_row_contiguous", || unsafe { ffi::_mlx_array_is_row_contiguous(&mut row_contiguous, dense.raw) })?;
+        if !row_contiguous {
+            return Err(Error::Shape { op: "to_vec", detail: "array is not row-contiguous after copy".into() });
+        }
+        let mut out = vec![T::zeroed(); dense.size()];
+        if out.is_empty() {
+            return Ok(out);
+        }
+        // SAFETY: `dense` is evaluated and row-contiguous: its buffer holds `nbytes` bytes.
+        let ptr = unsafe { ffi::mlx_array_data_uint8(dense.raw) };
+        if ptr.is_null() {
+            return Err(Error::Shape { op: "to_vec", detail: "array has no data".into() });
+        }
+        let bytes = unsafe { std::slice::from_raw_parts(ptr, dense.nbytes()) };
+        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
+        Ok(out)
+    }
+
+    /// Evaluates a one-element array and returns its value.
+    #[track_caller]
+    pub fn item<T: Element>(&self) -> Result<T> {
+        match self.to_vec::<T>()?.as_slice() {
+            [value] => Ok(*value),
+            other => Err(Error::Shape { op: "item", detail: format!("expected one element, found {}", other.len()) }),
+        }
+    }
+
+    /// Evaluates the array and calls `f` with its row-major bytes, without copying them out.
+    #[track_caller]
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let dense = self.contiguous()?;
+        dense.eval()?;
+        if dense.nbytes() == 0 {
+            return Ok(f(&[]));
+        }
+        // SAFETY: as in `to_vec`; the slice does not outlive `dense`.
+        let ptr = unsafe { ffi::mlx_array_data_uint8(dense.raw) };
+        if ptr.is_null() {
+            return Err(Error::Shape { op: "with_bytes", detail: "array has no data".into() });
+        }
+        Ok(f(unsafe { std::slice::from_raw_parts(ptr, dense.nbytes()) }))
+    }
+}
+
+/// Product of a shape's extents, or `None` for a negative extent or overflow.
+pub(crate) fn element_count(shape: &[i32]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |acc, &d| usize::try_from(d).ok().and_then(|d| acc.checked_mul(d)))
+}
+
+impl Clone for Array {
+    fn clone(&self) -> Array {
+        // SAFETY: a fresh handle set to share `self`'s array; cannot fail for a non-empty source.
+        let mut raw = unsafe { ffi::mlx_array_new() };
+        unsafe { ffi::mlx_array_set(&mut raw, self.raw) };
+        Array { raw }
+    }
+}
+
+impl Drop for Array {
+    fn drop(&mut self) {
+        // SAFETY: owned handle, freed once.
+        unsafe { ffi::mlx_array_free(self.raw) };
+    }
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Array({:?}, {})", self.shape(), self.dtype())
+    }
+}

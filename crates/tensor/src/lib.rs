@@ -1,0 +1,53 @@
+//! A safe array over MLX: the only crate above `mlx-ffi` that touches raw handles.
+//!
+//! - [`Array`] owns an MLX array handle: `Clone` is a reference-count copy, `Drop` frees.
+//!   Arrays are lazy; [`Array::eval`] (or any host readback) evaluates them.
+//! - Every operation returns [`Result`]: MLX's failures (shape mismatches, bad dtypes, failed
+//!   loads) arrive as [`Error::Mlx`] carrying MLX's message, the op and the caller's location.
+//!   mlx-c's default handler, which prints and exits the process, is never active: ours is
+//!   installed once per process before the first MLX call (see [`runtime`]).
+//! - Python's scalar rules hold: a Rust number combined with an array takes the array's dtype
+//!   ("weak" scalars, [`Operand`]), so `x.mul(0.5)` on a bf16 `x` stays bf16.
+//!
+//! # Thread model
+//! MLX gives every thread its own default stream (since MLX 0.31), and mlx-c's error handler
+//! is process-wide; ours records each message in a thread-local slot read back by the same
+//! call, so an error never crosses threads.
+//! - [`Array`] is `Send` but not `Sync`: an unevaluated array is a graph node that MLX must not
+//!   evaluate from two threads at once. Moved to another thread it stays usable; evaluating a
+//!   graph built on one thread's stream from another thread is an MLX error, not a crash.
+//! - [`SharedArray`] is an array evaluated at construction: it has no pending graph, so any
+//!   number of threads may read it and build graphs on it at once. It is `Send + Sync`; model
+//!   weights are held in this form, which makes a loaded model shareable (`Arc<Model>`).
+//! - [`Stream`] is neither: a stream belongs to the thread that made it.
+#![allow(unsafe_code, reason = "this crate is the safe wrapper over mlx-ffi")]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod array;
+mod device;
+mod dtype;
+mod element;
+mod error;
+pub mod fast;
+mod fingerprint;
+pub mod memory;
+mod ops;
+pub mod runtime;
+mod safetensors_file;
+mod safetensors_save;
+mod scalar;
+mod sharded;
+mod shared;
+mod vector;
+
+pub use array::Array;
+pub use device::{Device, Stream, with_device};
+pub use dtype::Dtype;
+pub use element::Element;
+pub use error::{Error, Result};
+pub use fingerprint::fingerprint;
+pub use safetensors_file::{SafetensorsFile, TensorInfo, load_safetensors};
+pub use safetensors_save::{save_safetensors, write_atomically};
+pub use scalar::Operand;
+pub use sharded::ShardedSafetensors;
+pub use shared::SharedArray;

@@ -1,0 +1,14 @@
+//! Gathers.
+
+use crate::runtime::array_op;
+use crate::{Array, Result};
+
+impl Array {
+    /// Gathers entries of `self` along `axis` at `indices` (MLX `take`); the output shape is
+    /// `self`'s with `axis` replaced by `indices`' shape.
+    #[track_caller]
+    pub fn take(&self, indices: &Array, axis: i32) -> Result<Array> {
+        let stream = crate::device::current_stream()?;
+        array_op("take", |out| unsafe { mlx_ffi::mlx_take_axis(out, self.as_raw(), indices.as_raw(), axis, stream) })
+    }
+}

@@ -1,0 +1,55 @@
+//! Project automation in the rust-analyzer manner: `cargo xtask <command>`.
+//!
+//! xtask has no dependencies and does not depend on the MLX crates, so it builds on a fresh
+//! machine; commands that need MLX run setup first, then build and run the project's own
+//! binaries through cargo.
+
+mod bench;
+mod bench_e2e;
+mod bench_ops;
+mod bench_preprocess;
+mod parity;
+mod project;
+mod setup;
+mod test;
+
+use std::process::ExitCode;
+
+const HELP: &str = "\
+cargo xtask <command>
+
+  setup         install or unpack everything into .deps/ (idempotent)
+  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace
+  doctor        MLX version, backend, the BLAS and its measured GFLOP/s
+  parity [ops|preprocess|vision]
+                our outputs against the reference's, bit for bit (all suites by default)
+  bench <ops|preprocess|e2e>
+                timings beside the reference's, written into BENCHMARKS.md
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = match args.split_first() {
+        Some((command, rest)) => (command.as_str(), rest),
+        None => ("help", &[][..]),
+    };
+    let result = match command {
+        "setup" => setup::main(),
+        "test" => test::main(rest),
+        "doctor" => test::doctor(),
+        "parity" => parity::main(rest),
+        "bench" => bench::main(rest),
+        "help" | "--help" | "-h" => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => Err(format!("unknown command `{other}`\n\n{HELP}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

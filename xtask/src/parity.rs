@@ -1,0 +1,68 @@
+//! `cargo xtask parity [ops|preprocess|vision] [args…]`: our pipeline against the reference,
+//! bit for bit.
+//!
+//! Each suite runs the reference side first (`crates/parity/python/<suite>.py` in the
+//! project's venv, on the same libmlx and BLAS as ours), which writes inputs and expected
+//! outputs into `target/parity/<suite>/`; then our side (`parity-<suite>`, a release binary of
+//! the `parity` crate) on the same inputs, which prints one table row per comparison. Extra
+//! arguments go to both sides. Exits non-zero unless every row of every suite is bit-exact,
+//! after the line `parity: N/M stages bit-exact`.
+
+use crate::project::{Result, cargo, oracle_python, release_binary, root, run, work_dir};
+use crate::setup;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+const SUITES: &[&str] = &["ops", "preprocess", "vision"];
+
+pub fn main(args: &[String]) -> Result<()> {
+    let (suites, extra): (Vec<&str>, &[String]) = match args.split_first() {
+        Some((first, rest)) if SUITES.contains(&first.as_str()) => (vec![first.as_str()], rest),
+        _ => (SUITES.to_vec(), args),
+    };
+    setup::main()?;
+    run(cargo().args(["build", "--release", "--quiet", "-p", "parity", "--bins"]))?;
+    let (mut exact, mut total) = (0usize, 0usize);
+    for suite in suites {
+        let (e, t) = run_suite(suite, extra)?;
+        exact += e;
+        total += t;
+    }
+    println!("\nparity: {exact}/{total} stages bit-exact");
+    if exact == total { Ok(()) } else { Err(format!("{} stages are not bit-exact", total - exact)) }
+}
+
+/// Runs one suite; returns (bit-exact rows, rows).
+fn run_suite(suite: &str, extra: &[String]) -> Result<(usize, usize)> {
+    let dir = work_dir(&format!("parity/{suite}"))?;
+    eprintln!("parity {suite}: reference side");
+    let script = root().join(format!("crates/parity/python/{suite}.py"));
+    run(oracle_python(&script).arg("--out").arg(&dir).args(extra))?;
+    eprintln!("parity {suite}: our side");
+    let binary = release_binary(&format!("parity-{suite}"));
+    let mut child = std::process::Command::new(&binary)
+        .arg(&dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+    let mut summary = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+            println!("{line}");
+            if let Some(counts) = line.strip_prefix("parity-summary: ") {
+                summary = parse_counts(counts);
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    match summary {
+        Some(counts) => Ok(counts),
+        None => Err(format!("parity-{suite} ended ({status}) without a summary line")),
+    }
+}
+
+fn parse_counts(text: &str) -> Option<(usize, usize)> {
+    let (exact, total) = text.trim().split_once('/')?;
+    Some((exact.parse().ok()?, total.parse().ok()?))
+}

@@ -1,0 +1,108 @@
+//! Where things live, and running commands with readable failures.
+
+use std::borrow::BorrowMut;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+pub type Result<T, E = String> = std::result::Result<T, E>;
+
+/// The repository root (the workspace directory).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives one level below the root").to_path_buf()
+}
+
+/// `.deps/`: everything setup installs or unpacks (gitignored).
+pub fn deps() -> PathBuf {
+    root().join(".deps")
+}
+
+/// The Python interpreter of the project's virtual environment.
+pub fn python() -> PathBuf {
+    deps().join("venv/bin/python")
+}
+
+/// The `cargo` that runs this xtask.
+pub fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// A command with its program and arguments, run from the repository root.
+pub fn cmd(program: impl AsRef<OsStr>, args: &[&str]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(root());
+    cmd
+}
+
+/// Runs `cmd` with inherited stdio; an error names the command and its exit status.
+pub fn run(mut cmd: impl BorrowMut<Command>) -> Result<()> {
+    let cmd = cmd.borrow_mut();
+    let status = status(&mut *cmd)?;
+    if status.success() { Ok(()) } else { Err(format!("`{}` failed ({status})", describe(cmd))) }
+}
+
+/// Runs `cmd` with inherited stdio and returns its exit status.
+pub fn status(mut cmd: impl BorrowMut<Command>) -> Result<ExitStatus> {
+    let cmd = cmd.borrow_mut();
+    cmd.status().map_err(|e| format!("cannot run `{}`: {e}", describe(cmd)))
+}
+
+/// Runs `cmd` and returns its trimmed standard output.
+pub fn output(mut cmd: impl BorrowMut<Command>) -> Result<String> {
+    let cmd = cmd.borrow_mut();
+    let out = cmd.output().map_err(|e| format!("cannot run `{}`: {e}", describe(cmd)))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{}` failed ({}): {}",
+            describe(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ")
+}
+
+/// The BLAS our binaries link (see mlx-ffi's build script), when present on this machine.
+pub fn linked_blas() -> Option<PathBuf> {
+    let arch = std::env::consts::ARCH;
+    [format!("/usr/lib/{arch}-linux-gnu/libblis.so.4"), "/usr/lib64/libblis.so.4".to_owned()]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// The reference's Python, running on the same libmlx and the same BLAS as our binaries: the
+/// BLAS is preloaded so its cblas symbols serve MLX's float32 matmuls there too.
+pub fn oracle_python(script: &Path) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(script).current_dir(root());
+    if let Some(blas) = linked_blas() {
+        cmd.env("LD_PRELOAD", blas);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cmd.env("BLIS_NUM_THREADS", threads.to_string());
+    }
+    cmd
+}
+
+/// Cargo's target directory (`CARGO_TARGET_DIR`, else `<root>/target`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).map_or_else(|| root().join("target"), |d| root().join(d))
+}
+
+/// A release binary built by cargo.
+pub fn release_binary(name: &str) -> PathBuf {
+    target_dir().join("release").join(name)
+}
+
+/// Where parity and bench runs write their intermediate files.
+pub fn work_dir(name: &str) -> Result<PathBuf> {
+    let dir = target_dir().join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    Ok(dir)
+}
