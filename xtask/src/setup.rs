@@ -27,13 +27,6 @@ pub fn main() -> Result<()> {
     Ok(())
 }
 
-/// True when setup has completed with the current recipe (used by commands that need it).
-pub fn is_current() -> bool {
-    stamp_matches(&deps().join("venv"), &python_recipe())
-        && stamp_matches(&deps().join("mlx-c"), &mlx_c_recipe())
-        && deps().join("mlx").exists()
-}
-
 fn debian_packages() -> Result<()> {
     if which("dpkg-query").is_none() {
         eprintln!("setup: not a Debian system; install libclang and a BLAS yourself");

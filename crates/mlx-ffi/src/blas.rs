@@ -71,3 +71,21 @@ pub fn info() -> BlasInfo {
     #[cfg(not(mlx_blas = "blis"))]
     BlasInfo { name: "libmlx default", version: None, kernels: None, threads: 1 }
 }
+
+/// The shared library that provides `cblas_sgemm` to this process, i.e. the BLAS that MLX's
+/// float32 matmuls call (symbol lookup follows the same global search order for both).
+pub fn cblas_provider() -> Option<std::path::PathBuf> {
+    use std::ffi::CStr;
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name; dladdr only reads the address.
+    unsafe {
+        let symbol = libc::dlsym(libc::RTLD_DEFAULT, c"cblas_sgemm".as_ptr());
+        if symbol.is_null() {
+            return None;
+        }
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(symbol, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        Some(CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned().into())
+    }
+}

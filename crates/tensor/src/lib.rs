@@ -14,8 +14,9 @@
 //! is process-wide; ours records each message in a thread-local slot read back by the same
 //! call, so an error never crosses threads.
 //! - [`Array`] is `Send` but not `Sync`: an unevaluated array is a graph node that MLX must not
-//!   evaluate from two threads at once. Moved to another thread it stays usable; evaluating a
-//!   graph built on one thread's stream from another thread is an MLX error, not a crash.
+//!   evaluate from two threads at once. An evaluated array moved to another thread is plain
+//!   data there; an unevaluated one is bound to its thread's stream, and evaluating it on
+//!   another thread returns MLX's error ("There is no Stream(cpu, 0) in current thread").
 //! - [`SharedArray`] is an array evaluated at construction: it has no pending graph, so any
 //!   number of threads may read it and build graphs on it at once. It is `Send + Sync`; model
 //!   weights are held in this form, which makes a loaded model shareable (`Arc<Model>`).
@@ -46,7 +47,7 @@ pub use dtype::Dtype;
 pub use element::Element;
 pub use error::{Error, Result};
 pub use fingerprint::fingerprint;
-pub use safetensors_file::{SafetensorsFile, TensorInfo, load_safetensors};
+pub use safetensors_file::{SafetensorsFile, TensorInfo, load_safetensors, load_safetensors_copying};
 pub use safetensors_save::{save_safetensors, write_atomically};
 pub use scalar::Operand;
 pub use sharded::ShardedSafetensors;

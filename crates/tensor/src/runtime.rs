@@ -48,7 +48,17 @@ pub fn init() {
 fn take_error() -> String {
     LAST_ERROR
         .with(|slot| slot.borrow_mut().take())
+        .map(without_mlx_c_location)
         .unwrap_or_else(|| "MLX reported a failure without a message".to_owned())
+}
+
+/// mlx-c appends " at <its source file>:<line>" to every message; our errors carry the
+/// caller's location instead.
+fn without_mlx_c_location(message: String) -> String {
+    match message.rfind(" at ") {
+        Some(at) if message[at..].contains("mlx/c/") => message[..at].to_owned(),
+        _ => message,
+    }
 }
 
 fn clear_error() {
@@ -91,7 +101,7 @@ pub(crate) fn array_ctor(op: &'static str, call: impl FnOnce() -> ffi::mlx_array
     clear_error();
     // SAFETY: the handle was just returned to us by mlx-c; `Array` takes ownership.
     let out = unsafe { Array::from_raw(call()) };
-    match LAST_ERROR.with(|slot| slot.borrow_mut().take()) {
+    match LAST_ERROR.with(|slot| slot.borrow_mut().take()).map(without_mlx_c_location) {
         Some(message) => Err(Error::Mlx { op, message, location }),
         None if out.is_empty_handle() => Err(Error::Mlx { op, message: "MLX returned no array".to_owned(), location }),
         None => Ok(out),

@@ -160,3 +160,43 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array
     let file = SafetensorsFile::open(path)?;
     file.names().map(|name| Ok((name.to_owned(), file.load(name)?))).collect()
 }
+
+/// Loads every tensor of a safetensors file with MLX's own loader, which reads each tensor
+/// into a fresh buffer when it is first evaluated. Kept to compare against the memory-mapped
+/// [`SafetensorsFile`] (see `benches/load.rs`); the mapped loader is the faster one here.
+pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array>> {
+    use crate::runtime::check;
+    use mlx_ffi as ffi;
+    let path = path.as_ref();
+    let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes())
+        .map_err(|_| Error::format(path, "path contains a NUL byte"))?;
+    let stream = crate::device::current_stream()?;
+    // SAFETY: map handles created here and freed below on every path.
+    let mut arrays = unsafe { ffi::mlx_map_string_to_array_new() };
+    let mut metadata = unsafe { ffi::mlx_map_string_to_string_new() };
+    let loaded = check("load_safetensors", || unsafe {
+        ffi::mlx_load_safetensors(&mut arrays, &mut metadata, c_path.as_ptr(), stream)
+    });
+    let result = loaded.and_then(|()| {
+        let mut out = BTreeMap::new();
+        let iter = unsafe { ffi::mlx_map_string_to_array_iterator_new(arrays) };
+        loop {
+            let mut key: *const std::ffi::c_char = std::ptr::null();
+            // SAFETY: an empty handle the iterator fills; `Array` owns it.
+            let mut value = unsafe { Array::from_raw(ffi::mlx_array_new()) };
+            let status = unsafe { ffi::mlx_map_string_to_array_iterator_next(&mut key, value.as_mut_raw(), iter) };
+            if status != 0 || key.is_null() {
+                break;
+            }
+            let name = unsafe { std::ffi::CStr::from_ptr(key) }.to_string_lossy().into_owned();
+            out.insert(name, value);
+        }
+        unsafe { ffi::mlx_map_string_to_array_iterator_free(iter) };
+        Ok(out)
+    });
+    unsafe {
+        ffi::mlx_map_string_to_array_free(arrays);
+        ffi::mlx_map_string_to_string_free(metadata);
+    }
+    result
+}
