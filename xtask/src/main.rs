@@ -8,6 +8,7 @@ mod bench;
 mod bench_e2e;
 mod bench_ops;
 mod bench_preprocess;
+mod cli;
 mod parity;
 mod project;
 mod setup;
@@ -25,6 +26,10 @@ cargo xtask <command>
                 our outputs against the reference's, bit for bit (all suites by default)
   bench <ops|preprocess|e2e>
                 timings beside the reference's, written into BENCHMARKS.md
+  encode --model DIR --image FILE… [--max-soft-tokens N] [--dtype native|f32] --out FILE
+                features of images (the release gemma-vision binary)
+  preprocess --model DIR --image FILE [--max-soft-tokens N] --out FILE
+                what the encoder consumes for an image
 ";
 
 fn main() -> ExitCode {
@@ -39,6 +44,7 @@ fn main() -> ExitCode {
         "doctor" => test::doctor(),
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),
+        "encode" | "preprocess" => cli::main(command, rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())

@@ -94,3 +94,89 @@ def save(path, tensors, metadata=None):
     """Saves a dict of mx.arrays as safetensors (evaluating them first)."""
     mx.eval(list(tensors.values()))
     mx.save_safetensors(path, tensors, metadata=metadata or {})
+
+
+def install_transformers_shims():
+    """Makes mlx-vlm's processor modules importable without transformers.
+
+    The processors subclass and call a handful of Hugging Face utilities that do no
+    arithmetic on the image: a base class, `make_flat_list_of_images`, `valid_images`,
+    `to_numpy_array` (np.array of a PIL image), `ChannelDimension`, `fetch_images`. These
+    stand-ins provide exactly that, so the reference's own `Gemma4ImageProcessor.preprocess`
+    and `Gemma4UnifiedImageProcessor.preprocess` run unchanged.
+    """
+    import enum
+    import numpy as np
+
+    if "transformers" in sys.modules:
+        return
+
+    class ChannelDimension(enum.Enum):
+        FIRST = "channels_first"
+        LAST = "channels_last"
+
+    class _Base:
+        def __init__(self, **kwargs):
+            for key, value in kwargs.items():
+                setattr(self, key, value)
+
+        def fetch_images(self, images):
+            return images
+
+    class PILImageResampling(enum.IntEnum):
+        NEAREST = 0
+        LANCZOS = 1
+        BILINEAR = 2
+        BICUBIC = 3
+
+    def make_flat_list_of_images(images):
+        if isinstance(images, (list, tuple)):
+            flat = []
+            for item in images:
+                flat.extend(make_flat_list_of_images(item))
+            return flat
+        return [images]
+
+    def infer_channel_dimension_format(image):
+        return ChannelDimension.FIRST if image.ndim == 3 and image.shape[0] in (1, 3) else ChannelDimension.LAST
+
+    class _AutoProcessor:
+        @classmethod
+        def from_pretrained(cls, *args, **kwargs):
+            raise RuntimeError("transformers is not installed (parity shims)")
+
+    names = {
+        "transformers": {"AutoProcessor": _AutoProcessor},
+        "transformers.feature_extraction_utils": {"BatchFeature": dict},
+        "transformers.image_processing_utils": {"BaseImageProcessor": _Base},
+        "transformers.image_utils": {
+            "ChannelDimension": ChannelDimension,
+            "ImageInput": object,
+            "PILImageResampling": PILImageResampling,
+            "infer_channel_dimension_format": infer_channel_dimension_format,
+            "make_flat_list_of_images": make_flat_list_of_images,
+            "to_numpy_array": lambda image: np.array(image),
+            "valid_images": lambda images: True,
+        },
+        "transformers.processing_utils": {"ProcessorMixin": _Base},
+        "transformers.tokenization_utils_base": {"PreTokenizedInput": object, "TextInput": object},
+        "transformers.video_processing_utils": {"BaseVideoProcessor": _Base},
+    }
+    for name, attrs in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        sys.modules[name] = module
+
+
+def load_image(path):
+    """mlx-vlm's `utils.load_image` for a file path (open, exif_transpose, convert RGB)."""
+    from io import BytesIO
+    from pathlib import Path
+    from typing import Union
+
+    from PIL import Image, ImageOps
+
+    function = reference_function(
+        "utils", "load_image", {"Image": Image, "ImageOps": ImageOps, "BytesIO": BytesIO, "Path": Path, "Union": Union}
+    )
+    return function(str(path))

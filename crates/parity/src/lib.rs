@@ -8,6 +8,7 @@
 
 mod compare;
 mod table;
+pub mod vision_suite;
 
 pub use compare::{Comparison, compare_arrays, compare_bytes};
 pub use table::Table;

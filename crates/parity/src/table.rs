@@ -36,6 +36,19 @@ impl Table {
         self.rows.push(row);
     }
 
+    /// Adds a failed row for something that could not be compared at all (`why` says what).
+    pub fn push_failure(&mut self, name: &str, why: &str) {
+        self.push(Comparison {
+            name: name.to_owned(),
+            what: why.chars().take(28).collect(),
+            max_abs_diff: f64::INFINITY,
+            rel_rmse: f64::INFINITY,
+            differing: 0,
+            total: 0,
+            bit_exact: false,
+        });
+    }
+
     /// The rows so far.
     pub fn rows(&self) -> &[Comparison] {
         &self.rows

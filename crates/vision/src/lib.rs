@@ -1,1 +1,38 @@
-//! (in progress)
+//! The Gemma 4 vision encoders on MLX, bit-exact with mlx-vlm 0.7.10.
+//!
+//! - [`SiglipVisionTower`]: gemma4 (e2b, e4b, 26B-A4B, 31B): patch embedding, a transformer
+//!   with 2-D RoPE, position pooling, optional standardization, the multimodal embedder.
+//! - [`UnifiedVisionEmbedder`]: gemma4_unified (12B): layer norms, a dense projection and a
+//!   factorised position embedding per 48×48 patch, the multimodal embedder.
+//! - [`VisionEncoder`]: either, loaded from a model directory as published ([`Checkpoint`]),
+//!   with the image processor: image files or decoded images in, [`Features`] out —
+//!   `[Σ soft tokens, text_hidden]`, identical bit for bit to mlx-vlm's `Model.encode_image`
+//!   (gemma4) / `Model.get_image_features` (gemma4_unified) on the same libmlx.
+//!
+//! Composition only: blocks come from `layers`, preprocessing from `preprocess`; this crate
+//! knows checkpoints and model families, not FFI.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod checkpoint;
+mod config;
+mod encoder;
+mod error;
+mod multimodal_embedder;
+mod patch_embedder;
+mod pooler;
+mod sanitized_store;
+mod siglip_tower;
+mod trace;
+mod unified_embedder;
+
+pub use checkpoint::{Checkpoint, WEIGHT_FILES};
+pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
+pub use encoder::{ComputeDtype, EncoderOptions, Features, PreparedImage, VisionEncoder};
+pub use error::{Error, Result};
+pub use multimodal_embedder::MultimodalEmbedder;
+pub use patch_embedder::PatchEmbedder;
+pub use pooler::{Pooled, Pooler};
+pub use sanitized_store::SanitizedStore;
+pub use siglip_tower::{PooledRows, SiglipVisionTower};
+pub use trace::Trace;
+pub use unified_embedder::UnifiedVisionEmbedder;

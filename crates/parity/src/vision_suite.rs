@@ -1,0 +1,86 @@
+//! The vision suite: both encoders, every stage, from the image files and checkpoints the
+//! reference side wrote (`crates/parity/python/vision.py`), compared row by row.
+
+use crate::{Table, compare_arrays};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use vision::{EncoderOptions, PreparedImage, Trace, VisionEncoder};
+
+/// Any failure of the suite itself (a missing file, a load error): not a parity row.
+pub type SuiteError = Box<dyn std::error::Error>;
+
+#[derive(Deserialize)]
+struct Manifest {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    model_type: String,
+    dtype: String,
+    runs: Vec<Run>,
+}
+
+#[derive(Deserialize)]
+struct Run {
+    name: String,
+    images: Vec<String>,
+    budget: u32,
+    padded: Option<usize>,
+    stages: Vec<String>,
+}
+
+/// Runs every case of `<dir>/manifest.json`: loads `<case>/model` with [`VisionEncoder`], runs
+/// each run's images through our full path (decode → preprocess → encoder) with a [`Trace`],
+/// and pushes one row per stage the reference recorded in `<case>/reference.safetensors`.
+pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
+    let manifest: Manifest = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
+    for case in &manifest.cases {
+        let case_dir = dir.join(&case.name);
+        let encoder = VisionEncoder::load(case_dir.join("model"), EncoderOptions::default())?;
+        let reference = tensor::load_safetensors(case_dir.join("reference.safetensors"))?;
+        for run in &case.runs {
+            let started = std::time::Instant::now();
+            let ours = run_ours(&encoder, &case_dir, run)?;
+            let seconds = started.elapsed().as_secs_f64();
+            for stage in &run.stages {
+                let key = format!("{}.{stage}", run.name);
+                let expected = reference.get(&key).ok_or_else(|| format!("reference lacks {key}"))?;
+                let name = format!("{} ({}, {}) {} {stage}", case.name, case.model_type, case.dtype, run.name);
+                let actual = ours.get(stage).ok_or_else(|| format!("our trace lacks stage {stage} of {}", run.name))?;
+                table.push(compare_arrays(&name, actual, expected)?);
+            }
+            eprintln!("  {}/{}: ours {seconds:.1} s", case.name, run.name);
+        }
+    }
+    Ok(())
+}
+
+/// Our full path for one run; returns each traced stage by name (the last batch's, for stages
+/// recorded once per batch).
+fn run_ours(
+    encoder: &VisionEncoder,
+    case_dir: &Path,
+    run: &Run,
+) -> Result<BTreeMap<String, tensor::Array>, SuiteError> {
+    let preprocessor = encoder.preprocessor(Some(run.budget))?;
+    let limits = encoder.options().limits;
+    let prepared = run
+        .images
+        .iter()
+        .map(|image| -> Result<PreparedImage, SuiteError> {
+            let decoded = preprocess::open(case_dir.join(image), &limits)?;
+            Ok(match run.padded {
+                Some(len) => PreparedImage::Patches(preprocessor.padded_patches(&preprocessor.resize(&decoded)?, len)?),
+                None => encoder.prepare(&decoded, &preprocessor)?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut trace = Trace::new();
+    encoder.encode_prepared(&prepared, Some(&mut trace))?;
+    let stages = trace.into_stages();
+    tensor::Array::eval_all(&stages.iter().map(|(_, a)| a).collect::<Vec<_>>())?;
+    Ok(stages.into_iter().collect())
+}

@@ -1,0 +1,258 @@
+//! `config.json`: the parts of a gemma4 / gemma4_unified checkpoint's configuration that the
+//! vision side reads, with mlx-vlm 0.7.10's defaults (its config dataclasses), validated
+//! before anything is allocated.
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Which model family a checkpoint belongs to (`config.json`'s top-level `model_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelType {
+    /// `gemma4`: e2b, e4b, 26B-A4B, 31B; a SigLIP-style vision tower.
+    Gemma4,
+    /// `gemma4_unified`: the 12B encoder-free model; a patch embedder without a transformer.
+    Gemma4Unified,
+}
+
+/// The configuration of a checkpoint's vision side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelConfig {
+    pub model_type: ModelType,
+    pub vision: VisionConfig,
+    /// The language model's width (`text_config.hidden_size`): the width of the features.
+    pub text_hidden_size: i32,
+}
+
+/// The vision configuration of either family.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum VisionConfig {
+    Siglip(SiglipConfig),
+    Unified(UnifiedConfig),
+}
+
+/// gemma4's `VisionConfig` (mlx-vlm `models/gemma4/config.py`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SiglipConfig {
+    pub hidden_size: i32,
+    pub intermediate_size: i32,
+    pub num_hidden_layers: i32,
+    pub num_attention_heads: i32,
+    pub num_key_value_heads: i32,
+    pub head_dim: i32,
+    pub rms_norm_eps: f64,
+    pub rope_parameters: RopeParameters,
+    pub default_output_length: i32,
+    pub patch_size: i32,
+    pub position_embedding_size: i32,
+    pub pooling_kernel_size: i32,
+    pub use_clipped_linears: bool,
+    pub standardize: bool,
+}
+
+impl Default for SiglipConfig {
+    fn default() -> SiglipConfig {
+        SiglipConfig {
+            hidden_size: 768,
+            intermediate_size: 3072,
+            num_hidden_layers: 16,
+            num_attention_heads: 12,
+            num_key_value_heads: 12,
+            head_dim: 64,
+            rms_norm_eps: 1e-6,
+            rope_parameters: RopeParameters::default(),
+            default_output_length: 280,
+            patch_size: 16,
+            position_embedding_size: 10240,
+            pooling_kernel_size: 3,
+            use_clipped_linears: false,
+            standardize: false,
+        }
+    }
+}
+
+/// `rope_parameters`: only `rope_theta` is used by the vision tower.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RopeParameters {
+    pub rope_theta: f64,
+}
+
+impl Default for RopeParameters {
+    fn default() -> RopeParameters {
+        RopeParameters { rope_theta: 100.0 }
+    }
+}
+
+/// gemma4_unified's `VisionConfig` (mlx-vlm `models/gemma4_unified/config.py`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UnifiedConfig {
+    pub patch_size: i32,
+    pub pooling_kernel_size: i32,
+    /// Side of the square patches the embedder consumes (`patch_size × pooling_kernel_size`).
+    pub model_patch_size: i32,
+    pub mm_embed_dim: i32,
+    pub mm_posemb_size: i32,
+    pub num_soft_tokens: i32,
+    pub rms_norm_eps: f64,
+    pub output_proj_dims: i32,
+}
+
+impl Default for UnifiedConfig {
+    fn default() -> UnifiedConfig {
+        UnifiedConfig {
+            patch_size: 16,
+            pooling_kernel_size: 3,
+            model_patch_size: 48,
+            mm_embed_dim: 3840,
+            mm_posemb_size: 1120,
+            num_soft_tokens: 280,
+            rms_norm_eps: 1e-6,
+            output_proj_dims: 3840,
+        }
+    }
+}
+
+impl UnifiedConfig {
+    /// Values per patch: `model_patch_size² × 3`.
+    pub fn patch_dim(&self) -> i32 {
+        self.model_patch_size * self.model_patch_size * 3
+    }
+}
+
+impl ModelConfig {
+    /// Reads and validates `config.json`.
+    pub fn load(path: &Path) -> Result<ModelConfig> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Checkpoint { path: path.to_path_buf(), detail: format!("cannot read: {e}") })?;
+        ModelConfig::parse(&text, path)
+    }
+
+    /// Parses and validates the text of a `config.json` (`path` names it in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<ModelConfig> {
+        let error = |field: &str, detail: String| Error::Config { path: path.to_path_buf(), field: field.to_owned(), detail };
+        let json: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| error("(document)", format!("invalid JSON: {e}")))?;
+        let model_type = match json.get("model_type").and_then(|v| v.as_str()) {
+            Some("gemma4") => ModelType::Gemma4,
+            Some("gemma4_unified") => ModelType::Gemma4Unified,
+            Some(other) => return Err(error("model_type", format!("`{other}` is not gemma4 or gemma4_unified"))),
+            None => return Err(error("model_type", "missing".into())),
+        };
+        let vision_json = json.get("vision_config").ok_or_else(|| error("vision_config", "missing".into()))?;
+        if !vision_json.is_object() {
+            return Err(error("vision_config", "not an object".into()));
+        }
+        let vision = match model_type {
+            ModelType::Gemma4 => VisionConfig::Siglip(
+                SiglipConfig::deserialize(vision_json).map_err(|e| error("vision_config", e.to_string()))?,
+            ),
+            ModelType::Gemma4Unified => VisionConfig::Unified(
+                UnifiedConfig::deserialize(vision_json).map_err(|e| error("vision_config", e.to_string()))?,
+            ),
+        };
+        let default_text_hidden = match model_type {
+            ModelType::Gemma4 => 1536,
+            ModelType::Gemma4Unified => 3840,
+        };
+        let text_hidden_size = match json.get("text_config").and_then(|t| t.get("hidden_size")) {
+            None => default_text_hidden,
+            Some(v) => v
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .ok_or_else(|| error("text_config.hidden_size", format!("{v} is not an integer")))?,
+        };
+        let config = ModelConfig { model_type, vision, text_hidden_size };
+        config.validate().map_err(|(field, detail)| error(&field, detail))?;
+        Ok(config)
+    }
+
+    /// Checks every size and constant the encoders depend on; `Err((field, why))`.
+    fn validate(&self) -> std::result::Result<(), (String, String)> {
+        positive("text_config.hidden_size", self.text_hidden_size)?;
+        match &self.vision {
+            VisionConfig::Siglip(c) => {
+                for (field, value) in [
+                    ("hidden_size", c.hidden_size),
+                    ("intermediate_size", c.intermediate_size),
+                    ("num_hidden_layers", c.num_hidden_layers),
+                    ("num_attention_heads", c.num_attention_heads),
+                    ("num_key_value_heads", c.num_key_value_heads),
+                    ("head_dim", c.head_dim),
+                    ("default_output_length", c.default_output_length),
+                    ("patch_size", c.patch_size),
+                    ("position_embedding_size", c.position_embedding_size),
+                    ("pooling_kernel_size", c.pooling_kernel_size),
+                ] {
+                    positive(&format!("vision_config.{field}"), value)?;
+                }
+                if c.head_dim % 4 != 0 {
+                    return Err((
+                        "vision_config.head_dim".into(),
+                        format!("{} is not divisible by 4 (2D RoPE splits each head into two rotated halves)", c.head_dim),
+                    ));
+                }
+                if c.num_attention_heads % c.num_key_value_heads != 0 {
+                    return Err((
+                        "vision_config.num_key_value_heads".into(),
+                        format!("{} does not divide num_attention_heads {}", c.num_key_value_heads, c.num_attention_heads),
+                    ));
+                }
+                finite_positive("vision_config.rms_norm_eps", c.rms_norm_eps)?;
+                finite_positive("vision_config.rope_parameters.rope_theta", c.rope_parameters.rope_theta)?;
+            }
+            VisionConfig::Unified(c) => {
+                for (field, value) in [
+                    ("patch_size", c.patch_size),
+                    ("pooling_kernel_size", c.pooling_kernel_size),
+                    ("model_patch_size", c.model_patch_size),
+                    ("mm_embed_dim", c.mm_embed_dim),
+                    ("mm_posemb_size", c.mm_posemb_size),
+                    ("num_soft_tokens", c.num_soft_tokens),
+                    ("output_proj_dims", c.output_proj_dims),
+                ] {
+                    positive(&format!("vision_config.{field}"), value)?;
+                }
+                if c.model_patch_size != c.patch_size * c.pooling_kernel_size {
+                    return Err((
+                        "vision_config.model_patch_size".into(),
+                        format!(
+                            "{} differs from patch_size × pooling_kernel_size = {} (the size the processor cuts)",
+                            c.model_patch_size,
+                            c.patch_size * c.pooling_kernel_size
+                        ),
+                    ));
+                }
+                if c.mm_embed_dim != c.output_proj_dims {
+                    return Err((
+                        "vision_config.mm_embed_dim".into(),
+                        format!("{} differs from output_proj_dims {}", c.mm_embed_dim, c.output_proj_dims),
+                    ));
+                }
+                finite_positive("vision_config.rms_norm_eps", c.rms_norm_eps)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A canonical JSON rendering (fixed field order), hashed into the cache identity.
+    pub fn canonical_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+fn positive(field: &str, value: i32) -> std::result::Result<(), (String, String)> {
+    if value > 0 { Ok(()) } else { Err((field.to_owned(), format!("{value} is not a positive size"))) }
+}
+
+fn finite_positive(field: &str, value: f64) -> std::result::Result<(), (String, String)> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err((field.to_owned(), format!("{value} is not a positive finite number")))
+    }
+}

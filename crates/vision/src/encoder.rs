@@ -1,0 +1,313 @@
+//! [`VisionEncoder`]: a checkpoint directory in, language-space soft tokens out.
+
+use crate::siglip_tower::SiglipVisionTower;
+use crate::trace::Trace;
+use crate::unified_embedder::UnifiedVisionEmbedder;
+use crate::{Checkpoint, Error, ModelConfig, ModelType, Result, SanitizedStore, VisionConfig};
+use layers::{WeightStore, Weights};
+use preprocess::{ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use tensor::{Array, Dtype};
+
+/// The dtype the encoder computes in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ComputeDtype {
+    /// The checkpoint's own dtype: bit-identical to the reference (bf16 for published checkpoints).
+    #[default]
+    Native,
+    /// Weights converted to float32 once at load; activations float32 (fast on CPUs with a good
+    /// BLAS, within rounding of the native path, not bit-identical to it).
+    F32,
+}
+
+/// How an encoder is loaded and what its output means.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EncoderOptions {
+    pub compute_dtype: ComputeDtype,
+    /// Divide the features by the language model's `embed_scale` (`√text_hidden`), for a
+    /// language model that multiplies every input embedding by it. mlx-vlm does not (its
+    /// features replace image-token rows after the scaling), so the default is `false`.
+    pub divide_by_embed_scale: bool,
+    /// Decoder limits for images read by the encoder.
+    pub limits: preprocess::Limits,
+}
+
+/// Soft tokens of one call.
+#[derive(Debug)]
+pub struct Features {
+    /// `[Σ soft_tokens, text_hidden]`: the images' soft tokens in input order, exactly what
+    /// mlx-vlm's `Model.encode_image` (gemma4) or `Model.get_image_features` (gemma4_unified)
+    /// returns, without its leading batch axis, in the dtype it returns (the checkpoint's dtype
+    /// for gemma4; float32 for gemma4_unified, whose float32 patches promote every step).
+    pub features: Array,
+    /// Soft tokens per image, in input order (they sum to `features`' first extent).
+    pub soft_tokens: Vec<usize>,
+}
+
+/// One image prepared for its encoder by [`VisionEncoder::prepare`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreparedImage {
+    /// gemma4 image path: `[3, H, W]` float32 pixels.
+    Pixels(PixelValues),
+    /// gemma4 position-id path (video frames, pre-patchified input) or gemma4_unified model
+    /// patches, padded, with positions.
+    Patches(Patches),
+}
+
+#[derive(Debug)]
+enum Model {
+    Siglip(SiglipVisionTower),
+    Unified(UnifiedVisionEmbedder),
+}
+
+/// A loaded Gemma 4 vision encoder of either family, with its image processor settings.
+///
+/// `Sync`: the weights are evaluated arrays, so one encoder may serve many threads (each
+/// thread runs its graphs on its own MLX stream).
+#[derive(Debug)]
+pub struct VisionEncoder {
+    config: ModelConfig,
+    processor: ProcessorConfig,
+    options: EncoderOptions,
+    model: Model,
+    store: Arc<SanitizedStore>,
+    used_keys: Vec<String>,
+    identity: Mutex<Option<String>>,
+}
+
+impl VisionEncoder {
+    /// Loads the encoder of the model directory `dir` (see [`Checkpoint`]): validates the
+    /// config, reads only the vision tensors (checking each one's shape and dtype), and fails
+    /// if the checkpoint holds vision tensors no block uses.
+    pub fn load(dir: impl AsRef<Path>, options: EncoderOptions) -> Result<VisionEncoder> {
+        let checkpoint = Checkpoint::open(dir.as_ref())?;
+        let config = checkpoint.config().clone();
+        let family = match config.model_type {
+            ModelType::Gemma4 => ModelFamily::Gemma4,
+            ModelType::Gemma4Unified => ModelFamily::Gemma4Unified,
+        };
+        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family)?;
+        let store = checkpoint.store();
+        let compute = match options.compute_dtype {
+            ComputeDtype::Native => None,
+            ComputeDtype::F32 => Some(Dtype::F32),
+        };
+        let weights = Weights::new(Arc::clone(&store) as Arc<dyn WeightStore>).with_compute_dtype(compute);
+        let model = match &config.vision {
+            VisionConfig::Siglip(c) => Model::Siglip(SiglipVisionTower::load(&weights, c, config.text_hidden_size)?),
+            VisionConfig::Unified(c) => {
+                Model::Unified(UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?)
+            }
+        };
+        weights.ensure_all_used()?;
+        let used_keys = weights.used_keys();
+        Ok(VisionEncoder { config, processor, options, model, store, used_keys, identity: Mutex::new(None) })
+    }
+
+    /// The validated model configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The image processor settings from the checkpoint (`processor_config.json`, else
+    /// `preprocessor_config.json`, else the reference's defaults).
+    pub fn processor_config(&self) -> &ProcessorConfig {
+        &self.processor
+    }
+
+    /// The options the encoder was loaded with.
+    pub fn options(&self) -> &EncoderOptions {
+        &self.options
+    }
+
+    /// The image processor for a soft-token budget: `budget`, else the checkpoint's, else 280.
+    pub fn preprocessor(&self, budget: Option<u32>) -> Result<Preprocessor> {
+        Ok(Preprocessor::new(self.processor.clone().with_max_soft_tokens(budget))?)
+    }
+
+    /// Prepares a decoded image for this encoder (resize, rescale, layout).
+    pub fn prepare(&self, image: &RgbImage, preprocessor: &Preprocessor) -> Result<PreparedImage> {
+        Ok(match self.config.model_type {
+            ModelType::Gemma4 => PreparedImage::Pixels(preprocessor.gemma4_image(image)?),
+            ModelType::Gemma4Unified => PreparedImage::Patches(preprocessor.gemma4_unified_image(image)?.patches),
+        })
+    }
+
+    /// Decodes, prepares and encodes image files (EXIF orientation applied, as mlx-vlm's
+    /// `load_image` does) with the soft-token budget `budget` (else the checkpoint's, else 280).
+    pub fn encode_files(&self, paths: &[impl AsRef<Path>], budget: Option<u32>) -> Result<Features> {
+        let images = paths
+            .iter()
+            .map(|p| preprocess::open(p.as_ref(), &self.options.limits))
+            .collect::<preprocess::Result<Vec<_>>>()?;
+        self.encode_images(&images, budget)
+    }
+
+    /// Prepares and encodes decoded images.
+    pub fn encode_images(&self, images: &[RgbImage], budget: Option<u32>) -> Result<Features> {
+        let preprocessor = self.preprocessor(budget)?;
+        let prepared = images.iter().map(|image| self.prepare(image, &preprocessor)).collect::<Result<Vec<_>>>()?;
+        self.encode_prepared(&prepared, None)
+    }
+
+    /// Encodes video frames through the gemma4 tower's position-id path (`Gemma4VideoProcessor`
+    /// frames: resized to the budget, 16×16 patches padded to `budget × k²` rows).
+    pub fn encode_video_frames(&self, frames: &[RgbImage], budget: Option<u32>) -> Result<Features> {
+        if self.config.model_type != ModelType::Gemma4 {
+            return Err(Error::input("video frames go through the gemma4 tower's position-id path"));
+        }
+        let preprocessor = self.preprocessor(budget.or(Some(70)))?;
+        let prepared = frames
+            .iter()
+            .map(|frame| Ok(PreparedImage::Patches(preprocessor.gemma4_video_frame(frame)?)))
+            .collect::<Result<Vec<_>>>()?;
+        self.encode_prepared(&prepared, None)
+    }
+
+    /// Encodes prepared images. gemma4 pixel inputs of one size run as one batch (images of
+    /// different sizes in separate batches), padded patch inputs of one length likewise; the
+    /// soft tokens are returned in input order. `trace` records each batch's stages.
+    pub fn encode_prepared(&self, images: &[PreparedImage], mut trace: Option<&mut Trace>) -> Result<Features> {
+        if images.is_empty() {
+            return Err(Error::input("no images to encode"));
+        }
+        let (features, soft_tokens) = match &self.model {
+            Model::Siglip(tower) => {
+                let mut rows: Vec<Option<Array>> = (0..images.len()).map(|_| None).collect();
+                let mut soft_tokens = vec![0; images.len()];
+                for group in batches(images) {
+                    let pooled = match &images[group[0]] {
+                        PreparedImage::Pixels(_) => {
+                            tower.pool_pixels(&stack_pixels(images, &group)?, trace.as_deref_mut())?
+                        }
+                        PreparedImage::Patches(_) => {
+                            let (patches, positions) = stack_patches(images, &group)?;
+                            tower.pool_patches(&patches, &positions, trace.as_deref_mut())?
+                        }
+                    };
+                    let mut start = 0;
+                    for (&i, &n) in group.iter().zip(&pooled.counts) {
+                        rows[i] = Some(pooled.rows.slice_axis(0, start, start + n as i32)?);
+                        soft_tokens[i] = n;
+                        start += n as i32;
+                    }
+                }
+                let rows: Vec<Array> = rows.into_iter().flatten().collect();
+                let refs: Vec<&Array> = rows.iter().collect();
+                let pooled = if refs.len() == 1 { rows[0].clone() } else { Array::concatenate(&refs, 0)? };
+                (tower.project(&pooled, trace)?, soft_tokens)
+            }
+            Model::Unified(embedder) => {
+                let all: Vec<usize> = (0..images.len()).collect();
+                let (patches, positions) = stack_patches(images, &all)?;
+                let soft_tokens = images
+                    .iter()
+                    .map(|image| match image {
+                        PreparedImage::Patches(p) => p.real,
+                        PreparedImage::Pixels(p) => p.soft_tokens,
+                    })
+                    .collect();
+                (embedder.encode_patches(&patches, &positions, trace)?, soft_tokens)
+            }
+        };
+        let features = if self.options.divide_by_embed_scale {
+            features.div(f64::from(self.config.text_hidden_size).sqrt())?
+        } else {
+            features
+        };
+        Ok(Features { features, soft_tokens })
+    }
+
+    /// SHA-256 (hex) identifying what this encoder computes: the parsed model config, the
+    /// processor settings, the options, and the fingerprint of every vision tensor it loaded
+    /// (names, dtypes, shapes, bytes as stored). Equal identities give equal features for equal
+    /// image bytes and budgets, so it keys a feature cache. Computed once (it reads the weights).
+    pub fn cache_identity(&self) -> Result<String> {
+        let mut cached = self.identity.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(identity) = cached.as_ref() {
+            return Ok(identity.clone());
+        }
+        let tensors = self
+            .used_keys
+            .iter()
+            .map(|key| Ok((key.as_str(), self.store.load(key)?)))
+            .collect::<layers::Result<Vec<_>>>()?;
+        let fingerprint = tensor::fingerprint(tensors.iter().map(|(k, a)| (*k, a)))?;
+        let p = &self.processor;
+        let mut hasher = Sha256::new();
+        for part in [
+            "gemma-vision/1".to_owned(),
+            self.config.canonical_json(),
+            format!(
+                "processor {} {} {:?} {} {:?} {:?} {} {}",
+                p.do_resize,
+                p.do_rescale,
+                p.rescale_factor,
+                p.do_normalize,
+                p.image_mean,
+                p.image_std,
+                p.patch_size,
+                p.pooling_kernel_size
+            ),
+            format!("options {:?} {}", self.options.compute_dtype, self.options.divide_by_embed_scale),
+            fingerprint,
+        ] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        let identity: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        *cached = Some(identity.clone());
+        Ok(identity)
+    }
+}
+
+/// Indices of `images` grouped into batches of one kind and shape, groups in order of first
+/// appearance, indices in input order.
+fn batches(images: &[PreparedImage]) -> Vec<Vec<usize>> {
+    let key = |image: &PreparedImage| match image {
+        PreparedImage::Pixels(p) => (0, p.height, p.width),
+        PreparedImage::Patches(p) => (1, p.len, p.dim),
+    };
+    let mut groups: Vec<((i32, usize, usize), Vec<usize>)> = Vec::new();
+    for (i, image) in images.iter().enumerate() {
+        match groups.iter_mut().find(|(k, _)| *k == key(image)) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((key(image), vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// `[B, 3, H, W]` float32 from same-sized pixel inputs.
+fn stack_pixels(images: &[PreparedImage], group: &[usize]) -> Result<Array> {
+    let mut data = Vec::new();
+    let (mut h, mut w) = (0, 0);
+    for &i in group {
+        let PreparedImage::Pixels(p) = &images[i] else { return Err(Error::input("mixed inputs in a batch")) };
+        (h, w) = (p.height, p.width);
+        data.extend_from_slice(&p.data);
+    }
+    Ok(Array::from_slice(&data, &[group.len() as i32, 3, h as i32, w as i32])?)
+}
+
+/// `[B, L, D]` float32 patches and `[B, L, 2]` int64 positions from same-length patch inputs.
+fn stack_patches(images: &[PreparedImage], group: &[usize]) -> Result<(Array, Array)> {
+    let (mut data, mut positions) = (Vec::new(), Vec::new());
+    let (mut len, mut dim) = (0, 0);
+    for &i in group {
+        let PreparedImage::Patches(p) = &images[i] else { return Err(Error::input("mixed inputs in a batch")) };
+        if (len, dim) != (0, 0) && (len, dim) != (p.len, p.dim) {
+            return Err(Error::input(format!("patch inputs of {}×{} and {len}×{dim} in one call", p.len, p.dim)));
+        }
+        (len, dim) = (p.len, p.dim);
+        data.extend_from_slice(&p.data);
+        positions.extend_from_slice(&p.positions);
+    }
+    let b = group.len() as i32;
+    Ok((
+        Array::from_slice(&data, &[b, len as i32, dim as i32])?,
+        Array::from_slice(&positions, &[b, len as i32, 2])?,
+    ))
+}

@@ -1,0 +1,30 @@
+//! `MultimodalEmbedder`: vision features into the language model's embedding space.
+
+use crate::Result;
+use layers::{Linear, RmsNorm, Weights};
+use tensor::Array;
+
+/// mlx-vlm's `MultimodalEmbedder` (gemma4, shared by gemma4_unified): a scale-free fused RMS
+/// norm (`fast.rms_norm(x, None, eps)`) followed by `embedding_projection` (`x @ W.T`,
+/// `W` `[text_hidden, width]`). Keys below `embed_vision`: `embedding_projection.weight`.
+#[derive(Debug, Clone)]
+pub struct MultimodalEmbedder {
+    norm: RmsNorm,
+    projection: Linear,
+}
+
+impl MultimodalEmbedder {
+    pub fn new(projection: Linear, eps: f32) -> MultimodalEmbedder {
+        MultimodalEmbedder { norm: RmsNorm::no_scale(eps), projection }
+    }
+
+    pub fn load(weights: &Weights, width: i32, text_hidden: i32, eps: f32) -> Result<MultimodalEmbedder> {
+        let projection = Linear::load(&weights.pp("embedding_projection"), width, text_hidden, false)?;
+        Ok(MultimodalEmbedder::new(projection, eps))
+    }
+
+    /// `[…, width]` → `[…, text_hidden]`.
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        Ok(self.projection.forward(&self.norm.forward(x)?)?)
+    }
+}

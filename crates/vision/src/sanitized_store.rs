@@ -1,0 +1,111 @@
+//! The vision tensors of a checkpoint under the reference's sanitized key names.
+
+use crate::ModelType;
+use layers::{Error, Result, WeightStore};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tensor::{Array, ShardedSafetensors, TensorInfo};
+
+/// Key prefixes (after sanitizing) of the tensors the vision side reads.
+pub(crate) fn vision_prefixes(model_type: ModelType) -> &'static [&'static str] {
+    match model_type {
+        ModelType::Gemma4 => &["vision_tower.", "embed_vision."],
+        ModelType::Gemma4Unified => &["vision_embedder.", "embed_vision."],
+    }
+}
+
+/// A [`WeightStore`] exposing only a checkpoint's vision tensors, under the names mlx-vlm's
+/// `Model.sanitize` gives them: a leading `model.` is stripped (raw Hugging Face names and
+/// already-converted MLX names both load), `rotary_emb` tensors are dropped, and the 0-d clip
+/// bounds (`input_min`, `input_max`, `output_min`, `output_max`) of the vision tower are
+/// dropped unless the config uses clipped linears. Nothing outside the vision prefixes is
+/// listed or read, so a large checkpoint's language model is never touched.
+#[derive(Debug)]
+pub struct SanitizedStore {
+    files: Arc<ShardedSafetensors>,
+    /// Sanitized name → name in the files.
+    names: BTreeMap<String, String>,
+}
+
+const CLIP_SUFFIXES: [&str; 4] = ["input_max", "input_min", "output_max", "output_min"];
+
+impl SanitizedStore {
+    /// The vision view of `files`. Fails if two stored names sanitize to the same key.
+    pub fn new(files: Arc<ShardedSafetensors>, model_type: ModelType, use_clipped_linears: bool) -> Result<SanitizedStore> {
+        let prefixes = vision_prefixes(model_type);
+        let mut names = BTreeMap::new();
+        for raw in files.names() {
+            let Some(key) = sanitize(raw, model_type, use_clipped_linears) else { continue };
+            if !prefixes.iter().any(|p| key.starts_with(p)) {
+                continue;
+            }
+            if let Some(previous) = names.insert(key.clone(), raw.to_owned()) {
+                return Err(Error::Input {
+                    block: "checkpoint",
+                    what: format!("`{previous}` and `{raw}` both name the tensor `{key}`"),
+                });
+            }
+        }
+        Ok(SanitizedStore { files, names })
+    }
+
+    fn raw(&self, name: &str) -> Result<&str> {
+        self.names.get(name).map(String::as_str).ok_or_else(|| Error::Missing { name: name.to_owned() })
+    }
+}
+
+/// mlx-vlm's sanitize rules for one key (gemma4 `Model.sanitize` and gemma4_unified
+/// `Model.sanitize`, vision-relevant parts); `None` when the key is dropped.
+fn sanitize(key: &str, model_type: ModelType, use_clipped_linears: bool) -> Option<String> {
+    if key.contains("rotary_emb") {
+        return None;
+    }
+    if model_type == ModelType::Gemma4 && CLIP_SUFFIXES.iter().any(|s| key.contains(s)) {
+        if key.contains("vision_tower") && !use_clipped_linears {
+            return None;
+        }
+        if !key.contains("vision_tower") && !key.contains("audio_tower") {
+            return None;
+        }
+    }
+    Some(key.strip_prefix("model.").unwrap_or(key).to_owned())
+}
+
+impl WeightStore for SanitizedStore {
+    fn names(&self) -> Vec<String> {
+        self.names.keys().cloned().collect()
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+
+    fn info(&self, name: &str) -> Result<TensorInfo> {
+        Ok(self.files.info(self.raw(name)?)?)
+    }
+
+    fn load(&self, name: &str) -> Result<Array> {
+        Ok(self.files.load(self.raw(name)?)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_follows_the_reference_rules() {
+        let g = ModelType::Gemma4;
+        assert_eq!(sanitize("model.vision_tower.x.weight", g, false).as_deref(), Some("vision_tower.x.weight"));
+        assert_eq!(sanitize("vision_tower.x.weight", g, false).as_deref(), Some("vision_tower.x.weight"));
+        assert_eq!(sanitize("model.vision_tower.a.q_proj.input_min", g, false), None);
+        assert_eq!(
+            sanitize("model.vision_tower.a.q_proj.input_min", g, true).as_deref(),
+            Some("vision_tower.a.q_proj.input_min")
+        );
+        assert_eq!(sanitize("model.embed_vision.output_max", g, true), None);
+        assert_eq!(sanitize("model.language_model.rotary_emb.inv_freq", g, true), None);
+        let u = ModelType::Gemma4Unified;
+        assert_eq!(sanitize("model.vision_embedder.patch_ln1.weight", u, false).as_deref(), Some("vision_embedder.patch_ln1.weight"));
+    }
+}

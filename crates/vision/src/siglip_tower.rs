@@ -1,0 +1,238 @@
+//! The gemma4 vision encoder: mlx-vlm's `VisionModel` followed by `embed_vision`.
+
+use crate::multimodal_embedder::MultimodalEmbedder;
+use crate::patch_embedder::PatchEmbedder;
+use crate::pooler::Pooler;
+use crate::trace::{Trace, record};
+use crate::{Error, Result, SiglipConfig};
+use layers::{VisionBlock, VisionBlockConfig, Weights};
+use tensor::{Array, Dtype, SharedArray};
+
+/// Pooled soft tokens of a batch, before `embed_vision`.
+#[derive(Debug)]
+pub struct PooledRows {
+    /// `[Σ counts, D]`: each image's valid pooled slots, images in batch order.
+    pub rows: Array,
+    /// Rows per image (the reference's `count(valid slots)`).
+    pub counts: Vec<usize>,
+}
+
+/// The SigLIP-style vision tower of gemma4 (e2b, e4b, 26B-A4B, 31B) with its multimodal
+/// embedder: images → soft tokens in the language model's space.
+///
+/// Stages, as mlx-vlm's `Model.encode_image` runs them: patch embedding (+ position tables),
+/// `num_hidden_layers` [`VisionBlock`]s with an additive `[B, 1, L, L]` mask (0 between real
+/// patches, -1e4 to or from padding, in the hidden dtype) and 2-D RoPE over the patch grid,
+/// position pooling (`k × k` average, × √hidden), the first `count(valid slots)` rows of each
+/// image, optional `standardize` (`(x − std_bias) · std_scale`), and the
+/// [`MultimodalEmbedder`]. Weights: `vision_tower.*` and `embed_vision.*`.
+#[derive(Debug, Clone)]
+pub struct SiglipVisionTower {
+    config: SiglipConfig,
+    block_config: VisionBlockConfig,
+    patch_embedder: PatchEmbedder,
+    blocks: Vec<VisionBlock>,
+    pooler: Pooler,
+    standardize: Option<(SharedArray, SharedArray)>,
+    embedder: MultimodalEmbedder,
+}
+
+impl SiglipVisionTower {
+    /// Loads the tower from `weights` (the whole checkpoint view: keys `vision_tower.*`,
+    /// `embed_vision.*`). `text_hidden` is the language model's width.
+    pub fn load(weights: &Weights, config: &SiglipConfig, text_hidden: i32) -> Result<SiglipVisionTower> {
+        let tower = weights.pp("vision_tower");
+        let d = config.hidden_size;
+        let block_config = VisionBlockConfig {
+            hidden_size: d,
+            intermediate_size: config.intermediate_size,
+            num_heads: config.num_attention_heads,
+            num_kv_heads: config.num_key_value_heads,
+            head_dim: config.head_dim,
+            rms_norm_eps: config.rms_norm_eps,
+            rope_theta: config.rope_parameters.rope_theta,
+            clipped_linears: config.use_clipped_linears,
+        };
+        let patch_embedder = PatchEmbedder::load(
+            &tower.pp("patch_embedder"),
+            d,
+            config.patch_size,
+            config.position_embedding_size,
+        )?;
+        let blocks = (0..config.num_hidden_layers)
+            .map(|i| VisionBlock::load(&tower.pp(format!("encoder.layers.{i}")), &block_config))
+            .collect::<layers::Result<Vec<_>>>()?;
+        let standardize = if config.standardize {
+            Some((tower.get("std_bias", &[d])?, tower.get("std_scale", &[d])?))
+        } else {
+            None
+        };
+        let embedder =
+            MultimodalEmbedder::load(&weights.pp("embed_vision"), d, text_hidden, config.rms_norm_eps as f32)?;
+        Ok(SiglipVisionTower {
+            config: config.clone(),
+            block_config,
+            patch_embedder,
+            blocks,
+            pooler: Pooler::new(d),
+            standardize,
+            embedder,
+        })
+    }
+
+    /// The configuration the tower was loaded with.
+    pub fn config(&self) -> &SiglipConfig {
+        &self.config
+    }
+
+    /// The dtype of the hidden states (the patch projection's weight dtype).
+    pub fn dtype(&self) -> Dtype {
+        self.patch_embedder.dtype()
+    }
+
+    /// Image path, whole encoder: `pixels` `[B, 3, H, W]` float32 in [0, 1] (H, W multiples of
+    /// the patch size) → features `[B · n, text_hidden]` with `n = (H/p)(W/p) / k²` per image,
+    /// images in order (`Model.encode_image`).
+    pub fn encode_pixels(&self, pixels: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
+        let pooled = self.pool_pixels(pixels, trace.as_deref_mut())?;
+        self.project(&pooled.rows, trace)
+    }
+
+    /// Position-id path, whole encoder: see [`pool_patches`](Self::pool_patches).
+    pub fn encode_patches(&self, patches: &Array, positions: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
+        let pooled = self.pool_patches(patches, positions, trace.as_deref_mut())?;
+        self.project(&pooled.rows, trace)
+    }
+
+    /// `embed_vision`: pooled soft tokens `[N, D]` → features `[N, text_hidden]`. Row-wise, so
+    /// the rows of several calls may be concatenated first (as the reference does for a list
+    /// of images of different sizes).
+    pub fn project(&self, rows: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
+        let out = self.embedder.forward(rows)?;
+        record(&mut trace, "features", &out);
+        Ok(out)
+    }
+
+    /// Image path of the tower (`VisionModel.__call__` on a `[B, 3, H, W]` batch): the pooled,
+    /// standardized soft tokens `[B · n, D]` before `embed_vision`. Positions are the row-major
+    /// patch grid `(col, row)`; nothing is padded.
+    pub fn pool_pixels(&self, pixels: &Array, mut trace: Option<&mut Trace>) -> Result<PooledRows> {
+        let shape = pixels.shape();
+        let &[batch, _, h, w] = shape.as_slice() else {
+            return Err(Error::input(format!("pixel values must be [B, 3, H, W], found {shape:?}")));
+        };
+        if pixels.dtype() != Dtype::F32 {
+            return Err(Error::input(format!("pixel values must be float32, found {}", pixels.dtype())));
+        }
+        let p = self.config.patch_size;
+        let (ph, pw) = (h / p, w / p);
+        if ph == 0 || pw == 0 {
+            return Err(Error::input(format!("an image of {h}×{w} pixels holds no {p}×{p} patch")));
+        }
+        let num_real = ph * pw;
+        let output_length = num_real / self.pool_area();
+        let positions = grid_positions(batch, ph, pw)?;
+        let padding = Array::zeros(&[batch, num_real], Dtype::Bool)?;
+        let embeddings = self.patch_embedder.embed_pixels(pixels, &positions, &padding)?;
+        record(&mut trace, "patch_embeddings", &embeddings);
+        self.pool_embeddings(embeddings, &positions, &padding, output_length, trace)
+    }
+
+    /// Position-id path of the tower (videos, pre-patchified input): `patches` `[B, L, 3·p²]`
+    /// float32 (`[p, p, C]` order, values in [0, 1]) and `positions` `[B, L, 2]` integer (x, y),
+    /// padding rows marked `(-1, -1)`; 4-D `[B, T, L, …]` inputs are flattened to `B·T` frames.
+    /// Output: the pooled soft tokens of each frame's valid slots, concatenated, `[Σ, D]`.
+    pub fn pool_patches(
+        &self,
+        patches: &Array,
+        positions: &Array,
+        mut trace: Option<&mut Trace>,
+    ) -> Result<PooledRows> {
+        let patch_dim = 3 * self.config.patch_size * self.config.patch_size;
+        let (patches, positions) = match (patches.shape().as_slice(), positions.shape().as_slice()) {
+            ([b, l, d], [pb, pl, 2]) if *d == patch_dim && (b, l) == (pb, pl) => (patches.clone(), positions.clone()),
+            ([b, t, l, d], [pb, pt, pl, 2]) if *d == patch_dim && (b, t, l) == (pb, pt, pl) => {
+                (patches.reshape(&[b * t, *l, *d])?, positions.reshape(&[b * t, *l, 2])?)
+            }
+            (p, q) => {
+                return Err(Error::input(format!(
+                    "patches must be [B, L, {patch_dim}] with positions [B, L, 2]; found {p:?} and {q:?}"
+                )));
+            }
+        };
+        if patches.dtype() != Dtype::F32 {
+            return Err(Error::input(format!("patches must be float32, found {}", patches.dtype())));
+        }
+        let padding = positions.eq(-1)?.all(&[-1], false)?;
+        let output_length = patches.dim(1)? / self.pool_area();
+        if output_length == 0 {
+            return Err(Error::input(format!("{} patches are fewer than one pooling window", patches.dim(1)?)));
+        }
+        let embeddings = self.patch_embedder.embed_patches(&patches, &positions, &padding)?;
+        record(&mut trace, "patch_embeddings", &embeddings);
+        self.pool_embeddings(embeddings, &positions, &padding, output_length, trace)
+    }
+
+    fn pool_area(&self) -> i32 {
+        self.config.pooling_kernel_size * self.config.pooling_kernel_size
+    }
+
+    /// From patch embeddings `[B, L, D]` to pooled soft tokens `[Σ, D]`, per
+    /// `VisionModel.__call__` after the patch embedder.
+    fn pool_embeddings(
+        &self,
+        embeddings: Array,
+        positions: &Array,
+        padding: &Array,
+        output_length: i32,
+        mut trace: Option<&mut Trace>,
+    ) -> Result<PooledRows> {
+        let dtype = embeddings.dtype();
+        let mask = attention_mask(padding, dtype)?;
+        let rope = self.block_config.rope_tables(positions, dtype)?;
+        let mut hidden = embeddings;
+        for (i, block) in self.blocks.iter().enumerate() {
+            hidden = block.forward(&hidden, &rope, Some(&mask))?;
+            record(&mut trace, format!("block_{i:02}"), &hidden);
+        }
+        let pooled = self.pooler.forward(&hidden, positions, padding, output_length)?;
+        record(&mut trace, "pooled", &pooled.features);
+        let (mut rows, counts) = keep_valid_rows(&pooled.features, &pooled.valid)?;
+        if let Some((bias, scale)) = &self.standardize {
+            rows = rows.sub(bias)?.mul(scale)?;
+            record(&mut trace, "standardized", &rows);
+        }
+        Ok(PooledRows { rows, counts })
+    }
+}
+
+/// The image path's positions: `[B, pH·pW, 2]` int32, patch `n = row·pW + col` at `(col, row)`.
+fn grid_positions(batch: i32, ph: i32, pw: i32) -> Result<Array> {
+    let grid: Vec<i32> = (0..ph).flat_map(|row| (0..pw).flat_map(move |col| [col, row])).collect();
+    let one = Array::from_slice(&grid, &[1, ph * pw, 2])?;
+    Ok(one.broadcast_to(&[batch, ph * pw, 2])?.contiguous()?)
+}
+
+/// `VisionModel`'s attention mask: `valid = !padding`, `m = valid[:, None, :] * valid[:, :, None]`,
+/// `where(m, 0.0, -1e4)` with both constants in `dtype`, expanded to `[B, 1, L, L]`.
+fn attention_mask(padding: &Array, dtype: Dtype) -> Result<Array> {
+    let valid = padding.logical_not()?;
+    let pairs = valid.expand_dims(1)?.mul(&valid.expand_dims(2)?)?;
+    let zero = Array::scalar(0.0f32)?.astype(dtype)?;
+    let fill = Array::scalar(-1e4f32)?.astype(dtype)?;
+    Ok(pairs.select(&zero, &fill)?.expand_dims(1)?)
+}
+
+/// The first `count(valid[b])` rows of each batch row of `pooled` `[B, len, D]`, concatenated
+/// to `[Σ, D]` (the reference's per-image `.item()` loop), and the counts.
+fn keep_valid_rows(pooled: &Array, valid: &Array) -> Result<(Array, Vec<usize>)> {
+    let counts = valid.astype(Dtype::I32)?.sum(&[-1], false)?.to_vec::<i32>()?;
+    let rows: Vec<Array> = counts
+        .iter()
+        .enumerate()
+        .map(|(b, &n)| pooled.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n))
+        .collect::<tensor::Result<_>>()?;
+    let refs: Vec<&Array> = rows.iter().collect();
+    let counts = counts.into_iter().map(|n| n.max(0) as usize).collect();
+    Ok((Array::concatenate(&refs, 0)?, counts))
+}

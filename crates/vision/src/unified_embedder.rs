@@ -1,0 +1,138 @@
+//! The gemma4_unified vision embedder: mlx-vlm's `VisionEmbedder` followed by `embed_vision`.
+
+use crate::multimodal_embedder::MultimodalEmbedder;
+use crate::trace::{Trace, record};
+use crate::{Error, Result, UnifiedConfig};
+use layers::{LAYER_NORM_EPS, LayerNorm, Linear, Weights};
+use tensor::{Array, Dtype, SharedArray};
+
+/// The encoder-free embedder of gemma4_unified (12B): each 48×48 patch → one soft token.
+///
+/// `Model.get_image_features` as mlx-vlm runs it, for patches `x` `[B, N, 6912]` float32 and
+/// positions `[B, N, 2]` (x, y; padding rows `(-1, -1)`):
+///
+/// ```text
+/// h = layer_norm(x, ln1)                  # eps 1e-5 (MLX's default), not rms_norm_eps
+/// h = addmm(dense.b, h, dense.W.T)
+/// h = layer_norm(h, ln2)
+/// cl = maximum(ids, 0).astype(i32); val = (ids != -1).astype(h.dtype)
+/// h = h + (pos[cl[..., 0], 0] * val[..., 0:1] + pos[cl[..., 1], 1] * val[..., 1:2])
+/// h = layer_norm(h, pos_norm)
+/// f = embed_vision(h)                     # rms_norm(h, None, eps) @ W.T
+/// ```
+///
+/// then keeps, per batch row, the first `count(non-padding)` rows, concatenated `[Σ, T]`
+/// (rows of empty images dropped). With float32 patches and bf16 weights every step promotes
+/// to float32, so the features are float32. Weights: `vision_embedder.*` (`patch_ln1`,
+/// `patch_dense`, `patch_ln2`, `pos_embedding` `[S, 2, E]`, `pos_norm`) and `embed_vision.*`.
+#[derive(Debug, Clone)]
+pub struct UnifiedVisionEmbedder {
+    config: UnifiedConfig,
+    patch_ln1: LayerNorm,
+    patch_dense: Linear,
+    patch_ln2: LayerNorm,
+    pos_embedding: SharedArray,
+    pos_norm: LayerNorm,
+    embedder: MultimodalEmbedder,
+}
+
+impl UnifiedVisionEmbedder {
+    pub fn load(weights: &Weights, config: &UnifiedConfig, text_hidden: i32) -> Result<UnifiedVisionEmbedder> {
+        let w = weights.pp("vision_embedder");
+        let (patch_dim, e) = (config.patch_dim(), config.mm_embed_dim);
+        Ok(UnifiedVisionEmbedder {
+            config: config.clone(),
+            patch_ln1: LayerNorm::load(&w.pp("patch_ln1"), patch_dim, LAYER_NORM_EPS)?,
+            patch_dense: Linear::load(&w.pp("patch_dense"), patch_dim, e, true)?,
+            patch_ln2: LayerNorm::load(&w.pp("patch_ln2"), e, LAYER_NORM_EPS)?,
+            pos_embedding: w.get("pos_embedding", &[config.mm_posemb_size, 2, e])?,
+            pos_norm: LayerNorm::load(&w.pp("pos_norm"), e, LAYER_NORM_EPS)?,
+            embedder: MultimodalEmbedder::load(
+                &weights.pp("embed_vision"),
+                config.output_proj_dims,
+                text_hidden,
+                config.rms_norm_eps as f32,
+            )?,
+        })
+    }
+
+    /// The configuration the embedder was loaded with.
+    pub fn config(&self) -> &UnifiedConfig {
+        &self.config
+    }
+
+    /// The weights' dtype.
+    pub fn dtype(&self) -> Dtype {
+        self.patch_dense.weight().dtype()
+    }
+
+    /// `get_image_features(patches, positions)`: patches `[B, N, 6912]` (or `[B, T, N, 6912]`,
+    /// flattened to frames) and positions `[B, N, 2]` → features `[Σ real rows, T]`.
+    pub fn encode_patches(&self, patches: &Array, positions: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
+        let patch_dim = self.config.patch_dim();
+        let (patches, positions) = match (patches.shape().as_slice(), positions.shape().as_slice()) {
+            ([b, n, d], [pb, pn, 2]) if *d == patch_dim && (b, n) == (pb, pn) => (patches.clone(), positions.clone()),
+            ([b, t, n, d], [pb, pt, pn, 2]) if *d == patch_dim && (b, t, n) == (pb, pt, pn) => {
+                (patches.reshape(&[b * t, *n, *d])?, positions.reshape(&[b * t, *n, 2])?)
+            }
+            (p, q) => {
+                return Err(Error::input(format!(
+                    "patches must be [B, N, {patch_dim}] with positions [B, N, 2]; found {p:?} and {q:?}"
+                )));
+            }
+        };
+        let h = self.patch_ln1.forward(&patches)?;
+        record(&mut trace, "patch_ln1", &h);
+        let h = self.patch_dense.forward(&h)?;
+        record(&mut trace, "patch_dense", &h);
+        let h = self.patch_ln2.forward(&h)?;
+        record(&mut trace, "patch_ln2", &h);
+        let h = h.add(&self.position_term(&positions, h.dtype())?)?;
+        record(&mut trace, "positions_added", &h);
+        let h = self.pos_norm.forward(&h)?;
+        record(&mut trace, "pos_norm", &h);
+        let projected = self.embedder.forward(&h)?;
+        let padding = positions.eq(-1)?.all(&[-1], false)?;
+        let out = keep_leading_rows(&projected, &padding)?;
+        record(&mut trace, "features", &out);
+        Ok(out)
+    }
+
+    /// `pos[cl[..., 0], 0] * val[..., 0:1] + pos[cl[..., 1], 1] * val[..., 1:2]`, `[B, N, E]`.
+    fn position_term(&self, positions: &Array, dtype: Dtype) -> Result<Array> {
+        let shape = positions.shape();
+        let (b, n) = (shape[0], shape[1]);
+        let e = self.config.mm_embed_dim;
+        let clamped = positions.maximum(0)?.astype(Dtype::I32)?;
+        let valid = positions.ne(-1)?.astype(dtype)?;
+        let mut sum: Option<Array> = None;
+        for axis in 0..2 {
+            let ids = clamped.slice_axis(-1, axis, axis + 1)?.reshape(&[b * n])?;
+            let table = self.pos_embedding.slice_axis(1, axis, axis + 1)?.squeeze(&[1])?;
+            let rows = table.take(&ids, 0)?.reshape(&[b, n, e])?;
+            let term = rows.mul(&valid.slice_axis(-1, axis, axis + 1)?)?;
+            sum = Some(match sum {
+                None => term,
+                Some(x_term) => x_term.add(&term)?,
+            });
+        }
+        sum.ok_or_else(|| Error::input("no position axes"))
+    }
+}
+
+/// `_compact_prefix_rows`: per batch row, its first `count(!padding)` rows, concatenated.
+fn keep_leading_rows(features: &Array, padding: &Array) -> Result<Array> {
+    let counts = padding.logical_not()?.astype(Dtype::I32)?.sum(&[-1], false)?.to_vec::<i32>()?;
+    let rows: Vec<Array> = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(b, &n)| features.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n))
+        .collect::<tensor::Result<_>>()?;
+    if rows.is_empty() {
+        let width = features.dim(-1)?;
+        return Ok(features.reshape(&[-1, width])?.slice_axis(0, 0, 0)?);
+    }
+    let refs: Vec<&Array> = rows.iter().collect();
+    Ok(Array::concatenate(&refs, 0)?)
+}

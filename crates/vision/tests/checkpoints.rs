@@ -1,0 +1,214 @@
+//! Checkpoint layouts load alike; every malformed checkpoint is a named error.
+
+mod common;
+
+use common::{bytes, fixture, image, load, model_copy, rewrite_weights, temp_dir};
+use std::fs;
+use std::path::Path;
+use tensor::{Array, Dtype};
+use vision::{EncoderOptions, Error, VisionEncoder};
+
+fn features(dir: &Path) -> Vec<u8> {
+    let paths = [image("tiny-clipped", "gradient-37x23.png"), image("tiny-clipped", "noise-20x30.png")];
+    bytes(&load(dir).encode_files(&paths, Some(6)).unwrap().features)
+}
+
+fn load_err(dir: &Path) -> Error {
+    VisionEncoder::load(dir, EncoderOptions::default()).unwrap_err()
+}
+
+/// The fixture's tensors under sanitized names (its file stores raw `model.`-prefixed names).
+fn sanitized_tensors() -> Vec<(String, Array)> {
+    let raw = tensor::load_safetensors(fixture("tiny-clipped").join("model/model.safetensors")).unwrap();
+    assert!(raw.keys().all(|k| k.starts_with("model.")), "the fixture stores raw Hugging Face names");
+    raw.into_iter().map(|(k, v)| (k.trim_start_matches("model.").to_owned(), v)).collect()
+}
+
+fn save(path: &Path, tensors: &[(String, Array)]) {
+    let refs: Vec<(&str, &Array)> = tensors.iter().map(|(n, a)| (n.as_str(), a)).collect();
+    tensor::save_safetensors(path, &refs, None).unwrap();
+}
+
+#[test]
+fn raw_sanitized_sharded_and_sidecar_layouts_give_identical_features() {
+    let original = features(&fixture("tiny-clipped").join("model"));
+    let tensors = sanitized_tensors();
+
+    let sanitized = model_copy("tiny-clipped", "sanitized");
+    save(&sanitized.join("model.safetensors"), &tensors);
+    assert_eq!(features(&sanitized), original, "sanitized single file");
+
+    let sharded = model_copy("tiny-clipped", "sharded");
+    fs::remove_file(sharded.join("model.safetensors")).unwrap();
+    let (first, second) = tensors.split_at(tensors.len() / 2);
+    let raw = |t: &[(String, Array)]| t.iter().map(|(n, a)| (format!("model.{n}"), a.clone())).collect::<Vec<_>>();
+    save(&sharded.join("model-00001-of-00002.safetensors"), &raw(first));
+    save(&sharded.join("model-00002-of-00002.safetensors"), &raw(second));
+    let mut map = serde_json::Map::new();
+    for (name, _) in raw(first) {
+        map.insert(name, "model-00001-of-00002.safetensors".into());
+    }
+    for (name, _) in raw(second) {
+        map.insert(name, "model-00002-of-00002.safetensors".into());
+    }
+    // A language-model tensor in a shard that is not there: never read for vision.
+    map.insert("model.language_model.layers.0.weight".into(), "model-00003-of-00003.safetensors".into());
+    let index = serde_json::json!({ "metadata": {}, "weight_map": map });
+    fs::write(sharded.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    assert_eq!(features(&sharded), original, "sharded raw names");
+
+    let sidecar = model_copy("tiny-clipped", "sidecar");
+    fs::remove_file(sidecar.join("model.safetensors")).unwrap();
+    save(&sidecar.join("optiq_vision.safetensors"), &tensors);
+    assert_eq!(features(&sidecar), original, "vision-only sidecar");
+}
+
+#[test]
+fn the_budget_comes_from_the_flag_then_the_processor_config_then_280() {
+    let dir = model_copy("tiny-clipped", "budget");
+    let one = [image("tiny-clipped", "gradient-37x23.png")];
+    let encoder = load(&dir);
+    assert_eq!(encoder.processor_config().max_soft_tokens, 6, "from processor_config.json");
+    assert_eq!(encoder.encode_files(&one, None).unwrap().soft_tokens, [3]);
+    assert_eq!(encoder.encode_files(&one, Some(24)).unwrap().soft_tokens, [18]);
+    fs::remove_file(dir.join("processor_config.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(json["vision_config"]["patch_size"], 4);
+    // Without a processor config the reference's defaults apply (patch 16, budget 280).
+    assert_eq!(load(&dir).processor_config().max_soft_tokens, 280);
+}
+
+#[test]
+fn missing_wrong_shaped_and_wrong_dtype_tensors_are_named() {
+    let key = "model.vision_tower.encoder.layers.1.self_attn.k_proj.linear.weight";
+    let sanitized = key.trim_start_matches("model.");
+
+    let dir = model_copy("tiny-clipped", "missing");
+    rewrite_weights(&dir, |t| t.retain(|(n, _)| n != key));
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::Layers(layers::Error::Missing { name }) if name == sanitized), "{err}");
+    assert!(err.to_string().contains(sanitized), "{err}");
+
+    let dir = model_copy("tiny-clipped", "shape");
+    rewrite_weights(&dir, |t| {
+        let (_, w) = t.iter_mut().find(|(n, _)| n == key).unwrap();
+        *w = w.slice_axis(0, 0, 4).unwrap();
+    });
+    let err = load_err(&dir);
+    match &err {
+        Error::Layers(layers::Error::Shape { name, expected, actual }) => {
+            assert_eq!(name, sanitized);
+            assert_eq!(expected, &[16, 32]);
+            assert_eq!(actual, &[4, 32]);
+        }
+        other => panic!("unexpected {other}"),
+    }
+
+    let dir = model_copy("tiny-clipped", "dtype");
+    rewrite_weights(&dir, |t| {
+        let (_, w) = t.iter_mut().find(|(n, _)| n == key).unwrap();
+        *w = w.astype(Dtype::I32).unwrap();
+    });
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::Layers(layers::Error::Dtype { name, .. }) if name == sanitized), "{err}");
+}
+
+#[test]
+fn unused_vision_tensors_are_an_error_and_others_are_ignored() {
+    let dir = model_copy("tiny-clipped", "unused");
+    rewrite_weights(&dir, |t| {
+        t.push(("model.vision_tower.encoder.layers.7.mlp.extra.weight".into(), Array::ones(&[2], Dtype::Bf16).unwrap()));
+        t.push(("model.language_model.embed_tokens.weight".into(), Array::ones(&[4, 4], Dtype::Bf16).unwrap()));
+        t.push(("model.language_model.rotary_emb.inv_freq".into(), Array::ones(&[4], Dtype::F32).unwrap()));
+    });
+    let err = load_err(&dir);
+    match &err {
+        Error::Layers(layers::Error::Unused { names }) => {
+            assert_eq!(names, &["vision_tower.encoder.layers.7.mlp.extra.weight"]);
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
+fn clip_bounds_follow_the_config() {
+    // With use_clipped_linears false the reference's sanitize drops the bounds: they are
+    // neither read nor "unused".
+    let dir = model_copy("tiny-clipped", "unclipped");
+    let path = dir.join("config.json");
+    let mut json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    json["vision_config"]["use_clipped_linears"] = false.into();
+    fs::write(&path, json.to_string()).unwrap();
+    let encoder = load(&dir);
+    let out = encoder.encode_files(&[image("tiny-clipped", "noise-20x30.png")], Some(6)).unwrap();
+    assert_eq!(out.soft_tokens, [6]);
+}
+
+#[test]
+fn truncated_and_garbage_weight_files_are_errors() {
+    let dir = model_copy("tiny-clipped", "truncated");
+    let path = dir.join("model.safetensors");
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::Tensor(tensor::Error::Format { .. })), "{err}");
+    assert!(err.to_string().contains("model.safetensors"), "{err}");
+
+    fs::write(&path, b"not a safetensors file at all").unwrap();
+    assert!(matches!(load_err(&dir), Error::Tensor(tensor::Error::Format { .. })));
+}
+
+#[test]
+fn bad_directories_and_configs_are_named_errors() {
+    let missing = temp_dir("no-such").join("nothing-here");
+    assert!(matches!(load_err(&missing), Error::Checkpoint { .. }));
+
+    let empty = temp_dir("empty");
+    let err = load_err(&empty);
+    assert!(matches!(&err, Error::Checkpoint { path, .. } if path.ends_with("config.json")), "{err}");
+
+    let no_weights = model_copy("tiny-clipped", "no-weights");
+    fs::remove_file(no_weights.join("model.safetensors")).unwrap();
+    let err = load_err(&no_weights);
+    assert!(matches!(&err, Error::Checkpoint { detail, .. } if detail.contains("no weights")), "{err}");
+
+    let cases: Vec<(&str, &str, &str)> = vec![
+        ("{ not json", "(document)", "invalid JSON"),
+        (r#"{"vision_config": {}}"#, "model_type", "missing"),
+        (r#"{"model_type": "llama", "vision_config": {}}"#, "model_type", "llama"),
+        (r#"{"model_type": "gemma4"}"#, "vision_config", "missing"),
+        (r#"{"model_type": "gemma4", "vision_config": 3}"#, "vision_config", "not an object"),
+        (r#"{"model_type": "gemma4", "vision_config": {"head_dim": 70}}"#, "vision_config.head_dim", "divisible by 4"),
+        (r#"{"model_type": "gemma4", "vision_config": {"hidden_size": -8}}"#, "vision_config.hidden_size", "-8"),
+        (r#"{"model_type": "gemma4", "vision_config": {"num_key_value_heads": 5}}"#, "vision_config.num_key_value_heads", "divide"),
+        (r#"{"model_type": "gemma4", "vision_config": {"rms_norm_eps": 0.0}}"#, "vision_config.rms_norm_eps", "positive"),
+        (r#"{"model_type": "gemma4", "vision_config": {"hidden_size": "wide"}}"#, "vision_config", "invalid type"),
+        (r#"{"model_type": "gemma4", "vision_config": {}, "text_config": {"hidden_size": 1.5}}"#, "text_config.hidden_size", "not an integer"),
+        (r#"{"model_type": "gemma4_unified", "vision_config": {"mm_embed_dim": 64}}"#, "vision_config.mm_embed_dim", "output_proj_dims"),
+        (r#"{"model_type": "gemma4_unified", "vision_config": {"model_patch_size": 32}}"#, "vision_config.model_patch_size", "patch_size"),
+    ];
+    for (text, field, detail) in cases {
+        let dir = model_copy("tiny-clipped", "bad-config");
+        fs::write(dir.join("config.json"), text).unwrap();
+        match load_err(&dir) {
+            Error::Config { field: f, detail: d, path } => {
+                assert_eq!(f, field, "{text}");
+                assert!(d.contains(detail), "{text}: {d}");
+                assert!(path.ends_with("config.json"));
+            }
+            other => panic!("{text}: unexpected {other}"),
+        }
+    }
+}
+
+#[test]
+fn bad_images_are_errors_and_write_nothing() {
+    let encoder = load(&fixture("tiny-clipped").join("model"));
+    let dir = temp_dir("bad-images");
+    let garbage = dir.join("garbage.png");
+    fs::write(&garbage, b"\x89PNG\r\n\x1a\nthis is not really a png").unwrap();
+    assert!(matches!(encoder.encode_files(&[&garbage], None).unwrap_err(), Error::Preprocess(_)));
+    assert!(matches!(encoder.encode_files(&[dir.join("absent.jpg")], None).unwrap_err(), Error::Preprocess(_)));
+    let empty: [&Path; 0] = [];
+    assert!(matches!(encoder.encode_files(&empty, None).unwrap_err(), Error::Input { .. }));
+}

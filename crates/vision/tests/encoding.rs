@@ -1,0 +1,127 @@
+//! The encoders' own consistency: batching, paths, options, identity, sharing.
+
+mod common;
+
+use common::{bytes, fixture, image, load};
+use std::sync::Arc;
+use tensor::Dtype;
+use vision::{ComputeDtype, EncoderOptions, PreparedImage, VisionEncoder};
+
+#[test]
+fn several_images_in_one_call_equal_one_at_a_time() {
+    for case in ["tiny-clipped", "tiny-unified"] {
+        let encoder = load(&fixture(case).join("model"));
+        let paths = [
+            image(case, "gradient-37x23.png"),
+            image(case, "checker-20x30.png"),
+            image(case, "gradient-37x23.png"),
+        ];
+        let together = encoder.encode_files(&paths, Some(6)).unwrap();
+        let mut separate = Vec::new();
+        for path in &paths {
+            let one = encoder.encode_files(std::slice::from_ref(path), Some(6)).unwrap();
+            assert_eq!(one.soft_tokens.len(), 1);
+            separate.push(one);
+        }
+        assert_eq!(together.soft_tokens, separate.iter().map(|f| f.soft_tokens[0]).collect::<Vec<_>>(), "{case}");
+        let concatenated: Vec<u8> = separate.iter().flat_map(|f| bytes(&f.features)).collect();
+        assert_eq!(bytes(&together.features), concatenated, "{case}: batched features equal single ones");
+        let rows = together.features.dim(0).unwrap() as usize;
+        assert_eq!(rows, together.soft_tokens.iter().sum::<usize>());
+    }
+}
+
+#[test]
+fn image_path_equals_padded_path() {
+    let encoder = load(&fixture("tiny-clipped").join("model"));
+    let preprocessor = encoder.preprocessor(Some(6)).unwrap();
+    let decoded = preprocess::open(image("tiny-clipped", "noise-20x30.png"), &Default::default()).unwrap();
+    let pixels = encoder.prepare(&decoded, &preprocessor).unwrap();
+    let resized = preprocessor.resize(&decoded).unwrap();
+    let via_pixels = encoder.encode_prepared(&[pixels], None).unwrap();
+    for len in [54, 72, 90] {
+        let patches = PreparedImage::Patches(preprocessor.padded_patches(&resized, len).unwrap());
+        let via_patches = encoder.encode_prepared(&[patches], None).unwrap();
+        assert_eq!(via_patches.soft_tokens, via_pixels.soft_tokens, "padded to {len}");
+        assert_eq!(bytes(&via_patches.features), bytes(&via_pixels.features), "padded to {len}");
+    }
+}
+
+#[test]
+fn features_have_the_documented_shape_and_dtype() {
+    let gemma4 = load(&fixture("tiny-clipped").join("model"));
+    let out = gemma4.encode_files(&[image("tiny-clipped", "checker-20x30.png")], Some(6)).unwrap();
+    assert_eq!(out.features.dtype(), Dtype::Bf16, "a bf16 gemma4 checkpoint gives bf16 features");
+    assert_eq!(out.features.shape(), [out.soft_tokens[0] as i32, 48]);
+    let unified = load(&fixture("tiny-unified").join("model"));
+    let out = unified.encode_files(&[image("tiny-unified", "checker-20x30.png")], Some(20)).unwrap();
+    assert_eq!(out.features.dtype(), Dtype::F32, "gemma4_unified promotes to float32");
+    assert_eq!(out.features.shape(), [out.soft_tokens[0] as i32, 24]);
+}
+
+#[test]
+fn float32_compute_stays_close_to_native() {
+    let dir = fixture("tiny-clipped").join("model");
+    let native = load(&dir);
+    let f32_options = EncoderOptions { compute_dtype: ComputeDtype::F32, ..EncoderOptions::default() };
+    let fast = VisionEncoder::load(&dir, f32_options).unwrap();
+    let paths = [image("tiny-clipped", "noise-20x30.png")];
+    let a = native.encode_files(&paths, Some(6)).unwrap().features.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+    let b = fast.encode_files(&paths, Some(6)).unwrap();
+    assert_eq!(b.features.dtype(), Dtype::F32);
+    let b = b.features.to_vec::<f32>().unwrap();
+    let err: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>().sqrt();
+    let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!(err / norm < 0.05, "relative RMSE {}", err / norm);
+}
+
+#[test]
+fn dividing_by_embed_scale_is_an_explicit_option() {
+    let dir = fixture("tiny-clipped").join("model");
+    let paths = [image("tiny-clipped", "checker-20x30.png")];
+    let plain = load(&dir).encode_files(&paths, Some(6)).unwrap().features;
+    let options = EncoderOptions { divide_by_embed_scale: true, ..EncoderOptions::default() };
+    let divided = VisionEncoder::load(&dir, options).unwrap().encode_files(&paths, Some(6)).unwrap().features;
+    let expected = plain.div(48f64.sqrt()).unwrap();
+    assert_eq!(bytes(&divided), bytes(&expected));
+    assert_ne!(bytes(&divided), bytes(&plain));
+}
+
+#[test]
+fn cache_identity_tracks_weights_config_and_options() {
+    let dir = fixture("tiny-clipped").join("model");
+    let a = load(&dir).cache_identity().unwrap();
+    assert_eq!(a.len(), 64);
+    assert_eq!(load(&dir).cache_identity().unwrap(), a, "stable across loads");
+    let f32_options = EncoderOptions { compute_dtype: ComputeDtype::F32, ..EncoderOptions::default() };
+    assert_ne!(VisionEncoder::load(&dir, f32_options).unwrap().cache_identity().unwrap(), a);
+    assert_ne!(load(&fixture("tiny-f32").join("model")).cache_identity().unwrap(), a);
+    let changed = common::model_copy("tiny-clipped", "identity");
+    common::rewrite_weights(&changed, |tensors| {
+        let (_, w) = tensors.iter_mut().find(|(n, _)| n.ends_with("embedding_projection.weight")).unwrap();
+        *w = w.mul(2.0).unwrap();
+    });
+    assert_ne!(load(&changed).cache_identity().unwrap(), a, "one changed tensor changes the identity");
+}
+
+#[test]
+fn one_encoder_serves_many_threads_with_identical_results() {
+    fn assert_sync<T: Send + Sync>() {}
+    assert_sync::<VisionEncoder>();
+    let encoder = Arc::new(load(&fixture("tiny-clipped").join("model")));
+    let paths = vec![image("tiny-clipped", "noise-20x30.png"), image("tiny-clipped", "gradient-37x23.png")];
+    let expected = bytes(&encoder.encode_files(&paths, Some(6)).unwrap().features);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (encoder, paths) = (Arc::clone(&encoder), paths.clone());
+            std::thread::spawn(move || {
+                (0..5).map(|_| bytes(&encoder.encode_files(&paths, Some(6)).unwrap().features)).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for handle in handles {
+        for result in handle.join().unwrap() {
+            assert_eq!(result, expected);
+        }
+    }
+}

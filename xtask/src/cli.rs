@@ -1,0 +1,22 @@
+//! `cargo xtask encode …` / `cargo xtask preprocess …`: setup if needed, build the release
+//! `gemma-vision` binary, and run it with the same arguments (see its `--help`). Scripts may
+//! call `target/release/gemma-vision` directly once built.
+
+use crate::project::{Result, cargo, release_binary, run};
+use crate::setup;
+
+pub fn main(command: &str, args: &[String]) -> Result<()> {
+    setup::main()?;
+    run(cargo().args(["build", "--release", "--quiet", "-p", "vision", "--bin", "gemma-vision"]))?;
+    let binary = release_binary("gemma-vision");
+    let status = std::process::Command::new(&binary)
+        .arg(command)
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+    if !status.success() {
+        // gemma-vision has printed its one-line error; keep its exit status.
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(())
+}
