@@ -12,6 +12,7 @@ mod cli;
 mod parity;
 mod project;
 mod setup;
+mod soak;
 mod test;
 
 use std::process::ExitCode;
@@ -26,6 +27,8 @@ cargo xtask <command>
                 our outputs against the reference's, bit for bit (all suites by default)
   bench <ops|preprocess|e2e>
                 timings beside the reference's, written into BENCHMARKS.md
+  soak [--iterations N]
+                thousands of encodes, printing MLX active memory and RSS
   encode --model DIR --image FILE… [--max-soft-tokens N] [--dtype native|f32] --out FILE
                 features of images (the release gemma-vision binary)
   preprocess --model DIR --image FILE [--max-soft-tokens N] --out FILE
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),
         "encode" | "preprocess" => cli::main(command, rest),
+        "soak" => soak::main(rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
