@@ -31,6 +31,7 @@ mod element;
 mod error;
 pub mod fast;
 mod fingerprint;
+pub mod host;
 pub mod memory;
 mod ops;
 pub mod runtime;

@@ -229,7 +229,12 @@ fn fast_layer_norm() {
         let x = array(&[1.0, 3.0, 10.0, 12.0], &[2, 2], dtype);
         let w = array(&[2.0, 0.5], &[2], dtype);
         let b = array(&[1.0, -1.0], &[2], dtype);
-        assert_exact(&fast::layer_norm(&x, Some(&w), Some(&b), 0.0).unwrap(), dtype, &[2, 2], &[-1.0, -0.5, -1.0, -0.5]);
+        assert_exact(
+            &fast::layer_norm(&x, Some(&w), Some(&b), 0.0).unwrap(),
+            dtype,
+            &[2, 2],
+            &[-1.0, -0.5, -1.0, -0.5],
+        );
         assert_exact(&fast::layer_norm(&x, None, None, 0.0).unwrap(), dtype, &[2, 2], &[-1.0, 1.0, -1.0, 1.0]);
     }
 }

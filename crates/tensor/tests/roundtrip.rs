@@ -5,7 +5,9 @@ use proptest::prelude::*;
 use tensor::{Array, Element};
 
 /// A random shape of up to 3 axes and values filling it.
-fn shaped<T: std::fmt::Debug + Clone>(element: impl Strategy<Value = T> + Clone) -> impl Strategy<Value = (Vec<i32>, Vec<T>)> {
+fn shaped<T: std::fmt::Debug + Clone>(
+    element: impl Strategy<Value = T> + Clone,
+) -> impl Strategy<Value = (Vec<i32>, Vec<T>)> {
     prop::collection::vec(1i32..6, 0..4).prop_flat_map(move |shape| {
         let len = shape.iter().product::<i32>() as usize;
         (Just(shape), prop::collection::vec(element.clone(), len))
@@ -13,8 +15,12 @@ fn shaped<T: std::fmt::Debug + Clone>(element: impl Strategy<Value = T> + Clone)
 }
 
 /// A random matrix: rows, columns and row-major values.
-fn matrix<T: std::fmt::Debug + Clone>(element: impl Strategy<Value = T> + Clone) -> impl Strategy<Value = (usize, usize, Vec<T>)> {
-    (2usize..6, 1usize..7).prop_flat_map(move |(rows, cols)| (Just(rows), Just(cols), prop::collection::vec(element.clone(), rows * cols)))
+fn matrix<T: std::fmt::Debug + Clone>(
+    element: impl Strategy<Value = T> + Clone,
+) -> impl Strategy<Value = (usize, usize, Vec<T>)> {
+    (2usize..6, 1usize..7).prop_flat_map(move |(rows, cols)| {
+        (Just(rows), Just(cols), prop::collection::vec(element.clone(), rows * cols))
+    })
 }
 
 fn round_trip<T: Element + PartialEq + std::fmt::Debug>(values: Vec<T>, shape: &[i32]) {
@@ -27,7 +33,8 @@ fn round_trip<T: Element + PartialEq + std::fmt::Debug>(values: Vec<T>, shape: &
 /// Reads a transposed and a strided view and compares with the same view computed on the host.
 fn views<T: Element + PartialEq + std::fmt::Debug>(values: Vec<T>, rows: usize, cols: usize) {
     let a = Array::from_slice(&values, &[rows as i32, cols as i32]).unwrap();
-    let transposed: Vec<T> = (0..cols).flat_map(|c| (0..rows).map(move |r| (r, c))).map(|(r, c)| values[r * cols + c]).collect();
+    let transposed: Vec<T> =
+        (0..cols).flat_map(|c| (0..rows).map(move |r| (r, c))).map(|(r, c)| values[r * cols + c]).collect();
     assert_eq!(a.t().unwrap().to_vec::<T>().unwrap(), transposed);
     let every_other: Vec<T> =
         (0..rows).flat_map(|r| (0..cols).step_by(2).map(move |c| (r, c))).map(|(r, c)| values[r * cols + c]).collect();

@@ -2,7 +2,9 @@
 
 use std::fs;
 use std::path::PathBuf;
-use tensor::{Array, Dtype, Error, SafetensorsFile, ShardedSafetensors, fingerprint, load_safetensors, save_safetensors};
+use tensor::{
+    Array, Dtype, Error, SafetensorsFile, ShardedSafetensors, fingerprint, load_safetensors, save_safetensors,
+};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tensor-test-{name}-{}", std::process::id()));
@@ -48,7 +50,10 @@ fn save_then_load_round_trips_every_tensor() {
     // Loading a name twice gives the same array, usable in computations.
     let w = file.load("a.weight").unwrap();
     let again = file.load("a.weight").unwrap();
-    assert_eq!(w.add(&again).unwrap().astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap(), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+    assert_eq!(
+        w.add(&again).unwrap().astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap(),
+        [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    );
     assert!(matches!(file.load("missing").unwrap_err(), Error::Format { .. }));
 }
 

@@ -29,7 +29,9 @@ fn an_unevaluated_graph_evaluated_on_another_thread_is_an_error() {
 
 #[test]
 fn shared_arrays_serve_many_threads_at_once() {
-    let w = Arc::new(SharedArray::new(Array::arange(0.0, 64.0, 1.0, Dtype::F32).unwrap().reshape(&[8, 8]).unwrap()).unwrap());
+    let w = Arc::new(
+        SharedArray::new(Array::arange(0.0, 64.0, 1.0, Dtype::F32).unwrap().reshape(&[8, 8]).unwrap()).unwrap(),
+    );
     let expected = w.matmul(&w.t().unwrap()).unwrap().to_vec::<f32>().unwrap();
     let handles: Vec<_> = (0..6)
         .map(|_| {
@@ -56,6 +58,7 @@ fn shared_arrays_are_evaluated_at_construction() {
 
 #[test]
 fn a_device_can_be_chosen_for_a_scope() {
-    let out = tensor::with_device(tensor::Device::Cpu, || Array::ones(&[2], Dtype::F32).unwrap().add(1.0).unwrap()).unwrap();
+    let out =
+        tensor::with_device(tensor::Device::Cpu, || Array::ones(&[2], Dtype::F32).unwrap().add(1.0).unwrap()).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 2.0]);
 }

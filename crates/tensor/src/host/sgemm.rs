@@ -1,0 +1,163 @@
+//! Float32 matrix products on host memory through the BLAS MLX itself uses.
+
+use crate::{Error, Result};
+use std::ffi::c_int;
+use std::sync::OnceLock;
+
+/// A read-only row-major matrix view: `rows × cols` values, `stride` values between row
+/// starts; [`t`](Matrix::t) views it transposed (no copy).
+#[derive(Debug, Clone, Copy)]
+pub struct Matrix<'a> {
+    data: &'a [f32],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+    transposed: bool,
+}
+
+/// A writable row-major matrix view.
+#[derive(Debug)]
+pub struct MatrixMut<'a> {
+    data: &'a mut [f32],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+}
+
+fn check_view(len: usize, rows: usize, cols: usize, stride: usize) -> Result<()> {
+    let needed = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * stride + cols };
+    let fits_i32 = [rows, cols, stride].iter().all(|&v| c_int::try_from(v).is_ok());
+    if stride < cols || needed > len || !fits_i32 {
+        return Err(Error::Shape {
+            op: "host.matrix",
+            detail: format!("{rows}×{cols} with row stride {stride} does not fit {len} values"),
+        });
+    }
+    Ok(())
+}
+
+impl<'a> Matrix<'a> {
+    /// Views `data` as `rows × cols` with row stride `stride` (≥ `cols`).
+    pub fn new(data: &'a [f32], rows: usize, cols: usize, stride: usize) -> Result<Matrix<'a>> {
+        check_view(data.len(), rows, cols, stride)?;
+        Ok(Matrix { data, rows, cols, stride, transposed: false })
+    }
+
+    /// The transposed view.
+    pub fn t(self) -> Matrix<'a> {
+        Matrix { transposed: !self.transposed, ..self }
+    }
+
+    /// (rows, cols) of the logical matrix.
+    fn shape(&self) -> (usize, usize) {
+        if self.transposed { (self.cols, self.rows) } else { (self.rows, self.cols) }
+    }
+}
+
+impl<'a> MatrixMut<'a> {
+    /// Views `data` as `rows × cols` with row stride `stride` (≥ `cols`).
+    pub fn new(data: &'a mut [f32], rows: usize, cols: usize, stride: usize) -> Result<MatrixMut<'a>> {
+        check_view(data.len(), rows, cols, stride)?;
+        Ok(MatrixMut { data, rows, cols, stride })
+    }
+}
+
+type CblasSgemm = unsafe extern "C" fn(
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    f32,
+    *const f32,
+    c_int,
+    *const f32,
+    c_int,
+    f32,
+    *mut f32,
+    c_int,
+);
+
+/// `cblas_sgemm` as resolved in this process: the BLAS that also serves MLX's float32 matmuls.
+fn cblas_sgemm() -> Option<CblasSgemm> {
+    static SGEMM: OnceLock<Option<CblasSgemm>> = OnceLock::new();
+    *SGEMM.get_or_init(|| {
+        crate::runtime::init();
+        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name; the symbol, when present,
+        // has the standard CBLAS signature.
+        let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"cblas_sgemm".as_ptr()) };
+        (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, CblasSgemm>(symbol) })
+    })
+}
+
+/// `c = alpha · a @ b + beta · c` for logical shapes `a: m × k`, `b: k × n`, `c: m × n`.
+pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'_>) -> Result<()> {
+    let ((m, k), (k2, n)) = (a.shape(), b.shape());
+    if k != k2 || c.rows != m || c.cols != n {
+        return Err(Error::Shape {
+            op: "host.sgemm",
+            detail: format!("{m}×{k} @ {k2}×{n} into {}×{}", c.rows, c.cols),
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let sgemm =
+        cblas_sgemm().ok_or(Error::Shape { op: "host.sgemm", detail: "no cblas_sgemm in this process".into() })?;
+    const ROW_MAJOR: c_int = 101;
+    let trans = |t: bool| if t { 112 } else { 111 };
+    // SAFETY: every view was checked to fit its slice for its rows, cols and stride, the
+    // logical shapes agree, and all extents fit in a C int.
+    unsafe {
+        sgemm(
+            ROW_MAJOR,
+            trans(a.transposed),
+            trans(b.transposed),
+            m as c_int,
+            n as c_int,
+            k as c_int,
+            alpha,
+            a.data.as_ptr(),
+            a.stride as c_int,
+            b.data.as_ptr(),
+            b.stride as c_int,
+            beta,
+            c.data.as_mut_ptr(),
+            c.stride as c_int,
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn products_with_strides_and_transposes() {
+        // a: 2×3 inside a stride-4 buffer; b: 2×3 used transposed (3×2).
+        let a = [1.0, 2.0, 3.0, 99.0, 4.0, 5.0, 6.0, 99.0];
+        let b = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
+        let mut c = [0.5f32; 4];
+        sgemm(
+            1.0,
+            Matrix::new(&a, 2, 3, 4).unwrap(),
+            Matrix::new(&b, 2, 3, 3).unwrap().t(),
+            2.0,
+            MatrixMut::new(&mut c, 2, 2, 2).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(c, [1.0 + 4.0, 1.0 + 5.0, 1.0 + 10.0, 1.0 + 11.0]);
+        assert!(Matrix::new(&a, 3, 3, 4).is_err(), "view larger than the data");
+        let mut small = [0f32; 3];
+        let err = sgemm(
+            1.0,
+            Matrix::new(&a, 2, 3, 4).unwrap(),
+            Matrix::new(&b, 2, 3, 3).unwrap().t(),
+            0.0,
+            MatrixMut::new(&mut small, 1, 3, 3).unwrap(),
+        );
+        assert!(err.is_err(), "mismatched output");
+    }
+}
