@@ -19,6 +19,11 @@ pub enum Error {
     /// Host data does not fill the requested shape, or a shape is not representable.
     #[error("{op}: {detail}")]
     Shape { op: &'static str, detail: String },
+    /// An operation's result would not fit in memory (more bytes than [`memory::max_array_bytes`]).
+    ///
+    /// [`memory::max_array_bytes`]: crate::memory::max_array_bytes
+    #[error("{op}: a {dtype} array of shape {shape:?} exceeds the {limit}-byte limit for one array")]
+    TooLarge { op: &'static str, shape: Vec<i32>, dtype: Dtype, limit: usize },
     /// MLX reported a dtype this crate does not model.
     #[error("unsupported MLX dtype code {0}")]
     UnsupportedDtype(u32),

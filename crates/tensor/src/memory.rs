@@ -2,6 +2,34 @@
 
 use crate::Result;
 use crate::runtime::check;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static MAX_ARRAY_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// The largest array, in bytes, an operation may produce: this machine's physical memory,
+/// unless set with [`set_max_array_bytes`]. Larger results are an
+/// [`Error::TooLarge`](crate::Error::TooLarge) when the operation is built, before MLX would
+/// try (and, on its CPU backend, crash) to allocate them.
+pub fn max_array_bytes() -> usize {
+    match MAX_ARRAY_BYTES.load(Ordering::Relaxed) {
+        0 => physical_memory(),
+        limit => limit,
+    }
+}
+
+/// Sets the limit of [`max_array_bytes`] for this process (0 restores the default).
+pub fn set_max_array_bytes(bytes: usize) {
+    MAX_ARRAY_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+fn physical_memory() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    match (usize::try_from(pages), usize::try_from(page_size)) {
+        (Ok(pages), Ok(size)) if pages > 0 && size > 0 => pages.saturating_mul(size),
+        _ => usize::MAX,
+    }
+}
 
 fn read(op: &'static str, call: unsafe extern "C" fn(*mut usize) -> i32) -> Result<usize> {
     let mut bytes = 0usize;

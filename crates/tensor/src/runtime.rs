@@ -89,7 +89,19 @@ pub(crate) fn array_op(op: &'static str, call: impl FnOnce(*mut ffi::mlx_array) 
     if out.is_empty_handle() {
         return Err(Error::Mlx { op, message: "MLX returned no array".to_owned(), location });
     }
+    check_size(op, &out)?;
     Ok(out)
+}
+
+/// Rejects an array whose data could not fit in memory: MLX's CPU allocator does not report
+/// an impossible allocation; evaluating such an array would crash the process instead.
+fn check_size(op: &'static str, array: &Array) -> Result<()> {
+    let bytes = crate::array::element_count(&array.shape()).and_then(|n| n.checked_mul(array.dtype().size()));
+    let limit = crate::memory::max_array_bytes();
+    match bytes {
+        Some(bytes) if bytes <= limit => Ok(()),
+        _ => Err(Error::TooLarge { op, shape: array.shape(), dtype: array.dtype(), limit }),
+    }
 }
 
 /// Runs one mlx-c constructor that returns its handle directly and reports failure only

@@ -91,3 +91,16 @@ fn errors_stay_on_their_thread() {
         h.join().unwrap();
     }
 }
+
+#[test]
+fn arrays_too_large_for_memory_are_refused_before_allocation() {
+    let err = Array::ones(&[1 << 20, 1 << 20, 1 << 20], Dtype::F32).unwrap_err();
+    assert!(matches!(&err, Error::TooLarge { op: "ones", .. }), "{err}");
+    // Through an op whose output is the problem, not its inputs.
+    let a = Array::ones(&[1 << 16, 1], Dtype::F32).unwrap();
+    let b = Array::ones(&[1, 1 << 20], Dtype::F32).unwrap();
+    let err = a.matmul(&b).unwrap_err();
+    assert!(matches!(&err, Error::TooLarge { op: "matmul", .. }), "{err}");
+    assert!(err.to_string().contains("[65536, 1048576]"), "{err}");
+    assert!(a.add(1.0).is_ok(), "the process carries on");
+}

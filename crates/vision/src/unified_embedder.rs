@@ -81,6 +81,7 @@ impl UnifiedVisionEmbedder {
                 )));
             }
         };
+        self.check_positions(&positions)?;
         let h = self.patch_ln1.forward(&patches)?;
         record(&mut trace, "patch_ln1", &h);
         let h = self.patch_dense.forward(&h)?;
@@ -96,6 +97,19 @@ impl UnifiedVisionEmbedder {
         let out = keep_leading_rows(&projected, &padding)?;
         record(&mut trace, "features", &out);
         Ok(out)
+    }
+
+    /// Every position id must be `-1` (padding) or index a row of the position table: MLX's
+    /// gather does not check bounds, so an id past the table would read outside it.
+    fn check_positions(&self, positions: &Array) -> Result<()> {
+        let size = i64::from(self.config.mm_posemb_size);
+        let ids = positions.astype(Dtype::I64)?.to_vec::<i64>()?;
+        match ids.iter().find(|&&id| id < -1 || id >= size) {
+            Some(id) => Err(Error::input(format!(
+                "position id {id} is outside the position table (valid: -1 for padding, 0..{size})"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// `pos[cl[..., 0], 0] * val[..., 0:1] + pos[cl[..., 1], 1] * val[..., 1:2]`, `[B, N, E]`.

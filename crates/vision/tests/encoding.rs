@@ -125,3 +125,16 @@ fn one_encoder_serves_many_threads_with_identical_results() {
         }
     }
 }
+
+#[test]
+fn out_of_table_positions_are_rejected_not_read() {
+    let encoder = load(&fixture("tiny-unified").join("model"));
+    let preprocessor = encoder.preprocessor(Some(20)).unwrap();
+    let decoded = preprocess::open(image("tiny-unified", "checker-20x30.png"), &Default::default()).unwrap();
+    let PreparedImage::Patches(mut patches) = encoder.prepare(&decoded, &preprocessor).unwrap() else {
+        panic!("gemma4_unified takes patches");
+    };
+    patches.positions[0] = 32; // the fixture's mm_posemb_size
+    let err = encoder.encode_prepared(&[PreparedImage::Patches(patches)], None).unwrap_err();
+    assert!(matches!(&err, vision::Error::Input { what } if what.contains("position id 32")), "{err}");
+}
