@@ -1,7 +1,165 @@
-//! `cargo xtask bench preprocess`.
+//! `cargo xtask bench preprocess`: image bytes to the gemma4_unified encoder input (decode,
+//! budget resize, rescale, 48x48 patches padded to the budget), ours against the reference's
+//! Pillow + NumPy path, on the same files in the same run.
+//!
+//! 1. `crates/parity/python/preprocess.py --bench` writes the inputs (a 12-megapixel JPEG and a
+//!    1024x768 PNG) and times the reference's own code on them (median of N runs).
+//! 2. The criterion bench `crates/preprocess/benches/preprocess.rs` times ours on the same
+//!    files, once on one core (`RAYON_NUM_THREADS=1`) and once on every core.
+//!
+//! The table of medians and speed-ups goes into the `preprocess` section of BENCHMARKS.md,
+//! with the machine and its load described.
 
-use crate::project::Result;
+use crate::bench::write_section;
+use crate::project::{Result, cargo, cmd, output, python, root, run, work_dir};
+use crate::setup;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+/// Bench inputs (file stems) and budgets, as named by both sides.
+const FILES: &[(&str, &str)] =
+    &[("photo_4000x3000", "12-megapixel JPEG (4:2:0, q90)"), ("photo_1024x768", "1024x768 PNG (RGB)")];
+const BUDGETS: &[u32] = &[280, 1120];
+const REFERENCE_SAMPLES: &str = "10";
 
 pub fn main(_args: &[String]) -> Result<()> {
-    Err("`cargo xtask bench preprocess` is not implemented yet".to_owned())
+    setup::main()?;
+    let dir = work_dir("bench/preprocess")?;
+    let load_before = load_average();
+    run(cargo().args(["bench", "--quiet", "-p", "preprocess", "--bench", "preprocess", "--no-run"]))?;
+
+    eprintln!("bench preprocess: reference (mlx-vlm 0.7.10 + Pillow + NumPy)");
+    let script = root().join("crates/parity/python/preprocess.py");
+    let mut reference = cmd(python(), &[]);
+    reference.arg(&script).arg("--out").arg(&dir).args(["--bench", "--samples", REFERENCE_SAMPLES]);
+    let reference = output(reference)?;
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut ours = Vec::new();
+    for threads in [1, cores] {
+        eprintln!("bench preprocess: ours (criterion), {threads} thread(s)");
+        let home = dir.join(format!("criterion-{threads}"));
+        let _ = fs::remove_dir_all(&home);
+        run(cargo()
+            .args(["bench", "--quiet", "-p", "preprocess", "--bench", "preprocess"])
+            .env("PREPROCESS_BENCH_DIR", &dir)
+            .env("CRITERION_HOME", &home)
+            .env("RAYON_NUM_THREADS", threads.to_string()))?;
+        ours.push((threads, home));
+    }
+
+    let mut rows = Vec::new();
+    for (stem, description) in FILES {
+        for budget in BUDGETS {
+            let case = format!("{stem}_{budget}");
+            let reference_seconds = reference
+                .lines()
+                .find(|l| json_string(l, "case").as_deref() == Some(case.as_str()))
+                .and_then(|l| json_number(l, "seconds"))
+                .ok_or_else(|| format!("preprocess.py --bench printed no timing for {case}"))?;
+            let mut timings = Vec::new();
+            for (threads, home) in &ours {
+                let pipeline = criterion_median(home, "pipeline", &case)?;
+                let decode = criterion_median(home, "stages", &format!("{stem}_decode"))?;
+                let resize = criterion_median(home, "stages", &format!("{stem}_resize_{budget}"))?;
+                timings.push((*threads, pipeline, decode, resize));
+            }
+            rows.push((description.to_string(), *budget, reference_seconds, timings));
+        }
+    }
+    let mut table = String::new();
+    let _ = writeln!(table, "## Preprocess: image bytes to the gemma4_unified input, ours vs the reference\n");
+    let _ = writeln!(
+        table,
+        "Median time per image of decode + EXIF orientation + budget resize (Pillow BICUBIC) + rescale + \
+         48x48 patches padded to the budget. Reference: mlx-vlm 0.7.10's `load_image`, \
+         `aspect_ratio_preserving_resize`, rescale and `_convert_image_to_model_patches` / `_pad_patches` on \
+         Pillow 13 + NumPy (`crates/parity/python/preprocess.py --bench`, {REFERENCE_SAMPLES} runs, \
+         single-threaded like the reference). Ours: the `preprocess` crate's criterion bench on the same files \
+         (`crates/preprocess/benches/preprocess.rs`), on one core and on {cores}. Outputs are byte-identical \
+         (`cargo xtask parity preprocess`). Speed-up = reference / ours.\n"
+    );
+    let _ = writeln!(table, "Machine: {}", machine());
+    let _ = writeln!(table, "Load average (1, 5, 15 min) before: {load_before}; after: {}.\n", load_average());
+    let _ = write!(table, "| input | budget | reference (ms) |");
+    for (threads, _) in &ours {
+        let _ = write!(table, " ours, {threads} core(s) (ms) | speed-up |");
+    }
+    let _ = writeln!(table, " ours: decode / resize, 1 core (ms) |");
+    let _ = writeln!(table, "|---|---:|---:|{}---:|", "---:|---:|".repeat(ours.len()));
+    for (description, budget, reference_seconds, timings) in &rows {
+        let _ = write!(table, "| {description} | {budget} | {:.1} |", reference_seconds * 1e3);
+        for (_, pipeline, _, _) in timings {
+            let _ = write!(table, " {:.1} | {:.1}x |", pipeline * 1e3, reference_seconds / pipeline);
+        }
+        let (_, _, decode, resize) = timings[0];
+        let _ = writeln!(table, " {:.1} / {:.1} |", decode * 1e3, resize * 1e3);
+    }
+    let _ = writeln!(
+        table,
+        "\nThe JPEG decode is libjpeg-turbo on both sides (the same library, which is what makes the bytes \
+         identical) and runs on one core; the resize and patchify are ours (exact integer SIMD, rows split over \
+         the cores)."
+    );
+    println!("{table}");
+    write_section("preprocess", &table)?;
+    eprintln!("bench preprocess: wrote the `preprocess` section of BENCHMARKS.md");
+    Ok(())
+}
+
+/// The median of criterion's estimates for `<group>/<function>`, in seconds.
+fn criterion_median(home: &Path, group: &str, function: &str) -> Result<f64> {
+    let path = home.join(group).join(function).join("new/estimates.json");
+    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let median =
+        text.find("\"median\"").map(|at| &text[at..]).ok_or_else(|| format!("{}: no median", path.display()))?;
+    let nanoseconds =
+        json_number(median, "point_estimate").ok_or_else(|| format!("{}: no point estimate", path.display()))?;
+    Ok(nanoseconds * 1e-9)
+}
+
+/// The first string value of `"key"` in a flat JSON line (no escapes in our values).
+fn json_string(text: &str, key: &str) -> Option<String> {
+    let rest = value_after(text, key)?.strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+/// The first number value of `"key"` in a JSON text.
+fn json_number(text: &str, key: &str) -> Option<f64> {
+    let rest = value_after(text, key)?;
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c))).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+fn value_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let needle = format!("\"{key}\"");
+    let rest = &text[text.find(&needle)? + needle.len()..];
+    Some(rest.trim_start().strip_prefix(':')?.trim_start())
+}
+
+/// CPU model, cores, memory and OS.
+fn machine() -> String {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_owned()))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let memory = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().to_owned())))
+        .and_then(|kb| kb.trim_end_matches(" kB").parse::<f64>().ok())
+        .map_or_else(String::new, |kb| format!(", {:.0} GiB RAM", kb / 1024.0 / 1024.0));
+    let os = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
+        .unwrap_or_else(|| std::env::consts::OS.to_owned());
+    format!("{model}, {cores} cores{memory}; {os}.")
+}
+
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
+        .unwrap_or_else(|_| "?".to_owned())
 }

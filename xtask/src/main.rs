@@ -9,6 +9,7 @@ mod bench_e2e;
 mod bench_ops;
 mod bench_preprocess;
 mod cli;
+mod fuzz;
 mod parity;
 mod project;
 mod setup;
@@ -27,6 +28,8 @@ cargo xtask <command>
                 our outputs against the reference's, bit for bit (all suites by default)
   bench <ops|preprocess|e2e>
                 timings beside the reference's, written into BENCHMARKS.md
+  fuzz [--seconds N]
+                every cargo-fuzz target under fuzz/ for N seconds each
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
   encode --model DIR --image FILE… [--max-soft-tokens N] [--dtype native|f32] --out FILE
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         "bench" => bench::main(rest),
         "encode" | "preprocess" => cli::main(command, rest),
         "soak" => soak::main(rest),
+        "fuzz" => fuzz::main(rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())

@@ -1,1 +1,41 @@
-//! (in progress)
+//! Image bytes to the inputs of the Gemma 4 vision encoders, on the CPU, byte-identical to the
+//! reference's path (mlx-vlm 0.7.10's processors on Pillow 13).
+//!
+//! The stages, each in its own module:
+//! 1. [`decode`] / [`open`]: bytes or a file to an [`RgbImage`] (RGB8, HWC), as `Image.open` +
+//!    `ImageOps.exif_transpose` + `.convert("RGB")`, with [`Limits`] checked from the header.
+//! 2. [`target_size`]: `get_aspect_ratio_preserving_size`, to the double.
+//! 3. [`resize_bicubic`]: Pillow's `Image.resize(size, BICUBIC)`, byte for byte.
+//! 4. [`PixelValues`] (gemma4: f32 `[3, H, W]`), [`Patches`] (gemma4 padded path: 16x16
+//!    patches `[L, 768]`; gemma4_unified: 48x48 patches `[N, 6912]`), with positions and
+//!    soft-token counts.
+//!
+//! [`Preprocessor`] runs 2–4 with a [`ProcessorConfig`] read from a checkpoint. Nothing here
+//! depends on MLX: outputs are plain `Vec<f32>` / `Vec<i64>` with documented shapes.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod config;
+mod decode;
+mod error;
+mod limits;
+mod orientation;
+mod patches;
+mod pixel_values;
+mod preprocessor;
+mod rescale;
+pub mod resize;
+mod rgb_image;
+mod target_size;
+
+pub use config::{ModelFamily, ProcessorConfig};
+pub use decode::{DecodeOptions, Format, decode, open};
+pub use error::{Error, Result};
+pub use limits::Limits;
+pub use orientation::Orientation;
+pub use patches::Patches;
+pub use pixel_values::PixelValues;
+pub use preprocessor::{Preprocessor, UnifiedInput};
+pub use rescale::RescaleTable;
+pub use resize::resize_bicubic;
+pub use rgb_image::RgbImage;
+pub use target_size::{TargetSize, target_size, video_frame_size};

@@ -5,8 +5,8 @@
 //! case, runs the `preprocess` crate on the same file with the same budget. Three rows per case:
 //! - `decoded`: the RGB8 image after `load_image` (EXIF orientation applied);
 //! - `resized`: after the budget resize (Pillow BICUBIC);
-//! - `model input`: gemma4 `pixel_values` f32, the gemma4_unified patches f32 + positions i64
-//!   + soft-token counts, and for some files the padded-path (video) patches and positions:
+//! - `model input`: gemma4 `pixel_values` f32, the gemma4_unified patches f32, positions i64
+//!   and soft-token counts, and for some files the padded-path (video) patches and positions;
 //!   exact only when every one of them is.
 //!
 //! A case the reference rejects (its `load_image` raises) passes when ours rejects it too.

@@ -1,0 +1,179 @@
+//! The image processor's settings, as mlx-vlm reads them from a checkpoint.
+
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::path::Path;
+
+/// Which reference processor a checkpoint's settings are read for: they differ in where they
+/// look in `processor_config.json` (see [`ProcessorConfig::from_json`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelFamily {
+    /// `gemma4` (`Gemma4Processor.from_pretrained`, `processing_gemma4.py`).
+    Gemma4,
+    /// `gemma4_unified` (`processing_gemma4_unified.py`).
+    Gemma4Unified,
+}
+
+/// `Gemma4ImageProcessor`'s settings (its `__init__` defaults), deserialised leniently: unknown
+/// keys are ignored, missing keys keep the default.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ProcessorConfig {
+    /// Resize to the budget's size (`True`).
+    pub do_resize: bool,
+    /// Multiply by `rescale_factor` (`True`).
+    pub do_rescale: bool,
+    /// `1 / 255`, applied as `u8 as f32 * (rescale_factor as f32)` like NumPy's
+    /// `image.astype(np.float32) * rescale_factor`.
+    pub rescale_factor: f64,
+    /// Subtract `image_mean` and divide by `image_std`, per channel in f32 (`False`).
+    pub do_normalize: bool,
+    /// Per-channel mean; `None` (or empty) means the processor's `[0.5, 0.5, 0.5]`.
+    pub image_mean: Option<Vec<f64>>,
+    /// Per-channel standard deviation; `None` (or empty) means `[0.5, 0.5, 0.5]`.
+    pub image_std: Option<Vec<f64>>,
+    /// Side of the encoder's patch in pixels (16).
+    pub patch_size: u32,
+    /// Side of the pooling window in patches (3).
+    pub pooling_kernel_size: u32,
+    /// The soft-token budget per image (280; presets 70/140/280/560/1120, any positive value
+    /// works for images).
+    pub max_soft_tokens: u32,
+}
+
+impl Default for ProcessorConfig {
+    fn default() -> Self {
+        ProcessorConfig {
+            do_resize: true,
+            do_rescale: true,
+            rescale_factor: 1.0 / 255.0,
+            do_normalize: false,
+            image_mean: None,
+            image_std: None,
+            patch_size: 16,
+            pooling_kernel_size: 3,
+            max_soft_tokens: 280,
+        }
+    }
+}
+
+/// Keys the gemma4 loader copies out of a flat (preprocessor_config.json style) file.
+const FLAT_KEYS: &[&str] = &[
+    "patch_size",
+    "max_soft_tokens",
+    "pooling_kernel_size",
+    "do_resize",
+    "do_rescale",
+    "do_normalize",
+    "rescale_factor",
+    "image_mean",
+    "image_std",
+    "size",
+];
+
+impl ProcessorConfig {
+    /// Reads the image-processor settings out of a `processor_config.json` text exactly where
+    /// the reference's `from_pretrained` looks:
+    /// - gemma4: the `"image_processor"` object if there is one; otherwise, when the file has
+    ///   no `"image_processor_type"` and has one of `patch_size` / `max_soft_tokens` /
+    ///   `pooling_kernel_size` at the top level, those top-level keys (a flat file); otherwise
+    ///   nothing (all defaults).
+    /// - gemma4_unified: the `"image_processor"` object or nothing; there `num_soft_tokens`
+    ///   stands for `max_soft_tokens` when the latter is absent.
+    pub fn from_json(text: &str, family: ModelFamily) -> std::result::Result<Self, serde_json::Error> {
+        let file: serde_json::Value = serde_json::from_str(text)?;
+        let nested = file.get("image_processor").filter(|v| v.is_object()).cloned();
+        let mut settings = match (nested, family) {
+            (Some(nested), _) => nested,
+            (None, ModelFamily::Gemma4)
+                if file.get("image_processor_type").is_none()
+                    && ["patch_size", "max_soft_tokens", "pooling_kernel_size"]
+                        .iter()
+                        .any(|k| file.get(k).is_some()) =>
+            {
+                let picked = FLAT_KEYS.iter().filter_map(|k| Some(((*k).to_owned(), file.get(k)?.clone())));
+                serde_json::Value::Object(picked.collect())
+            }
+            (None, _) => serde_json::Value::Object(Default::default()),
+        };
+        if let serde_json::Value::Object(map) = &mut settings {
+            let alias = map.get("num_soft_tokens").filter(|v| !v.is_null()).cloned();
+            if let (ModelFamily::Gemma4Unified, false, Some(n)) = (family, map.contains_key("max_soft_tokens"), alias) {
+                map.insert("max_soft_tokens".to_owned(), n);
+            }
+            // `x or default` in the reference: null and empty lists mean the default.
+            map.retain(|_, v| !v.is_null());
+        }
+        serde_json::from_value(settings)
+    }
+
+    /// The settings of a checkpoint directory: `processor_config.json`, else
+    /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path).
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
+        for name in ["processor_config.json", "preprocessor_config.json"] {
+            let path = dir.as_ref().join(name);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    return Self::from_json(&text, family)
+                        .map_err(|e| Error::Config { path, detail: e.to_string() })?
+                        .validated()
+                        .map_err(|detail| Error::Config { path: dir.as_ref().join(name), detail });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(Error::Io { path, source }),
+            }
+        }
+        Ok(Self::default())
+    }
+
+    /// The same settings with the caller's budget, if any (the processor's `max_soft_tokens`
+    /// keyword argument).
+    pub fn with_max_soft_tokens(mut self, budget: Option<u32>) -> Self {
+        if let Some(budget) = budget {
+            self.max_soft_tokens = budget;
+        }
+        self
+    }
+
+    /// `max_soft_tokens * pooling_kernel_size^2`, the patch budget of the size formula.
+    pub fn max_patches(&self) -> u64 {
+        u64::from(self.max_soft_tokens) * u64::from(self.pooling_kernel_size) * u64::from(self.pooling_kernel_size)
+    }
+
+    /// `patch_size * pooling_kernel_size` (48): the side of one soft token in pixels, and the
+    /// unified encoder's model patch.
+    pub fn model_patch_size(&self) -> u32 {
+        self.patch_size.saturating_mul(self.pooling_kernel_size)
+    }
+
+    /// The per-channel mean and std as the reference's `np.array(..., dtype=np.float32)`.
+    pub fn mean_std_f32(&self) -> ([f32; 3], [f32; 3]) {
+        (channels_f32(self.image_mean.as_deref()), channels_f32(self.image_std.as_deref()))
+    }
+
+    /// Checks what the pipeline needs: positive sizes and budget, three means and stds when
+    /// normalising.
+    pub fn validated(self) -> std::result::Result<Self, String> {
+        if self.patch_size == 0 || self.pooling_kernel_size == 0 || self.max_soft_tokens == 0 {
+            return Err(format!(
+                "patch_size ({}), pooling_kernel_size ({}) and max_soft_tokens ({}) must be positive",
+                self.patch_size, self.pooling_kernel_size, self.max_soft_tokens
+            ));
+        }
+        for (name, values) in [("image_mean", &self.image_mean), ("image_std", &self.image_std)] {
+            if let Some(v) = values.as_deref().filter(|v| !v.is_empty() && v.len() != 3 && v.len() != 1) {
+                return Err(format!("{name} has {} values; expected 3", v.len()));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// `np.array(values or [0.5] * 3, dtype=np.float32)` broadcast over three channels.
+fn channels_f32(values: Option<&[f64]>) -> [f32; 3] {
+    match values {
+        Some([v]) => [*v as f32; 3],
+        Some([a, b, c]) => [*a as f32, *b as f32, *c as f32],
+        _ => [0.5; 3],
+    }
+}

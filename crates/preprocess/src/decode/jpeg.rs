@@ -1,0 +1,118 @@
+//! JPEG through libjpeg-turbo (the `turbojpeg` crate, vendored libjpeg-turbo 3): the library
+//! Pillow's JPEG plugin drives, with the same decoder settings (accurate integer IDCT, fancy
+//! upsampling, no draft/DCT scaling), so the pixels are Pillow's byte for byte.
+//!
+//! Mirrors `JpegImagePlugin` + `JpegDecode.c`: 1 component -> mode `L`, 3 -> `RGB` (libjpeg
+//! guesses YCbCr/RGB from the JFIF/Adobe markers), 4 -> `CMYK` read with rawmode `CMYK;I`
+//! (every channel inverted, "Adobe polarity"), then `convert("RGB")`.
+
+use super::Decoded;
+use crate::{Error, Limits, Orientation, Result, RgbImage};
+use turbojpeg::{Colorspace, Decompressor, Image, PixelFormat};
+
+const FORMAT: &str = "JPEG";
+
+/// Decodes a JPEG; the header is checked against `limits` before the pixel buffer exists.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+    let mut decompressor = Decompressor::new().map_err(|e| Error::malformed(FORMAT, e))?;
+    let header = decompressor.read_header(bytes).map_err(|e| classify(e, bytes))?;
+    let (width, height) = (header.width, header.height);
+    limits.check(width as u64, height as u64)?;
+    let dims = (u32::try_from(width), u32::try_from(height));
+    let (Ok(w32), Ok(h32)) = dims else {
+        return Err(Error::malformed(FORMAT, format!("dimensions {width}x{height}")));
+    };
+    let cmyk = matches!(header.colorspace, Colorspace::CMYK | Colorspace::YCCK);
+    let format = if cmyk { PixelFormat::CMYK } else { PixelFormat::RGB };
+    let channels = format.size();
+    let mut pixels = vec![0u8; width * height * channels];
+    let image = Image { pixels: pixels.as_mut_slice(), width, pitch: width * channels, height, format };
+    if let Err(error) = decompressor.decompress(bytes, image) {
+        // TurboJPEG reports libjpeg warnings as failures too; the image is complete after a
+        // warning, and Pillow (which silences warnings) accepts it, except at the end of the
+        // data, where Pillow raises "image file is truncated".
+        let message = error.to_string();
+        if !is_benign_warning(&message) {
+            return Err(classify(error, bytes));
+        }
+    }
+    let rgb = if cmyk { cmyk_inverted_to_rgb(&pixels) } else { pixels };
+    Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation: Orientation::from_exif(&exif(bytes)) })
+}
+
+/// Pillow's `CMYK;I` unpacker (`255 - v` per channel) followed by its `cmyk2rgb`:
+/// `nk = 255 - k; out = CLIP8(nk - MULDIV255(c, nk))` with `MULDIV255(a, b) = ((a*b + 128) >> 8
+/// + a*b + 128) >> 8`.
+fn cmyk_inverted_to_rgb(cmyk: &[u8]) -> Vec<u8> {
+    let mut rgb = Vec::with_capacity(cmyk.len() / 4 * 3);
+    for px in cmyk.chunks_exact(4) {
+        let nk = 255 - i32::from(255 - px[3]);
+        for &raw in &px[..3] {
+            let c = i32::from(255 - raw);
+            let t = c * nk + 128;
+            let muldiv = ((t >> 8) + t) >> 8;
+            rgb.push((nk - muldiv).clamp(0, 255) as u8);
+        }
+    }
+    rgb
+}
+
+/// libjpeg's warning texts (`JWRN_*` of jerror.h) that leave a complete image. "Premature end of
+/// JPEG file" is deliberately absent: that is a truncated file.
+fn is_benign_warning(message: &str) -> bool {
+    const WARNINGS: &[&str] = &[
+        "Corrupt JPEG data",
+        "Unknown Adobe color transform code",
+        "Inconsistent progression sequence",
+        "Warning: unknown JFIF revision number",
+        "Invalid SOS parameters for sequential JPEG",
+        "Application transferred too many scanlines",
+    ];
+    WARNINGS.iter().any(|w| message.contains(w))
+}
+
+fn classify(error: turbojpeg::Error, bytes: &[u8]) -> Error {
+    let detail = error.to_string();
+    if detail.contains("Premature end of JPEG file") || bytes.len() < 4 {
+        Error::Truncated { format: FORMAT, detail }
+    } else if detail.contains("Unsupported JPEG data precision") || detail.contains("Unsupported color conversion") {
+        Error::unsupported(FORMAT, detail)
+    } else {
+        Error::malformed(FORMAT, detail)
+    }
+}
+
+/// The EXIF block Pillow's `getexif()` reads: the first APP1 segment starting `Exif\0\0`, with
+/// the payloads of later ones appended (Pillow concatenates them), markers scanned up to SOS.
+fn exif(bytes: &[u8]) -> Vec<u8> {
+    let mut exif = Vec::new();
+    let mut pos = 2;
+    while pos + 1 < bytes.len() {
+        if bytes[pos] != 0xFF {
+            pos += 1; // Pillow skips non-0xFF junk between segments.
+            continue;
+        }
+        let marker = bytes[pos + 1];
+        match marker {
+            0xFF => {
+                pos += 1;
+                continue;
+            }
+            0xDA | 0xD9 => break,
+            0x00 | 0x01 | 0xD0..=0xD7 => {
+                pos += 2;
+                continue;
+            }
+            _ => {}
+        }
+        let Some(len) = bytes.get(pos + 2..pos + 4).map(|b| usize::from(u16::from_be_bytes([b[0], b[1]]))) else {
+            break;
+        };
+        let Some(segment) = bytes.get(pos + 4..pos + 2 + len.max(2)) else { break };
+        if marker == 0xE1 && segment.starts_with(b"Exif\0\0") {
+            exif.extend_from_slice(if exif.is_empty() { segment } else { &segment[6..] });
+        }
+        pos += 2 + len.max(2);
+    }
+    exif
+}

@@ -1,0 +1,85 @@
+//! PNG through the `png` crate, converted to RGB with Pillow's semantics for every colour type
+//! (`PngImagePlugin` modes, then `convert("RGB")`):
+//!
+//! | PNG                        | Pillow mode | RGB                                             |
+//! |----------------------------|-------------|-------------------------------------------------|
+//! | gray 1/2/4/8 (± tRNS)      | 1 / L       | gray scaled to 8 bits, replicated               |
+//! | gray 16 (± tRNS)           | I;16        | `v > 255 ? 255 : v`, replicated (`I16_RGB`)     |
+//! | gray+alpha 8               | LA          | gray replicated, alpha dropped                  |
+//! | gray+alpha 16              | RGBA        | high byte of gray replicated, alpha dropped     |
+//! | RGB / RGBA 8               | RGB / RGBA  | alpha dropped (never composited)                |
+//! | RGB / RGBA 16              | RGB / RGBA  | high byte of each channel, alpha dropped        |
+//! | palette (± tRNS)           | P           | palette lookup, transparency ignored            |
+//!
+//! EXIF comes from the `eXIf` chunk, before or after the image data.
+
+use super::Decoded;
+use crate::{Error, Limits, Orientation, Result, RgbImage};
+use png::{BitDepth, ColorType, DecodingError, Transformations};
+use std::io::Cursor;
+
+const FORMAT: &str = "PNG";
+
+/// Decodes a PNG; the header is checked against `limits` before the pixel buffer exists.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+    // Our own limit is on pixels, checked below; the crate's byte limit would be a second,
+    // different one.
+    let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: usize::MAX });
+    // EXPAND: palette -> RGB(A), gray below 8 bits -> 8 bits, tRNS -> alpha channel.
+    decoder.set_transformations(Transformations::EXPAND);
+    let header = decoder.read_header_info().map_err(classify)?;
+    let (width, height) = (header.width, header.height);
+    limits.check(width.into(), height.into())?;
+    let mut reader = decoder.read_info().map_err(classify)?;
+    let source = (reader.info().color_type, reader.info().bit_depth);
+    let size = reader.output_buffer_size().ok_or_else(|| Error::malformed(FORMAT, "image too large for memory"))?;
+    let mut buf = vec![0u8; size];
+    let frame = reader.next_frame(&mut buf).map_err(classify)?;
+    let (out_color, out_depth) = (frame.color_type, frame.bit_depth);
+    let line_size = frame.line_size;
+    // Trailing chunks (an eXIf after IDAT); Pillow reads them leniently, so errors are ignored.
+    let _ = reader.finish();
+    let exif = reader.info().exif_metadata.as_deref().map(Orientation::from_exif).unwrap_or(Orientation::Normal);
+
+    let channels = out_color.samples();
+    let sample_bytes = if out_depth == BitDepth::Sixteen { 2 } else { 1 };
+    let pixel_bytes = channels * sample_bytes;
+    let (w, h) = (width as usize, height as usize);
+    let gray16 = source == (ColorType::Grayscale, BitDepth::Sixteen);
+    let gray = matches!(out_color, ColorType::Grayscale | ColorType::GrayscaleAlpha);
+    let mut rgb = vec![0u8; w * h * 3];
+    for (y, out_row) in rgb.chunks_exact_mut(w * 3).enumerate() {
+        let line = buf
+            .get(y * line_size..y * line_size + w * pixel_bytes)
+            .ok_or_else(|| Error::malformed(FORMAT, "short frame"))?;
+        if pixel_bytes == 3 {
+            out_row.copy_from_slice(line);
+            continue;
+        }
+        for (dst, px) in out_row.chunks_exact_mut(3).zip(line.chunks_exact(pixel_bytes)) {
+            if gray16 {
+                // Pillow's I;16 -> RGB (`I16_RGB`): values above 255 saturate, no scaling.
+                let v = u16::from_be_bytes([px[0], px[1]]);
+                dst.fill(if v > 255 { 255 } else { v as u8 });
+            } else if gray {
+                dst.fill(px[0]);
+            } else {
+                // 8-bit: the samples; 16-bit: their high (first, big-endian) bytes.
+                for (c, d) in dst.iter_mut().enumerate() {
+                    *d = px[c * sample_bytes];
+                }
+            }
+        }
+    }
+    Ok(Decoded { image: RgbImage::from_parts(width, height, rgb), orientation: exif })
+}
+
+fn classify(error: DecodingError) -> Error {
+    match error {
+        DecodingError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Error::Truncated { format: FORMAT, detail: e.to_string() }
+        }
+        DecodingError::LimitsExceeded => Error::malformed(FORMAT, "decoder memory limit exceeded"),
+        other => Error::malformed(FORMAT, other),
+    }
+}

@@ -1,0 +1,86 @@
+//! Square patches with positions, padded to a fixed length: the gemma4 padded (video) path's
+//! 16x16 patches and the gemma4_unified encoder's 48x48 model patches.
+
+use crate::rescale::RescaleTable;
+use crate::{Error, ProcessorConfig, Result, RgbImage};
+
+/// Patches of one image, padded or truncated to `len` rows.
+///
+/// Mirrors `_convert_video_to_patches` / `_convert_image_to_model_patches` followed by
+/// `_pad_video_patches` / `_pad_patches` (mlx-vlm `processing_gemma4.py`,
+/// `processing_gemma4_unified.py`): the channels-first image `[C, H, W]` is reshaped to
+/// `[C, pH, P, pW, P]`, transposed to `[pH, pW, P, P, C]` and flattened, so row
+/// `py * pW + px` holds feature `(r * P + c) * 3 + ch` = pixel `(py * P + r, px * P + c)`,
+/// channel `ch`. Position of that row: `(x, y) = (px, py)`. Rows past the real ones are zeros
+/// with position `(-1, -1)`; real rows past `len` are dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Patches {
+    /// float32 `[len, patch * patch * 3]`.
+    pub data: Vec<f32>,
+    /// int64 `[len, 2]`, `(column, row)` of each patch in the patch grid, `(-1, -1)` for padding.
+    pub positions: Vec<i64>,
+    /// Rows (the padded length).
+    pub len: usize,
+    /// Values per row: `patch * patch * 3`.
+    pub dim: usize,
+    /// Side of a patch in pixels.
+    pub patch: usize,
+    /// Patch-grid rows (`height / patch`) and columns (`width / patch`) of the image.
+    pub grid: (usize, usize),
+    /// Rows holding patches, `min(grid rows * grid columns, len)`.
+    pub real: usize,
+}
+
+impl Patches {
+    /// Patchifies `image` (both sides multiples of `patch`) with the processor's rescale and
+    /// normalisation applied to every value.
+    pub fn from_image(image: &RgbImage, patch: usize, len: usize, config: &ProcessorConfig) -> Result<Patches> {
+        let (h, w) = (image.height() as usize, image.width() as usize);
+        if patch == 0 || h % patch != 0 || w % patch != 0 {
+            return Err(Error::invalid(
+                "patchify",
+                format!("{h}x{w} image is not a whole number of {patch}x{patch} patches"),
+            ));
+        }
+        let table = RescaleTable::new(config);
+        let grid = (h / patch, w / patch);
+        let count = grid.0 * grid.1;
+        let real = count.min(len);
+        let dim = patch * patch * 3;
+        let mut data = vec![0f32; len * dim];
+        let mut positions = vec![-1i64; len * 2];
+        let row_bytes = w * 3;
+        for (k, row) in data.chunks_exact_mut(dim).take(real).enumerate() {
+            let (py, px) = (k / grid.1, k % grid.1);
+            for r in 0..patch {
+                let start = (py * patch + r) * row_bytes + px * patch * 3;
+                let src = &image.data()[start..start + patch * 3];
+                let dst = &mut row[r * patch * 3..(r + 1) * patch * 3];
+                for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+                    d[0] = table.get(s[0], 0);
+                    d[1] = table.get(s[1], 1);
+                    d[2] = table.get(s[2], 2);
+                }
+            }
+            positions[2 * k] = px as i64;
+            positions[2 * k + 1] = py as i64;
+        }
+        Ok(Patches { data, positions, len, dim, patch, grid, real })
+    }
+
+    /// The inverse of the patch layout: the real rows put back as a channels-first `[3, H, W]`
+    /// float32 image (`H, W` from [`grid`](Self::grid)). Exact when no row was truncated.
+    pub fn to_chw(&self) -> Vec<f32> {
+        let (h, w) = (self.grid.0 * self.patch, self.grid.1 * self.patch);
+        let p = self.patch;
+        let mut chw = vec![0f32; 3 * h * w];
+        for (k, row) in self.data.chunks_exact(self.dim).take(self.real).enumerate() {
+            let (py, px) = (k / self.grid.1, k % self.grid.1);
+            for (f, &v) in row.iter().enumerate() {
+                let (r, c, ch) = (f / (p * 3), (f / 3) % p, f % 3);
+                chw[ch * h * w + (py * p + r) * w + px * p + c] = v;
+            }
+        }
+        chw
+    }
+}

@@ -1,0 +1,97 @@
+//! The processor: an oriented RGB image in, the encoders' inputs out.
+
+use crate::{Error, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size};
+
+/// The reference's image processor steps after loading: budget resize, rescale/normalise, and
+/// the layout each encoder consumes. Cheap to build; holds only the settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preprocessor {
+    config: ProcessorConfig,
+}
+
+/// The gemma4_unified encoder's input for one image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnifiedInput {
+    /// `pixel_values`: float32 `[max_soft_tokens, 6912]` 48x48 model patches and their
+    /// `image_position_ids` int64 `[max_soft_tokens, 2]` `(x = column, y = row)`, padded with
+    /// zero rows at `(-1, -1)`.
+    pub patches: Patches,
+    /// `num_soft_tokens_per_image`: the number of model patches of the resized image
+    /// (`(H / 48) * (W / 48)`), i.e. the real rows.
+    pub soft_tokens: usize,
+}
+
+impl Preprocessor {
+    /// A processor with these settings (budget included; see
+    /// [`ProcessorConfig::with_max_soft_tokens`]).
+    pub fn new(config: ProcessorConfig) -> Result<Self> {
+        let config = config.validated().map_err(|detail| Error::invalid("processor config", detail))?;
+        u32::try_from(config.max_patches())
+            .map_err(|_| Error::invalid("max_soft_tokens", format!("{} is too large", config.max_soft_tokens)))?;
+        Ok(Preprocessor { config })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ProcessorConfig {
+        &self.config
+    }
+
+    /// `(height, width)` the image is resized to: [`target_size`] with
+    /// `max_patches = max_soft_tokens * pool^2`.
+    pub fn target_size(&self, height: u32, width: u32) -> Result<(u32, u32)> {
+        let c = &self.config;
+        target_size(height, width, c.patch_size, self.max_patches(), c.pooling_kernel_size)
+    }
+
+    /// `aspect_ratio_preserving_resize`: the image unchanged when it already has the target
+    /// size (or `do_resize` is false), else Pillow's bicubic resize to it.
+    pub fn resize(&self, image: &RgbImage) -> Result<RgbImage> {
+        if !self.config.do_resize {
+            return Ok(image.clone());
+        }
+        let (th, tw) = self.target_size(image.height(), image.width())?;
+        resize_bicubic(image, tw, th)
+    }
+
+    /// The gemma4 encoder's `pixel_values` for one image (`Gemma4ImageProcessor.preprocess`):
+    /// resize, rescale, CHW; with its soft-token count.
+    pub fn gemma4_image(&self, image: &RgbImage) -> Result<PixelValues> {
+        let resized = self.resize(image)?;
+        Ok(PixelValues::from_image(&resized, &self.config))
+    }
+
+    /// The gemma4_unified encoder's input for one image
+    /// (`Gemma4UnifiedImageProcessor.preprocess`): resize, rescale, 48x48 model patches padded
+    /// to `max_soft_tokens` rows.
+    pub fn gemma4_unified_image(&self, image: &RgbImage) -> Result<UnifiedInput> {
+        let resized = self.resize(image)?;
+        let patch = self.config.model_patch_size() as usize;
+        let patches = Patches::from_image(&resized, patch, self.config.max_soft_tokens as usize, &self.config)?;
+        let soft_tokens = patches.grid.0 * patches.grid.1;
+        Ok(UnifiedInput { patches, soft_tokens })
+    }
+
+    /// The gemma4 padded path's input for an image of the right size already (both sides
+    /// multiples of `patch_size`): `patch_size` patches padded or truncated to `len` rows.
+    pub fn padded_patches(&self, image: &RgbImage, len: usize) -> Result<Patches> {
+        Patches::from_image(image, self.config.patch_size as usize, len, &self.config)
+    }
+
+    /// One video frame the way `Gemma4VideoProcessor` treats it with this processor's budget
+    /// (its default is 70): resized with [`video_frame_size`](crate::video_frame_size),
+    /// rescaled, cut into `patch_size` patches padded to `max_soft_tokens * pool^2` rows. The
+    /// frame's soft tokens are `min(real, rows) // pool^2`.
+    pub fn gemma4_video_frame(&self, frame: &RgbImage) -> Result<Patches> {
+        let c = &self.config;
+        let max_patches = self.max_patches();
+        let (th, tw) =
+            crate::video_frame_size(frame.height(), frame.width(), c.patch_size, max_patches, c.pooling_kernel_size)?;
+        let resized = if c.do_resize { resize_bicubic(frame, tw, th)? } else { frame.clone() };
+        self.padded_patches(&resized, max_patches as usize)
+    }
+
+    fn max_patches(&self) -> u32 {
+        // Checked to fit in `new`.
+        u32::try_from(self.config.max_patches()).unwrap_or(u32::MAX)
+    }
+}
