@@ -31,7 +31,7 @@ pub use encoder::{ComputeDtype, EncoderOptions, Features, PreparedImage, VisionE
 pub use error::{Error, Result};
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
-pub use pooler::{Pooled, Pooler};
+pub use pooler::Pooler;
 pub use sanitized_store::SanitizedStore;
 pub use siglip_tower::{PooledRows, SiglipVisionTower};
 pub use trace::Trace;

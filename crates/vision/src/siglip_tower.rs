@@ -131,11 +131,14 @@ impl SiglipVisionTower {
         }
         let num_real = ph * pw;
         let output_length = num_real / self.pool_area();
-        let positions = grid_positions(batch, ph, pw)?;
+        let grid: Vec<i64> = (0..batch)
+            .flat_map(|_| (0..ph).flat_map(move |row| (0..pw).flat_map(move |col| [i64::from(col), i64::from(row)])))
+            .collect();
+        let positions = Array::from_slice(&grid, &[batch, num_real, 2])?.astype(Dtype::I32)?;
         let padding = Array::zeros(&[batch, num_real], Dtype::Bool)?;
         let embeddings = self.patch_embedder.embed_pixels(pixels, &positions, &padding)?;
         record(&mut trace, "patch_embeddings", &embeddings);
-        self.pool_embeddings(embeddings, &positions, &padding, output_length, trace)
+        self.pool_embeddings(embeddings, (&positions, &grid), &padding, output_length, trace)
     }
 
     /// Position-id path of the tower (videos, pre-patchified input): `patches` `[B, L, 3·p²]`
@@ -164,13 +167,14 @@ impl SiglipVisionTower {
             return Err(Error::input(format!("patches must be float32, found {}", patches.dtype())));
         }
         let padding = positions.eq(-1)?.all(&[-1], false)?;
+        let host_positions = positions.astype(Dtype::I64)?.to_vec::<i64>()?;
         let output_length = patches.dim(1)? / self.pool_area();
         if output_length == 0 {
             return Err(Error::input(format!("{} patches are fewer than one pooling window", patches.dim(1)?)));
         }
         let embeddings = self.patch_embedder.embed_patches(&patches, &positions, &padding)?;
         record(&mut trace, "patch_embeddings", &embeddings);
-        self.pool_embeddings(embeddings, &positions, &padding, output_length, trace)
+        self.pool_embeddings(embeddings, (&positions, &host_positions), &padding, output_length, trace)
     }
 
     fn pool_area(&self) -> i32 {
@@ -178,11 +182,13 @@ impl SiglipVisionTower {
     }
 
     /// From patch embeddings `[B, L, D]` to pooled soft tokens `[Σ, D]`, per
-    /// `VisionModel.__call__` after the patch embedder.
+    /// `VisionModel.__call__` after the patch embedder. `positions` comes twice: as the array
+    /// the graph uses and as its host values (`[B, L, 2]` row-major), from which the rows to
+    /// keep are counted without evaluating anything.
     fn pool_embeddings(
         &self,
         embeddings: Array,
-        positions: &Array,
+        (positions, host_positions): (&Array, &[i64]),
         padding: &Array,
         output_length: i32,
         mut trace: Option<&mut Trace>,
@@ -196,21 +202,15 @@ impl SiglipVisionTower {
             record(&mut trace, format!("block_{i:02}"), &hidden);
         }
         let pooled = self.pooler.forward(&hidden, positions, padding, output_length)?;
-        record(&mut trace, "pooled", &pooled.features);
-        let (mut rows, counts) = keep_valid_rows(&pooled.features, &pooled.valid)?;
+        record(&mut trace, "pooled", &pooled);
+        let counts = Pooler::valid_counts(host_positions, padding.dim(0)? as usize, output_length as usize);
+        let mut rows = keep_leading_rows(&pooled, &counts)?;
         if let Some((bias, scale)) = &self.standardize {
             rows = rows.sub(bias)?.mul(scale)?;
             record(&mut trace, "standardized", &rows);
         }
         Ok(PooledRows { rows, counts })
     }
-}
-
-/// The image path's positions: `[B, pH·pW, 2]` int32, patch `n = row·pW + col` at `(col, row)`.
-fn grid_positions(batch: i32, ph: i32, pw: i32) -> Result<Array> {
-    let grid: Vec<i32> = (0..ph).flat_map(|row| (0..pw).flat_map(move |col| [col, row])).collect();
-    let one = Array::from_slice(&grid, &[1, ph * pw, 2])?;
-    Ok(one.broadcast_to(&[batch, ph * pw, 2])?.contiguous()?)
 }
 
 /// `VisionModel`'s attention mask: `valid = !padding`, `m = valid[:, None, :] * valid[:, :, None]`,
@@ -223,16 +223,14 @@ fn attention_mask(padding: &Array, dtype: Dtype) -> Result<Array> {
     Ok(pairs.select(&zero, &fill)?.expand_dims(1)?)
 }
 
-/// The first `count(valid[b])` rows of each batch row of `pooled` `[B, len, D]`, concatenated
-/// to `[Σ, D]` (the reference's per-image `.item()` loop), and the counts.
-fn keep_valid_rows(pooled: &Array, valid: &Array) -> Result<(Array, Vec<usize>)> {
-    let counts = valid.astype(Dtype::I32)?.sum(&[-1], false)?.to_vec::<i32>()?;
+/// The first `counts[b]` rows of each batch row of `pooled` `[B, len, D]`, concatenated to
+/// `[Σ counts, D]` (the reference's per-image slicing after its `.item()` count).
+fn keep_leading_rows(pooled: &Array, counts: &[usize]) -> Result<Array> {
     let rows: Vec<Array> = counts
         .iter()
         .enumerate()
-        .map(|(b, &n)| pooled.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n))
+        .map(|(b, &n)| pooled.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n as i32))
         .collect::<tensor::Result<_>>()?;
     let refs: Vec<&Array> = rows.iter().collect();
-    let counts = counts.into_iter().map(|n| n.max(0) as usize).collect();
-    Ok((Array::concatenate(&refs, 0)?, counts))
+    Ok(Array::concatenate(&refs, 0)?)
 }

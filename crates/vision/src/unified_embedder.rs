@@ -81,7 +81,7 @@ impl UnifiedVisionEmbedder {
                 )));
             }
         };
-        self.check_positions(&positions)?;
+        let counts = self.real_rows(&positions)?;
         let h = self.patch_ln1.forward(&patches)?;
         record(&mut trace, "patch_ln1", &h);
         let h = self.patch_dense.forward(&h)?;
@@ -93,23 +93,25 @@ impl UnifiedVisionEmbedder {
         let h = self.pos_norm.forward(&h)?;
         record(&mut trace, "pos_norm", &h);
         let projected = self.embedder.forward(&h)?;
-        let padding = positions.eq(-1)?.all(&[-1], false)?;
-        let out = keep_leading_rows(&projected, &padding)?;
+        let out = keep_leading_rows(&projected, &counts)?;
         record(&mut trace, "features", &out);
         Ok(out)
     }
 
-    /// Every position id must be `-1` (padding) or index a row of the position table: MLX's
-    /// gather does not check bounds, so an id past the table would read outside it.
-    fn check_positions(&self, positions: &Array) -> Result<()> {
+    /// Per batch row, the rows that are not padding (both ids `-1`), read from the host values
+    /// of `positions` `[B, N, 2]`. Every id must be `-1` (padding) or index a row of the
+    /// position table: MLX's gather does not check bounds, so an id past the table would read
+    /// outside it.
+    fn real_rows(&self, positions: &Array) -> Result<Vec<usize>> {
         let size = i64::from(self.config.mm_posemb_size);
         let ids = positions.astype(Dtype::I64)?.to_vec::<i64>()?;
-        match ids.iter().find(|&&id| id < -1 || id >= size) {
-            Some(id) => Err(Error::input(format!(
+        if let Some(id) = ids.iter().find(|&&id| id < -1 || id >= size) {
+            return Err(Error::input(format!(
                 "position id {id} is outside the position table (valid: -1 for padding, 0..{size})"
-            ))),
-            None => Ok(()),
+            )));
         }
+        let n = positions.dim(1)? as usize;
+        Ok(ids.chunks_exact(2 * n.max(1)).map(|row| row.chunks_exact(2).filter(|p| p != &[-1, -1]).count()).collect())
     }
 
     /// `pos[cl[..., 0], 0] * val[..., 0:1] + pos[cl[..., 1], 1] * val[..., 1:2]`, `[B, N, E]`.
@@ -134,14 +136,14 @@ impl UnifiedVisionEmbedder {
     }
 }
 
-/// `_compact_prefix_rows`: per batch row, its first `count(!padding)` rows, concatenated.
-fn keep_leading_rows(features: &Array, padding: &Array) -> Result<Array> {
-    let counts = padding.logical_not()?.astype(Dtype::I32)?.sum(&[-1], false)?.to_vec::<i32>()?;
+/// `_compact_prefix_rows`: per batch row, its first `counts[b]` rows (the non-padding count),
+/// concatenated; empty rows dropped.
+fn keep_leading_rows(features: &Array, counts: &[usize]) -> Result<Array> {
     let rows: Vec<Array> = counts
         .iter()
         .enumerate()
         .filter(|(_, n)| **n > 0)
-        .map(|(b, &n)| features.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n))
+        .map(|(b, &n)| features.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n as i32))
         .collect::<tensor::Result<_>>()?;
     if rows.is_empty() {
         let width = features.dim(-1)?;
