@@ -8,9 +8,15 @@
 //! `<target dir>/fuzz/corpus/<target>/` so the checked-in corpus stays small. A crash, a panic,
 //! a leak or an out-of-memory fails the command; libFuzzer leaves the input in
 //! `fuzz/artifacts/<target>/`.
+//!
+//! libFuzzer's output is passed through; its final statistics are collected into a summary
+//! printed at the end: per target, the executions, the seconds run, executions per second, the
+//! inputs it added to the corpus and its peak resident set.
 
 use crate::project::{Result, cargo, root, run, work_dir};
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
 
 const DEFAULT_SECONDS: u64 = 60;
 
@@ -22,6 +28,7 @@ pub fn main(args: &[String]) -> Result<()> {
         return Err("no fuzz targets in fuzz/fuzz_targets".to_owned());
     }
     let mut failed = Vec::new();
+    let mut summary = Vec::new();
     for target in &targets {
         eprintln!("fuzz: {target} for {seconds} s");
         let discovered = work_dir(&format!("fuzz/corpus/{target}"))?;
@@ -38,10 +45,26 @@ pub fn main(args: &[String]) -> Result<()> {
             .arg(format!("-max_total_time={seconds}"))
             .arg("-rss_limit_mb=4096")
             .arg("-print_final_stats=1");
-        if let Err(e) = run(&mut fuzz) {
+        let (outcome, stats) = run_collecting_stats(&mut fuzz)?;
+        if let Err(e) = outcome {
             eprintln!("fuzz: {target} failed: {e}");
             failed.push(target.clone());
         }
+        summary.push((target.clone(), stats));
+    }
+    eprintln!(
+        "fuzz: {:<20} {:>12} {:>9} {:>10} {:>9} {:>8}",
+        "target", "executions", "seconds", "exec/s", "new units", "peak MB"
+    );
+    for (target, stats) in &summary {
+        eprintln!(
+            "fuzz: {target:<20} {:>12} {:>9} {:>10} {:>9} {:>8}",
+            stats.executions.map_or("?".into(), |n| n.to_string()),
+            stats.seconds.map_or("?".into(), |n| n.to_string()),
+            stats.per_second.map_or("?".into(), |n| n.to_string()),
+            stats.new_units.map_or("?".into(), |n| n.to_string()),
+            stats.peak_rss_mb.map_or("?".into(), |n| n.to_string()),
+        );
     }
     if failed.is_empty() {
         eprintln!("fuzz: {} target(s) ran {seconds} s each without a finding", targets.len());
@@ -49,6 +72,57 @@ pub fn main(args: &[String]) -> Result<()> {
     } else {
         Err(format!("fuzz targets with findings (inputs in fuzz/artifacts/): {}", failed.join(", ")))
     }
+}
+
+/// libFuzzer's final statistics (`-print_final_stats=1` and its `Done N runs in S second(s)`).
+#[derive(Debug, Default)]
+struct Stats {
+    executions: Option<u64>,
+    seconds: Option<u64>,
+    per_second: Option<u64>,
+    new_units: Option<u64>,
+    peak_rss_mb: Option<u64>,
+}
+
+impl Stats {
+    fn read(&mut self, line: &str) {
+        let number = |text: &str| text.trim().parse::<u64>().ok();
+        if let Some((key, value)) = line.rsplit_once(':') {
+            match key.trim() {
+                "stat::number_of_executed_units" => self.executions = number(value),
+                "stat::average_exec_per_sec" => self.per_second = number(value),
+                "stat::new_units_added" => self.new_units = number(value),
+                "stat::peak_rss_mb" => self.peak_rss_mb = number(value),
+                _ => {}
+            }
+        }
+        // "Done 357303 runs in 21 second(s)"
+        if let Some(rest) = line.strip_prefix("Done ") {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            if let [runs, "runs", "in", seconds, ..] = words.as_slice() {
+                self.executions = self.executions.or(number(runs));
+                self.seconds = number(seconds);
+            }
+        }
+    }
+}
+
+/// Runs `cmd` with its standard error passed through line by line (and its statistics read);
+/// `Err` in the first element when it fails.
+fn run_collecting_stats(cmd: &mut Command) -> Result<(Result<()>, Stats)> {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+    let mut stats = Stats::default();
+    if let Some(stderr) = child.stderr.take() {
+        let mut out = std::io::stderr();
+        for line in BufReader::new(stderr).split(b'\n') {
+            let Ok(line) = line else { break };
+            let _ = out.write_all(&line).and_then(|()| out.write_all(b"\n"));
+            stats.read(&String::from_utf8_lossy(&line));
+        }
+    }
+    let status = child.wait().map_err(|e| format!("waiting for cargo fuzz: {e}"))?;
+    let outcome = if status.success() { Ok(()) } else { Err(format!("cargo fuzz exited with {status}")) };
+    Ok((outcome, stats))
 }
 
 fn parse_seconds(args: &[String]) -> Result<u64> {

@@ -1,1 +1,66 @@
-//! (in progress)
+//! The building blocks of the Gemma 4 vision encoders, on [`tensor`].
+//!
+//! Every block mirrors one piece of mlx-vlm 0.7.10 (`models/gemma4/vision.py`, `models/base.py`,
+//! `mlx.nn`) op for op: the same MLX primitives, in the same order, with the same dtypes and
+//! weak scalars, so that on the same libmlx the outputs are identical bit for bit. Each block's
+//! documentation names the reference function it mirrors and spells out that op order.
+//!
+//! A block is a plain struct with a pure constructor from its weights (`new`), a loader reading
+//! them from a prefix-scoped [`Weights`] view (`load`), and `forward(&self, …) -> Result<Array>`.
+//! Inference is immutable; nothing is cached behind `&self`. Layers know nothing of checkpoints
+//! or model types: key names below a block's prefix are mlx-vlm's, the prefix is the caller's.
+//!
+//! | block | reference |
+//! |---|---|
+//! | [`Linear`] | `mlx.nn.Linear` |
+//! | [`ClippableLinear`] | `gemma4.vision.ClippableLinear` |
+//! | [`RmsNorm`] | `gemma4.vision.RMSNorm`, `gemma4.language.RMSNormNoScale` |
+//! | [`VisionRmsNorm`] | `gemma4.vision.VisionRMSNorm`, `VisionRMSNormNoScale` |
+//! | [`LayerNorm`] | `mlx.nn.LayerNorm` |
+//! | [`gelu_approx`] | `mlx.nn.gelu_approx` |
+//! | [`GegluMlp`] | `gemma4.vision.VisionMLP` |
+//! | [`RopeTables`] | `gemma4.vision.apply_multidimensional_rope` |
+//! | [`FusedSdpa`] | `models.base.ensure_fused_sdpa` |
+//! | [`VisionAttention`] | `gemma4.vision.VisionAttention` |
+//! | [`VisionBlock`] | `gemma4.vision.VisionTransformerBlock` |
+//!
+//! Weights come from a [`WeightStore`] (a safetensors checkpoint, a [`MemoryStore`], or the
+//! caller's own renaming view) through [`Weights`], which checks every tensor's presence, shape
+//! and dtype, names the full key in its errors, optionally converts to a compute dtype once at
+//! load, and records what was used so that unused checkpoint tensors can be refused.
+//! Attention runs through an [`AttentionKernel`]; the default, [`FusedSdpa`], is the reference's.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod attention_kernel;
+mod clippable_linear;
+mod error;
+mod geglu_mlp;
+mod gelu;
+mod layer_norm;
+mod linear;
+mod memory_store;
+mod rms_norm;
+mod rope;
+mod vision_attention;
+mod vision_block;
+mod vision_block_config;
+mod vision_rms_norm;
+mod weight_store;
+mod weights;
+
+pub use attention_kernel::{AttentionKernel, FUSED_HEAD_DIMS, FusedSdpa, ensure_fused_sdpa};
+pub use clippable_linear::{ClipBounds, ClippableLinear};
+pub use error::{Error, Result};
+pub use geglu_mlp::GegluMlp;
+pub use gelu::gelu_approx;
+pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
+pub use linear::Linear;
+pub use memory_store::MemoryStore;
+pub use rms_norm::RmsNorm;
+pub use rope::{RopeTables, rotate_half};
+pub use vision_attention::{AttentionWeights, VisionAttention};
+pub use vision_block::{BlockNorms, VisionBlock};
+pub use vision_block_config::VisionBlockConfig;
+pub use vision_rms_norm::{VISION_RMS_NORM_EPS, VisionRmsNorm};
+pub use weight_store::WeightStore;
+pub use weights::Weights;

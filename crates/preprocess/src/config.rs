@@ -135,9 +135,11 @@ impl ProcessorConfig {
         self
     }
 
-    /// `max_soft_tokens * pooling_kernel_size^2`, the patch budget of the size formula.
+    /// `max_soft_tokens * pooling_kernel_size^2`, the patch budget of the size formula
+    /// (saturating at `u64::MAX`, which [`Preprocessor::new`](crate::Preprocessor::new) refuses).
     pub fn max_patches(&self) -> u64 {
-        u64::from(self.max_soft_tokens) * u64::from(self.pooling_kernel_size) * u64::from(self.pooling_kernel_size)
+        let pool = u64::from(self.pooling_kernel_size);
+        u64::from(self.max_soft_tokens).saturating_mul(pool).saturating_mul(pool)
     }
 
     /// `patch_size * pooling_kernel_size` (48): the side of one soft token in pixels, and the

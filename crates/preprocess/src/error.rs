@@ -45,6 +45,9 @@ pub enum Error {
     /// Reading a file.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// An image file that was read but could not be decoded; `source` says why.
+    #[error("{}: {source}", path.display())]
+    File { path: PathBuf, source: Box<Error> },
 }
 
 impl Error {

@@ -2,7 +2,7 @@
 //! 16x16 patches and the gemma4_unified encoder's 48x48 model patches.
 
 use crate::rescale::RescaleTable;
-use crate::{Error, ProcessorConfig, Result, RgbImage};
+use crate::{Error, Limits, ProcessorConfig, Result, RgbImage};
 
 /// Patches of one image, padded or truncated to `len` rows.
 ///
@@ -33,7 +33,8 @@ pub struct Patches {
 
 impl Patches {
     /// Patchifies `image` (both sides multiples of `patch`) with the processor's rescale and
-    /// normalisation applied to every value.
+    /// normalisation applied to every value. `len × patch² × 3` values are allocated; more than
+    /// an image of [`Limits::PILLOW_BOMB_PIXELS`] pixels holds is refused.
     pub fn from_image(image: &RgbImage, patch: usize, len: usize, config: &ProcessorConfig) -> Result<Patches> {
         let (h, w) = (image.height() as usize, image.width() as usize);
         if patch == 0 || h % patch != 0 || w % patch != 0 {
@@ -42,11 +43,18 @@ impl Patches {
                 format!("{h}x{w} image is not a whole number of {patch}x{patch} patches"),
             ));
         }
+        let dim = patch * patch * 3;
+        let max_values = 3 * Limits::PILLOW_BOMB_PIXELS as usize;
+        if len.checked_mul(dim).is_none_or(|values| values > max_values) {
+            return Err(Error::invalid(
+                "patchify",
+                format!("{len} rows of {dim} values exceed the {max_values} values of the largest image"),
+            ));
+        }
         let table = RescaleTable::new(config);
         let grid = (h / patch, w / patch);
         let count = grid.0 * grid.1;
         let real = count.min(len);
-        let dim = patch * patch * 3;
         let mut data = vec![0f32; len * dim];
         let mut positions = vec![-1i64; len * 2];
         let row_bytes = w * 3;
@@ -70,9 +78,34 @@ impl Patches {
 
     /// The inverse of the patch layout: the real rows put back as a channels-first `[3, H, W]`
     /// float32 image (`H, W` from [`grid`](Self::grid)). Exact when no row was truncated.
-    pub fn to_chw(&self) -> Vec<f32> {
-        let (h, w) = (self.grid.0 * self.patch, self.grid.1 * self.patch);
+    /// Fields that contradict each other (the struct is public) are an
+    /// [`Error::InvalidArgument`].
+    pub fn to_chw(&self) -> Result<Vec<f32>> {
         let p = self.patch;
+        let size = || -> Option<(usize, usize)> {
+            let dim = p.checked_mul(p)?.checked_mul(3)?;
+            let (h, w) = (self.grid.0.checked_mul(p)?, self.grid.1.checked_mul(p)?);
+            let consistent = p > 0
+                && dim == self.dim
+                && self.len.checked_mul(dim)? == self.data.len()
+                && self.real <= self.grid.0.checked_mul(self.grid.1)?.min(self.len)
+                && h.checked_mul(w)? as u64 <= Limits::PILLOW_BOMB_PIXELS;
+            consistent.then_some((h, w))
+        };
+        let Some((h, w)) = size() else {
+            return Err(Error::invalid(
+                "patches",
+                format!(
+                    "{} values in {} rows of {} do not hold {} real rows of a {}x{} grid of {p}-pixel patches",
+                    self.data.len(),
+                    self.len,
+                    self.dim,
+                    self.real,
+                    self.grid.0,
+                    self.grid.1
+                ),
+            ));
+        };
         let mut chw = vec![0f32; 3 * h * w];
         for (k, row) in self.data.chunks_exact(self.dim).take(self.real).enumerate() {
             let (py, px) = (k / self.grid.1, k % self.grid.1);
@@ -81,6 +114,6 @@ impl Patches {
                 chw[ch * h * w + (py * p + r) * w + px * p + c] = v;
             }
         }
-        chw
+        Ok(chw)
     }
 }

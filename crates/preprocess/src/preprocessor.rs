@@ -1,6 +1,6 @@
 //! The processor: an oriented RGB image in, the encoders' inputs out.
 
-use crate::{Error, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size};
+use crate::{Error, Limits, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size};
 
 /// The reference's image processor steps after loading: budget resize, rescale/normalise, and
 /// the layout each encoder consumes. Cheap to build; holds only the settings.
@@ -24,8 +24,30 @@ pub struct UnifiedInput {
 impl Preprocessor {
     /// A processor with these settings (budget included; see
     /// [`ProcessorConfig::with_max_soft_tokens`]).
+    ///
+    /// Fails on a config [`ProcessorConfig::validated`] rejects, and on a budget whose resized
+    /// images could exceed [`Limits::PILLOW_BOMB_PIXELS`]: a resized image has at most
+    /// `max_soft_tokens · pool² · patch²` pixels, and every buffer the pipeline allocates (the
+    /// resized image, the float32 pixels, the unified encoder's padded patches) is proportional
+    /// to that bound, so it is checked here, before anything is allocated.
     pub fn new(config: ProcessorConfig) -> Result<Self> {
         let config = config.validated().map_err(|detail| Error::invalid("processor config", detail))?;
+        let patch = u128::from(config.patch_size);
+        let max_pixels = u128::from(config.max_patches()) * patch * patch;
+        if max_pixels > u128::from(Limits::PILLOW_BOMB_PIXELS) {
+            return Err(Error::invalid(
+                "max_soft_tokens",
+                format!(
+                    "a budget of {} soft tokens resizes images to up to {max_pixels} pixels ({} patches of {}x{}), \
+                     more than the limit of {} pixels",
+                    config.max_soft_tokens,
+                    config.max_patches(),
+                    config.patch_size,
+                    config.patch_size,
+                    Limits::PILLOW_BOMB_PIXELS
+                ),
+            ));
+        }
         u32::try_from(config.max_patches())
             .map_err(|_| Error::invalid("max_soft_tokens", format!("{} is too large", config.max_soft_tokens)))?;
         Ok(Preprocessor { config })

@@ -48,10 +48,10 @@ impl RgbImage {
         self.data
     }
 
-    /// One row, `width * 3` bytes.
-    pub fn row(&self, y: usize) -> &[u8] {
+    /// Row `y`, `width * 3` bytes; `None` past the last row.
+    pub fn row(&self, y: usize) -> Option<&[u8]> {
         let stride = self.width as usize * 3;
-        &self.data[y * stride..(y + 1) * stride]
+        self.data.get(y.checked_mul(stride)?..y.checked_add(1)?.checked_mul(stride)?)
     }
 
     /// Internal constructor for buffers whose size the caller has just computed.

@@ -48,7 +48,9 @@ pub use dtype::Dtype;
 pub use element::Element;
 pub use error::{Error, Result};
 pub use fingerprint::fingerprint;
-pub use safetensors_file::{SafetensorsFile, TensorInfo, load_safetensors, load_safetensors_copying};
+pub use safetensors_file::{
+    SafetensorsFile, TensorInfo, load_safetensors, load_safetensors_copying, parse_safetensors_header,
+};
 pub use safetensors_save::{save_safetensors, write_atomically};
 pub use scalar::Operand;
 pub use sharded::ShardedSafetensors;

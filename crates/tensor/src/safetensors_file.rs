@@ -51,27 +51,10 @@ impl SafetensorsFile {
         // SAFETY: a private mapping; the file must not be truncated while mapped (as with any
         // reader of memory-mapped weights).
         let map = unsafe { MmapOptions::new().map_copy(&file) }.map_err(|e| Error::io(&path, e))?;
-        let (header_len, metadata) = safetensors::SafeTensors::read_metadata(&map)
-            .map_err(|e| Error::format(&path, format!("invalid safetensors: {e}")))?;
-        let data_start = 8 + header_len;
-        let entries = metadata
-            .tensors()
+        let entries = parse_safetensors_header(&map, &path)?
             .into_iter()
-            .map(|(name, info)| {
-                let shape = info
-                    .shape
-                    .iter()
-                    .map(|&d| i32::try_from(d))
-                    .collect::<std::result::Result<Vec<i32>, _>>()
-                    .map_err(|_| Error::format(&path, format!("tensor `{name}`: shape {:?} too large", info.shape)))?;
-                let (start, end) = info.data_offsets;
-                let entry = Entry {
-                    info: TensorInfo { dtype: dtype_of(info.dtype), shape },
-                    bytes: data_start + start..data_start + end,
-                };
-                Ok((name, entry))
-            })
-            .collect::<Result<BTreeMap<_, _>>>()?;
+            .map(|(name, (info, bytes))| (name, Entry { info, bytes }))
+            .collect();
         Ok(SafetensorsFile { path, map: Arc::new(map), entries, loaded: Mutex::new(BTreeMap::new()) })
     }
 
@@ -109,7 +92,7 @@ impl SafetensorsFile {
         })?;
         let bytes = &self.map[entry.bytes.clone()];
         let shape = &entry.info.shape;
-        if bytes.is_empty() || (bytes.as_ptr() as usize) % dtype.size() != 0 {
+        if bytes.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(dtype.size()) {
             // Empty or misaligned data: copy instead of mapping.
             return array_ctor("load_safetensors", || unsafe {
                 mlx_ffi::mlx_array_new_data(bytes.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, dtype.to_raw())
@@ -127,6 +110,74 @@ impl SafetensorsFile {
             )
         })
     }
+}
+
+/// Parses and validates the header of a whole safetensors file held in `bytes`: the 8-byte
+/// little-endian header length, the JSON header, each tensor's dtype, shape (every extent must
+/// fit an `i32`, MLX's extent type) and data offsets, which must tile the data section exactly
+/// to the end of `bytes`. Returns, per tensor name, its dtype and shape and the byte range of its
+/// data within `bytes`. `path` only names the file in errors ([`Error::Format`]).
+///
+/// This is all of [`SafetensorsFile::open`]'s parsing (`open` maps the file and calls it); it is
+/// public so that the parser can be fuzzed on bytes (`fuzz/fuzz_targets/safetensors_header.rs`)
+/// and used on bytes already in memory.
+pub fn parse_safetensors_header(bytes: &[u8], path: &Path) -> Result<BTreeMap<String, (TensorInfo, Range<usize>)>> {
+    if bytes.len() < 8 {
+        return Err(Error::format(path, format!("{} bytes is too short for a safetensors header", bytes.len())));
+    }
+    check_data_offsets(bytes, path)?;
+    let (header_len, metadata) = safetensors::SafeTensors::read_metadata(bytes)
+        .map_err(|e| Error::format(path, format!("invalid safetensors: {e}")))?;
+    let data_start = 8 + header_len;
+    metadata
+        .tensors()
+        .into_iter()
+        .map(|(name, info)| {
+            let shape = info
+                .shape
+                .iter()
+                .map(|&d| i32::try_from(d))
+                .collect::<std::result::Result<Vec<i32>, _>>()
+                .map_err(|_| Error::format(path, format!("tensor `{name}`: shape {:?} too large", info.shape)))?;
+            let (start, end) = info.data_offsets;
+            let range = data_start.checked_add(start).zip(data_start.checked_add(end));
+            let Some((start, end)) = range.filter(|&(s, e)| s <= e && e <= bytes.len()) else {
+                return Err(Error::format(
+                    path,
+                    format!("tensor `{name}`: data offsets {:?} outside the file", info.data_offsets),
+                ));
+            };
+            Ok((name, (TensorInfo { dtype: dtype_of(info.dtype), shape }, start..end)))
+        })
+        .collect()
+}
+
+/// Rejects a header whose data offsets point past the end of the file before the `safetensors`
+/// crate sums them: its `header length + 8 + end of data` overflows (a panic in debug builds) for
+/// offsets near `usize::MAX`. Headers that are not an object of objects are left to its parser.
+fn check_data_offsets(bytes: &[u8], path: &Path) -> Result<()> {
+    let Some(header) = bytes
+        .get(..8)
+        .and_then(|n| <[u8; 8]>::try_from(n).ok())
+        .and_then(|n| usize::try_from(u64::from_le_bytes(n)).ok())
+        .and_then(|n| bytes.get(8..8usize.checked_add(n)?))
+    else {
+        return Ok(());
+    };
+    let Ok(serde_json::Value::Object(tensors)) = serde_json::from_slice::<serde_json::Value>(header) else {
+        return Ok(());
+    };
+    let data_len = (bytes.len() - 8 - header.len()) as u64;
+    for (name, entry) in &tensors {
+        let ends = entry.get("data_offsets").and_then(|o| o.as_array()).into_iter().flatten();
+        if ends.filter_map(serde_json::Value::as_u64).any(|offset| offset > data_len) {
+            return Err(Error::format(
+                path,
+                format!("tensor `{name}`: data offsets past the end of the file ({data_len} data bytes)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Destructor MLX calls (from any thread) when the last array using a mapping is freed.
@@ -177,7 +228,7 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
     let loaded = check("load_safetensors", || unsafe {
         ffi::mlx_load_safetensors(&mut arrays, &mut metadata, c_path.as_ptr(), stream)
     });
-    let result = loaded.and_then(|()| {
+    let result = loaded.map(|()| {
         let mut out = BTreeMap::new();
         let iter = unsafe { ffi::mlx_map_string_to_array_iterator_new(arrays) };
         loop {
@@ -192,7 +243,7 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
             out.insert(name, value);
         }
         unsafe { ffi::mlx_map_string_to_array_iterator_free(iter) };
-        Ok(out)
+        out
     });
     unsafe {
         ffi::mlx_map_string_to_array_free(arrays);

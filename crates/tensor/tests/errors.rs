@@ -8,7 +8,7 @@ fn ones(shape: &[i32]) -> Array {
 
 #[test]
 fn mismatched_shapes_are_an_error_with_mlx_message() {
-    let err = ones(&[2, 3]).add(&ones(&[4, 5])).unwrap_err();
+    let err = ones(&[2, 3]).add(ones(&[4, 5])).unwrap_err();
     match &err {
         Error::Mlx { op, message, location } => {
             assert_eq!(*op, "add");
@@ -20,7 +20,7 @@ fn mismatched_shapes_are_an_error_with_mlx_message() {
     }
     assert!(err.to_string().starts_with("add (at "), "{err}");
     // The process continues and later ops succeed.
-    let sum = ones(&[2]).add(&ones(&[2])).unwrap();
+    let sum = ones(&[2]).add(ones(&[2])).unwrap();
     assert_eq!(sum.to_vec::<f32>().unwrap(), [2.0, 2.0]);
 }
 
@@ -74,15 +74,15 @@ fn fast_kernels_report_shape_errors() {
 #[test]
 fn errors_stay_on_their_thread() {
     // A failure on another thread does not leave a message behind for this one.
-    std::thread::spawn(|| assert!(ones(&[2]).add(&ones(&[3])).is_err())).join().unwrap();
-    assert!(ones(&[2]).add(&ones(&[2])).is_ok());
+    std::thread::spawn(|| assert!(ones(&[2]).add(ones(&[3])).is_err())).join().unwrap();
+    assert!(ones(&[2]).add(ones(&[2])).is_ok());
     let handles: Vec<_> = (0..8)
         .map(|i| {
             std::thread::spawn(move || {
                 for _ in 0..50 {
-                    let bad = ones(&[2]).add(&ones(&[3 + i])).unwrap_err();
+                    let bad = ones(&[2]).add(ones(&[3 + i])).unwrap_err();
                     assert!(bad.to_string().contains(&format!("Shapes (2) and ({})", 3 + i)), "{bad}");
-                    assert!(ones(&[2]).add(&ones(&[2])).is_ok());
+                    assert!(ones(&[2]).add(ones(&[2])).is_ok());
                 }
             })
         })

@@ -134,7 +134,8 @@ impl ModelConfig {
 
     /// Parses and validates the text of a `config.json` (`path` names it in errors).
     pub fn parse(text: &str, path: &Path) -> Result<ModelConfig> {
-        let error = |field: &str, detail: String| Error::Config { path: path.to_path_buf(), field: field.to_owned(), detail };
+        let error =
+            |field: &str, detail: String| Error::Config { path: path.to_path_buf(), field: field.to_owned(), detail };
         let json: serde_json::Value =
             serde_json::from_str(text).map_err(|e| error("(document)", format!("invalid JSON: {e}")))?;
         let model_type = match json.get("model_type").and_then(|v| v.as_str()) {
@@ -193,17 +194,28 @@ impl ModelConfig {
                 if c.head_dim % 4 != 0 {
                     return Err((
                         "vision_config.head_dim".into(),
-                        format!("{} is not divisible by 4 (2D RoPE splits each head into two rotated halves)", c.head_dim),
+                        format!(
+                            "{} is not divisible by 4 (2D RoPE splits each head into two rotated halves)",
+                            c.head_dim
+                        ),
                     ));
                 }
                 if c.num_attention_heads % c.num_key_value_heads != 0 {
                     return Err((
                         "vision_config.num_key_value_heads".into(),
-                        format!("{} does not divide num_attention_heads {}", c.num_key_value_heads, c.num_attention_heads),
+                        format!(
+                            "{} does not divide num_attention_heads {}",
+                            c.num_key_value_heads, c.num_attention_heads
+                        ),
                     ));
                 }
                 finite_positive("vision_config.rms_norm_eps", c.rms_norm_eps)?;
                 finite_positive("vision_config.rope_parameters.rope_theta", c.rope_parameters.rope_theta)?;
+                let (p, k) = (c.patch_size, c.pooling_kernel_size);
+                derived("vision_config.patch_size", "3 × patch_size²", &[3, p, p])?;
+                derived("vision_config.pooling_kernel_size", "pooling_kernel_size²", &[k, k])?;
+                let heads = c.num_attention_heads;
+                derived("vision_config.head_dim", "num_attention_heads × head_dim", &[heads, c.head_dim])?;
             }
             VisionConfig::Unified(c) => {
                 for (field, value) in [
@@ -217,16 +229,18 @@ impl ModelConfig {
                 ] {
                     positive(&format!("vision_config.{field}"), value)?;
                 }
-                if c.model_patch_size != c.patch_size * c.pooling_kernel_size {
+                let cut = i64::from(c.patch_size) * i64::from(c.pooling_kernel_size);
+                if i64::from(c.model_patch_size) != cut {
                     return Err((
                         "vision_config.model_patch_size".into(),
                         format!(
-                            "{} differs from patch_size × pooling_kernel_size = {} (the size the processor cuts)",
-                            c.model_patch_size,
-                            c.patch_size * c.pooling_kernel_size
+                            "{} differs from patch_size × pooling_kernel_size = {cut} (the size the processor cuts)",
+                            c.model_patch_size
                         ),
                     ));
                 }
+                let m = c.model_patch_size;
+                derived("vision_config.model_patch_size", "3 × model_patch_size²", &[3, m, m])?;
                 if c.mm_embed_dim != c.output_proj_dims {
                     return Err((
                         "vision_config.mm_embed_dim".into(),
@@ -247,6 +261,17 @@ impl ModelConfig {
 
 fn positive(field: &str, value: i32) -> std::result::Result<(), (String, String)> {
     if value > 0 { Ok(()) } else { Err((field.to_owned(), format!("{value} is not a positive size"))) }
+}
+
+/// A size the encoders compute from the config (`what`, the product of `factors`) must fit MLX's
+/// 32-bit extents; checked in 128 bits so that the check itself cannot overflow.
+fn derived(field: &str, what: &str, factors: &[i32]) -> std::result::Result<(), (String, String)> {
+    let product: i128 = factors.iter().map(|&f| i128::from(f)).product();
+    if product <= i128::from(i32::MAX) {
+        Ok(())
+    } else {
+        Err((field.to_owned(), format!("{what} = {product} exceeds the largest array extent ({})", i32::MAX)))
+    }
 }
 
 fn finite_positive(field: &str, value: f64) -> std::result::Result<(), (String, String)> {

@@ -138,6 +138,7 @@ impl VisionEncoder {
     /// Decodes, prepares and encodes image files (EXIF orientation applied, as mlx-vlm's
     /// `load_image` does) with the soft-token budget `budget` (else the checkpoint's, else 280).
     pub fn encode_files(&self, paths: &[impl AsRef<Path>], budget: Option<u32>) -> Result<Features> {
+        self.check_budget(&self.preprocessor(budget)?)?;
         let images = paths
             .iter()
             .map(|p| preprocess::open(p.as_ref(), &self.options.limits))
@@ -148,6 +149,7 @@ impl VisionEncoder {
     /// Prepares and encodes decoded images.
     pub fn encode_images(&self, images: &[RgbImage], budget: Option<u32>) -> Result<Features> {
         let preprocessor = self.preprocessor(budget)?;
+        self.check_budget(&preprocessor)?;
         let prepared = images.iter().map(|image| self.prepare(image, &preprocessor)).collect::<Result<Vec<_>>>()?;
         self.encode_prepared(&prepared, None)
     }
@@ -159,6 +161,7 @@ impl VisionEncoder {
             return Err(Error::input("video frames go through the gemma4 tower's position-id path"));
         }
         let preprocessor = self.preprocessor(budget.or(Some(70)))?;
+        self.check_budget(&preprocessor)?;
         let prepared = frames
             .iter()
             .map(|frame| Ok(PreparedImage::Patches(preprocessor.gemma4_video_frame(frame)?)))
@@ -178,6 +181,16 @@ impl VisionEncoder {
                 let mut rows: Vec<Option<Array>> = (0..images.len()).map(|_| None).collect();
                 let mut soft_tokens = vec![0; images.len()];
                 for group in batches(images) {
+                    let patches = match &images[group[0]] {
+                        PreparedImage::Pixels(p) => {
+                            let patch = tower.config().patch_size.max(1) as usize;
+                            (p.height / patch) * (p.width / patch)
+                        }
+                        PreparedImage::Patches(p) => p.len,
+                    };
+                    tower.check_attention(group.len(), patches, || {
+                        format!("a batch of {} image(s) of {patches} patches", group.len())
+                    })?;
                     let pooled = match &images[group[0]] {
                         PreparedImage::Pixels(_) => {
                             tower.pool_pixels(&stack_pixels(images, &group)?, trace.as_deref_mut())?
@@ -218,6 +231,19 @@ impl VisionEncoder {
             features
         };
         Ok(Features { features, soft_tokens })
+    }
+
+    /// Refuses a budget whose images the encoder could not attend over in memory (gemma4: one
+    /// image of `max_soft_tokens · pool²` patches, see [`SiglipVisionTower::check_attention`]),
+    /// before any image is read or resized. gemma4_unified has no attention: its inputs are
+    /// bounded by the preprocessor's own limit.
+    fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
+        let Model::Siglip(tower) = &self.model else { return Ok(()) };
+        let config = preprocessor.config();
+        let patches = usize::try_from(config.max_patches()).unwrap_or(usize::MAX);
+        tower.check_attention(1, patches, || {
+            format!("an image of up to {patches} patches (a budget of {} soft tokens)", config.max_soft_tokens)
+        })
     }
 
     /// SHA-256 (hex) identifying what this encoder computes: the parsed model config, the
@@ -306,8 +332,5 @@ fn stack_patches(images: &[PreparedImage], group: &[usize]) -> Result<(Array, Ar
         positions.extend_from_slice(&p.positions);
     }
     let b = group.len() as i32;
-    Ok((
-        Array::from_slice(&data, &[b, len as i32, dim as i32])?,
-        Array::from_slice(&positions, &[b, len as i32, 2])?,
-    ))
+    Ok((Array::from_slice(&data, &[b, len as i32, dim as i32])?, Array::from_slice(&positions, &[b, len as i32, 2])?))
 }

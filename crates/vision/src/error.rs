@@ -26,6 +26,10 @@ pub enum Error {
     /// An input does not fit the encoder (shape, dtype, count).
     #[error("{what}")]
     Input { what: String },
+    /// The encoder's attention over `what` would need more memory than one process may use
+    /// ([`tensor::memory::max_array_bytes`]); refused before anything is allocated.
+    #[error("attention over {what} needs about {bytes} bytes, more than the limit of {limit} bytes")]
+    TooLarge { what: String, bytes: u128, limit: usize },
 }
 
 impl Error {

@@ -45,10 +45,8 @@ impl PatchEmbedder {
         };
         let p = self.patch_size;
         let (ph, pw) = (h / p, w / p);
-        let patches = pixels
-            .reshape(&[b, c, ph, p, pw, p])?
-            .transpose(&[0, 2, 4, 3, 5, 1])?
-            .reshape(&[b, ph * pw, c * p * p])?;
+        let patches =
+            pixels.reshape(&[b, c, ph, p, pw, p])?.transpose(&[0, 2, 4, 3, 5, 1])?.reshape(&[b, ph * pw, c * p * p])?;
         self.embed_patches(&patches, positions, padding)
     }
 

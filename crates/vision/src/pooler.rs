@@ -31,9 +31,14 @@ impl Pooler {
     /// Returns `pooled` `[B, length, D]` in the hidden dtype. The reference's `valid` mask is
     /// computed on the host by [`valid_counts`](Self::valid_counts) (it depends on the
     /// positions only), so a forward pass needs no evaluation before its end.
+    ///
+    /// `length` must be in `1..=L` (the reference divides by it and by `k`).
     pub fn forward(&self, hidden: &Array, positions: &Array, padding: &Array, length: i32) -> Result<Array> {
         let h = padding.expand_dims(-1)?.select(0.0, hidden)?;
         let seq_len = h.dim(1)?;
+        if length < 1 || length > seq_len {
+            return Err(crate::Error::input(format!("cannot pool {seq_len} patches into {length} slots")));
+        }
         let pooled = if seq_len == length {
             h
         } else {
@@ -60,7 +65,8 @@ impl Pooler {
     /// `L == length`, the reference's quirk: the number of padding patches.
     pub fn valid_counts(positions: &[i64], batch: usize, length: usize) -> Vec<usize> {
         let seq_len = if batch == 0 { 0 } else { positions.len() / (2 * batch) };
-        if seq_len == 0 {
+        if seq_len == 0 || length == 0 || length > seq_len {
+            // Nothing to pool (`forward` refuses these lengths).
             return vec![0; batch];
         }
         positions
@@ -74,7 +80,8 @@ impl Pooler {
                 let max_x = ids.iter().map(|&(x, _)| x.max(0)).max().unwrap_or(0) + 1;
                 let mut used = vec![false; length];
                 for &(x, y) in &ids {
-                    let (kx, ky) = ((x.max(0) as f32 / k as f32).floor() as i64, (y.max(0) as f32 / k as f32).floor() as i64);
+                    let (kx, ky) =
+                        ((x.max(0) as f32 / k as f32).floor() as i64, (y.max(0) as f32 / k as f32).floor() as i64);
                     let idx = kx + max_x.div_euclid(k) * ky;
                     if let Some(slot) = usize::try_from(idx).ok().and_then(|i| used.get_mut(i)) {
                         *slot = true;
@@ -101,7 +108,7 @@ mod tests {
         let kernel = clamped.astype(Dtype::F32).unwrap().div(k).unwrap().floor().unwrap().astype(Dtype::I32).unwrap();
         let kx = kernel.slice_axis(-1, 0, 1).unwrap().squeeze(&[-1]).unwrap();
         let ky = kernel.slice_axis(-1, 1, 2).unwrap().squeeze(&[-1]).unwrap();
-        let idx = kx.add(&max_x.floor_div(k).unwrap().mul(&ky).unwrap()).unwrap();
+        let idx = kx.add(max_x.floor_div(k).unwrap().mul(&ky).unwrap()).unwrap();
         let slots = Array::arange(0.0, f64::from(length), 1.0, Dtype::I32).unwrap();
         let weights = idx.expand_dims(-1).unwrap().eq(&slots).unwrap().astype(Dtype::F32).unwrap();
         let valid = weights.eq(0).unwrap().all(&[1], false).unwrap().logical_not().unwrap();

@@ -31,7 +31,11 @@ const CLIP_SUFFIXES: [&str; 4] = ["input_max", "input_min", "output_max", "outpu
 
 impl SanitizedStore {
     /// The vision view of `files`. Fails if two stored names sanitize to the same key.
-    pub fn new(files: Arc<ShardedSafetensors>, model_type: ModelType, use_clipped_linears: bool) -> Result<SanitizedStore> {
+    pub fn new(
+        files: Arc<ShardedSafetensors>,
+        model_type: ModelType,
+        use_clipped_linears: bool,
+    ) -> Result<SanitizedStore> {
         let prefixes = vision_prefixes(model_type);
         let mut names = BTreeMap::new();
         for raw in files.names() {
@@ -106,6 +110,9 @@ mod tests {
         assert_eq!(sanitize("model.embed_vision.output_max", g, true), None);
         assert_eq!(sanitize("model.language_model.rotary_emb.inv_freq", g, true), None);
         let u = ModelType::Gemma4Unified;
-        assert_eq!(sanitize("model.vision_embedder.patch_ln1.weight", u, false).as_deref(), Some("vision_embedder.patch_ln1.weight"));
+        assert_eq!(
+            sanitize("model.vision_embedder.patch_ln1.weight", u, false).as_deref(),
+            Some("vision_embedder.patch_ln1.weight")
+        );
     }
 }

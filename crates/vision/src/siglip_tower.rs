@@ -53,20 +53,13 @@ impl SiglipVisionTower {
             rope_theta: config.rope_parameters.rope_theta,
             clipped_linears: config.use_clipped_linears,
         };
-        let patch_embedder = PatchEmbedder::load(
-            &tower.pp("patch_embedder"),
-            d,
-            config.patch_size,
-            config.position_embedding_size,
-        )?;
+        let patch_embedder =
+            PatchEmbedder::load(&tower.pp("patch_embedder"), d, config.patch_size, config.position_embedding_size)?;
         let blocks = (0..config.num_hidden_layers)
             .map(|i| VisionBlock::load(&tower.pp(format!("encoder.layers.{i}")), &block_config))
             .collect::<layers::Result<Vec<_>>>()?;
-        let standardize = if config.standardize {
-            Some((tower.get("std_bias", &[d])?, tower.get("std_scale", &[d])?))
-        } else {
-            None
-        };
+        let standardize =
+            if config.standardize { Some((tower.get("std_bias", &[d])?, tower.get("std_scale", &[d])?)) } else { None };
         let embedder =
             MultimodalEmbedder::load(&weights.pp("embed_vision"), d, text_hidden, config.rms_norm_eps as f32)?;
         Ok(SiglipVisionTower {
@@ -131,6 +124,9 @@ impl SiglipVisionTower {
         }
         let num_real = ph * pw;
         let output_length = num_real / self.pool_area();
+        if output_length == 0 {
+            return Err(Error::input(format!("{num_real} patches are fewer than one pooling window")));
+        }
         let grid: Vec<i64> = (0..batch)
             .flat_map(|_| (0..ph).flat_map(move |row| (0..pw).flat_map(move |col| [i64::from(col), i64::from(row)])))
             .collect();
@@ -175,6 +171,25 @@ impl SiglipVisionTower {
         let embeddings = self.patch_embedder.embed_patches(&patches, &positions, &padding)?;
         record(&mut trace, "patch_embeddings", &embeddings);
         self.pool_embeddings(embeddings, (&positions, &host_positions), &padding, output_length, trace)
+    }
+
+    /// Refuses a batch of `batch` images of `patches` patches each whose attention cannot fit in
+    /// memory, before anything is allocated: every layer attends over all patches of an image,
+    /// with the additive mask `[B, 1, L, L]` (bool, then the hidden dtype) and the scores
+    /// `[B, H, L, L]` in the hidden dtype, which MLX's CPU attention materialises. Their sum,
+    /// `B · L² · (1 + s + H · s)` bytes for an `s`-byte hidden dtype, must not exceed
+    /// [`tensor::memory::max_array_bytes`]; otherwise [`Error::TooLarge`] with `what()` naming
+    /// the input.
+    pub fn check_attention(&self, batch: usize, patches: usize, what: impl FnOnce() -> String) -> Result<()> {
+        let size = self.dtype().size() as u128;
+        let heads = self.config.num_attention_heads.max(1) as u128;
+        let (batch, patches) = (batch as u128, patches as u128);
+        let bytes = batch.saturating_mul(patches.saturating_mul(patches)).saturating_mul(1 + size + heads * size);
+        let limit = tensor::memory::max_array_bytes();
+        if bytes > limit as u128 {
+            return Err(Error::TooLarge { what: what(), bytes, limit });
+        }
+        Ok(())
     }
 
     fn pool_area(&self) -> i32 {

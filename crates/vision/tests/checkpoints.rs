@@ -117,7 +117,10 @@ fn missing_wrong_shaped_and_wrong_dtype_tensors_are_named() {
 fn unused_vision_tensors_are_an_error_and_others_are_ignored() {
     let dir = model_copy("tiny-clipped", "unused");
     rewrite_weights(&dir, |t| {
-        t.push(("model.vision_tower.encoder.layers.7.mlp.extra.weight".into(), Array::ones(&[2], Dtype::Bf16).unwrap()));
+        t.push((
+            "model.vision_tower.encoder.layers.7.mlp.extra.weight".into(),
+            Array::ones(&[2], Dtype::Bf16).unwrap(),
+        ));
         t.push(("model.language_model.embed_tokens.weight".into(), Array::ones(&[4, 4], Dtype::Bf16).unwrap()));
         t.push(("model.language_model.rotary_emb.inv_freq".into(), Array::ones(&[4], Dtype::F32).unwrap()));
     });
@@ -180,12 +183,32 @@ fn bad_directories_and_configs_are_named_errors() {
         (r#"{"model_type": "gemma4", "vision_config": 3}"#, "vision_config", "not an object"),
         (r#"{"model_type": "gemma4", "vision_config": {"head_dim": 70}}"#, "vision_config.head_dim", "divisible by 4"),
         (r#"{"model_type": "gemma4", "vision_config": {"hidden_size": -8}}"#, "vision_config.hidden_size", "-8"),
-        (r#"{"model_type": "gemma4", "vision_config": {"num_key_value_heads": 5}}"#, "vision_config.num_key_value_heads", "divide"),
-        (r#"{"model_type": "gemma4", "vision_config": {"rms_norm_eps": 0.0}}"#, "vision_config.rms_norm_eps", "positive"),
+        (
+            r#"{"model_type": "gemma4", "vision_config": {"num_key_value_heads": 5}}"#,
+            "vision_config.num_key_value_heads",
+            "divide",
+        ),
+        (
+            r#"{"model_type": "gemma4", "vision_config": {"rms_norm_eps": 0.0}}"#,
+            "vision_config.rms_norm_eps",
+            "positive",
+        ),
         (r#"{"model_type": "gemma4", "vision_config": {"hidden_size": "wide"}}"#, "vision_config", "invalid type"),
-        (r#"{"model_type": "gemma4", "vision_config": {}, "text_config": {"hidden_size": 1.5}}"#, "text_config.hidden_size", "not an integer"),
-        (r#"{"model_type": "gemma4_unified", "vision_config": {"mm_embed_dim": 64}}"#, "vision_config.mm_embed_dim", "output_proj_dims"),
-        (r#"{"model_type": "gemma4_unified", "vision_config": {"model_patch_size": 32}}"#, "vision_config.model_patch_size", "patch_size"),
+        (
+            r#"{"model_type": "gemma4", "vision_config": {}, "text_config": {"hidden_size": 1.5}}"#,
+            "text_config.hidden_size",
+            "not an integer",
+        ),
+        (
+            r#"{"model_type": "gemma4_unified", "vision_config": {"mm_embed_dim": 64}}"#,
+            "vision_config.mm_embed_dim",
+            "output_proj_dims",
+        ),
+        (
+            r#"{"model_type": "gemma4_unified", "vision_config": {"model_patch_size": 32}}"#,
+            "vision_config.model_patch_size",
+            "patch_size",
+        ),
     ];
     for (text, field, detail) in cases {
         let dir = model_copy("tiny-clipped", "bad-config");

@@ -11,11 +11,8 @@ use vision::{ComputeDtype, EncoderOptions, PreparedImage, VisionEncoder};
 fn several_images_in_one_call_equal_one_at_a_time() {
     for case in ["tiny-clipped", "tiny-unified"] {
         let encoder = load(&fixture(case).join("model"));
-        let paths = [
-            image(case, "gradient-37x23.png"),
-            image(case, "checker-20x30.png"),
-            image(case, "gradient-37x23.png"),
-        ];
+        let paths =
+            [image(case, "gradient-37x23.png"), image(case, "checker-20x30.png"), image(case, "gradient-37x23.png")];
         let together = encoder.encode_files(&paths, Some(6)).unwrap();
         let mut separate = Vec::new();
         for path in &paths {

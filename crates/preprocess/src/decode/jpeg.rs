@@ -71,9 +71,14 @@ fn is_benign_warning(message: &str) -> bool {
     WARNINGS.iter().any(|w| message.contains(w))
 }
 
+/// The error kind of a failed decode. The data is truncated when libjpeg ran out of it
+/// ("Premature end of JPEG file") or when it holds no end-of-image marker at all: libjpeg then
+/// reports what it missed first (a cut in the headers is "missing SOS marker"). `FF D9` cannot
+/// occur inside entropy-coded data (an `FF` there is stuffed as `FF 00`).
 fn classify(error: turbojpeg::Error, bytes: &[u8]) -> Error {
     let detail = error.to_string();
-    if detail.contains("Premature end of JPEG file") || bytes.len() < 4 {
+    let no_end_marker = !bytes.windows(2).any(|w| w == [0xFF, 0xD9]);
+    if detail.contains("Premature end of JPEG file") || bytes.len() < 4 || no_end_marker {
         Error::Truncated { format: FORMAT, detail }
     } else if detail.contains("Unsupported JPEG data precision") || detail.contains("Unsupported color conversion") {
         Error::unsupported(FORMAT, detail)

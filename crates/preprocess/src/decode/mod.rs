@@ -86,9 +86,12 @@ pub fn decode(bytes: &[u8], options: &DecodeOptions) -> Result<RgbImage> {
 }
 
 /// Reads and decodes a file with the EXIF orientation applied, as mlx-vlm's `load_image(path)`
-/// does (`Image.open(path)` -> `ImageOps.exif_transpose` -> `.convert("RGB")`).
+/// does (`Image.open(path)` -> `ImageOps.exif_transpose` -> `.convert("RGB")`). Errors name the
+/// file: [`Error::Io`] when it cannot be read (missing, a directory), else [`Error::File`]
+/// wrapping the decoding error.
 pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
     decode(&bytes, &DecodeOptions { limits: *limits, apply_exif_orientation: true })
+        .map_err(|source| Error::File { path: path.to_path_buf(), source: Box::new(source) })
 }

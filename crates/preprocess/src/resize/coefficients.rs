@@ -28,9 +28,11 @@ pub struct Coefficients {
 
 impl Coefficients {
     /// Weights for resampling `in_size` samples to `out_size` over the whole axis (Pillow's box
-    /// `(0, in_size)`, which Python passes as C floats).
+    /// `(0, in_size)`, which Python passes as C floats). An `out_size` past
+    /// [`Limits::PILLOW_BOMB_PIXELS`](crate::Limits::PILLOW_BOMB_PIXELS) (no image of that side
+    /// is accepted) is refused before the tables are allocated.
     pub fn bicubic(in_size: u32, out_size: u32) -> Result<Self> {
-        if in_size == 0 || out_size == 0 {
+        if in_size == 0 || out_size == 0 || u64::from(out_size) > crate::Limits::PILLOW_BOMB_PIXELS {
             return Err(Error::invalid("resize", format!("cannot resample {in_size} samples to {out_size}")));
         }
         // `filterscale = scale = (double)(in1 - in0) / outSize` with float in0 = 0, in1 = in_size.

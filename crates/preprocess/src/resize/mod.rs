@@ -21,14 +21,16 @@ mod vertical;
 pub use coefficients::Coefficients;
 pub use reference::resize_bicubic_reference;
 
-use crate::{Error, Result, RgbImage};
+use crate::{Error, Limits, Result, RgbImage};
 
 /// Resizes to `width x height` (Pillow `Image.resize((width, height), Image.BICUBIC)`), using
-/// rayon's pool for both passes.
+/// rayon's pool for both passes. A target of more than [`Limits::PILLOW_BOMB_PIXELS`] pixels
+/// is [`Error::TooManyPixels`], refused before anything is allocated.
 pub fn resize_bicubic(image: &RgbImage, width: u32, height: u32) -> Result<RgbImage> {
     if width == 0 || height == 0 {
         return Err(Error::invalid("resize", format!("target size {width}x{height} has a zero dimension")));
     }
+    Limits::default().check(width.into(), height.into())?;
     if (width, height) == (image.width(), image.height()) {
         return Ok(image.clone());
     }

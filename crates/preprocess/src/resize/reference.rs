@@ -9,6 +9,7 @@ use crate::{Result, RgbImage};
 /// then the vertical pass, or the two the other way round when
 /// [`vertical_first`](super::vertical_first); a pass runs only when its dimension changes.
 pub fn resize_bicubic_reference(image: &RgbImage, width: u32, height: u32) -> Result<RgbImage> {
+    crate::Limits::default().check(width.into(), height.into())?;
     let vert = Coefficients::bicubic(image.height(), height)?;
     let horiz = Coefficients::bicubic(image.width(), width)?;
     let need_horizontal = width != image.width();

@@ -1,0 +1,76 @@
+//! [`ClippableLinear`]: gemma4's `ClippableLinear`.
+
+use crate::{Linear, Result, Weights};
+use tensor::{Array, SharedArray};
+
+/// The four 0-d clip bounds of a [`ClippableLinear`], in the checkpoint's dtype.
+#[derive(Debug, Clone)]
+pub struct ClipBounds {
+    pub input_min: SharedArray,
+    pub input_max: SharedArray,
+    pub output_min: SharedArray,
+    pub output_max: SharedArray,
+}
+
+impl ClipBounds {
+    /// Loads the 0-d tensors `input_min`, `input_max`, `output_min`, `output_max`.
+    pub fn load(weights: &Weights) -> Result<ClipBounds> {
+        Ok(ClipBounds {
+            input_min: weights.get("input_min", &[])?,
+            input_max: weights.get("input_max", &[])?,
+            output_min: weights.get("output_min", &[])?,
+            output_max: weights.get("output_max", &[])?,
+        })
+    }
+}
+
+/// A bias-free [`Linear`] with optional clamping of its input and output, as
+/// `mlx_vlm.models.gemma4.vision.ClippableLinear`:
+/// `clip(x, input_min, input_max)` → `x @ W.T` → `clip(y, output_min, output_max)`, where the
+/// clips happen only when the layer was built with clipping.
+///
+/// The bounds are arrays, so MLX promotes: with bf16 activations and f32 bounds the clipped
+/// input, and everything after it, is f32 (the reference does not cast, and neither does this).
+///
+/// Keys: `linear.weight` `[out, in]`; with clipping also the four 0-d bounds of [`ClipBounds`].
+#[derive(Debug, Clone)]
+pub struct ClippableLinear {
+    linear: Linear,
+    clip: Option<ClipBounds>,
+}
+
+impl ClippableLinear {
+    /// A clippable linear from its linear map and, when clipping, its bounds.
+    pub fn new(linear: Linear, clip: Option<ClipBounds>) -> ClippableLinear {
+        ClippableLinear { linear, clip }
+    }
+
+    /// Loads `linear.weight` `[out_dim, in_dim]` and, when `clipped`, the four bounds.
+    pub fn load(weights: &Weights, in_dim: i32, out_dim: i32, clipped: bool) -> Result<ClippableLinear> {
+        let linear = Linear::load(&weights.pp("linear"), in_dim, out_dim, false)?;
+        let clip = if clipped { Some(ClipBounds::load(weights)?) } else { None };
+        Ok(ClippableLinear::new(linear, clip))
+    }
+
+    /// The wrapped linear map.
+    pub fn linear(&self) -> &Linear {
+        &self.linear
+    }
+
+    /// The clip bounds, when clipping.
+    pub fn clip_bounds(&self) -> Option<&ClipBounds> {
+        self.clip.as_ref()
+    }
+
+    /// `[clip] → linear → [clip]`.
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        match &self.clip {
+            Some(bounds) => {
+                let x = x.clip(Some(&bounds.input_min), Some(&bounds.input_max))?;
+                let y = self.linear.forward(&x)?;
+                Ok(y.clip(Some(&bounds.output_min), Some(&bounds.output_max))?)
+            }
+            None => self.linear.forward(x),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+"""Reference side of `cargo xtask bench e2e`: inputs, and mlx-vlm's own path timed bytes → features.
+
+Three commands (all write under --out):
+
+- `make`: the seeded checkpoints (published layout, `model.`-prefixed keys, bf16) and the images,
+  created once and reused while their definition is unchanged. Checkpoints are written with
+  vision.py's functions (the reference's own modules give names and shapes). Prints one JSON line
+  per model with the dimensions the harness counts matmul FLOPs from, and one per image.
+- `run --model DIR --image FILE --budget N --dtype bfloat16|float32 --runs N [--save FILE]`:
+  builds the reference Model, loads the checkpoint the reference's way (read, Model.sanitize,
+  load_weights; for float32 every parameter is then cast with Module.set_dtype) — timed as
+  `load_seconds` — then times `--runs` runs of mlx_vlm.utils.load_image → the reference image
+  processor (Gemma4ImageProcessor / Gemma4UnifiedImageProcessor.preprocess) →
+  Model.encode_image (gemma4) / Model.get_image_features (gemma4_unified) → mx.eval. Prints
+  one JSON line in the format of our `bench_encode` example.
+- `compare --reference FILE FILE...`: relative RMSE of each file's `features` against the
+  reference file's (sqrt(mean((x - r)^2)) / sqrt(mean(r^2)), in float64), their largest absolute
+  difference, and whether they are identical bit for bit (same dtype and bytes); one JSON line
+  per file.
+
+Run it through `oracle_python` (the venv with the BLAS our binaries link preloaded), as
+`cargo xtask bench e2e` does, so float32 matmuls use the same fast BLAS as ours.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import mlx.core as mx
+import numpy as np
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vision  # noqa: E402  (its import installs the transformers shims and imports the reference)
+from preprocess import photo  # noqa: E402
+from reference import load_image  # noqa: E402
+
+SEED = 20260
+
+# Checkpoints. The e2b tower has its real dimensions but no clipped linears, so candle's
+# VisionTower (which has none) computes the same function; the 26B-A4B / 31B-shaped tower has
+# their width, head_dim 72 and standardization with few layers; the unified embedder has the
+# 12B dimensions (its defaults).
+MODELS = [
+    dict(name="e2b", model_type="gemma4", dtype="bfloat16", text_hidden=1536, layout="raw",
+         vision=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=16, num_attention_heads=12,
+                     num_key_value_heads=12, head_dim=64, use_clipped_linears=False, standardize=False)),
+    dict(name="31b-shaped", model_type="gemma4", dtype="bfloat16", text_hidden=5376, layout="raw",
+         vision=dict(hidden_size=1152, intermediate_size=4304, num_hidden_layers=4, num_attention_heads=16,
+                     num_key_value_heads=16, head_dim=72, use_clipped_linears=False, standardize=True)),
+    dict(name="unified-12b", model_type="gemma4_unified", dtype="bfloat16", text_hidden=3840, layout="raw",
+         vision=dict()),
+]
+
+# Images: photographs (scikit-image's astronaut resized with Pillow's BICUBIC, seeded noise, as
+# the preprocess bench makes them), saved as JPEG quality 90 (4:2:0).
+IMAGES = [("photo_640x480.jpg", 480, 640, 31), ("photo_4000x3000.jpg", 3000, 4000, 32)]
+
+
+def make(out):
+    for case in MODELS:
+        directory = os.path.join(out, "models", case["name"])
+        config = vision.model_config(case)
+        model = vision.build_reference_model(config)
+        stamp = json.dumps(dict(case=case, seed=SEED), sort_keys=True)
+        stamp_path = os.path.join(directory, "bench_e2e.stamp")
+        if not (os.path.exists(stamp_path) and open(stamp_path).read() == stamp):
+            print(f"bench_e2e.py: writing {directory}", file=sys.stderr, flush=True)
+            weights = vision.random_weights(vision.vision_parameters(model), case["dtype"], SEED)
+            vision.save_checkpoint(directory, config, weights, case["layout"], 280)
+            with open(stamp_path, "w") as f:
+                f.write(stamp)
+        print(json.dumps(dimensions(case, model, directory)), flush=True)
+    os.makedirs(os.path.join(out, "images"), exist_ok=True)
+    for name, h, w, seed in IMAGES:
+        path = os.path.join(out, "images", name)
+        if not os.path.exists(path):
+            Image.fromarray(photo(h, w, seed)).save(path, quality=90)
+        print(json.dumps(dict(image=name, path=path, width=w, height=h)), flush=True)
+
+
+def dimensions(case, model, directory):
+    """What the harness needs to count matmul FLOPs, from the reference model's config."""
+    entry = dict(model=case["name"], model_type=case["model_type"], dir=directory, text_hidden=case["text_hidden"])
+    v = model.config.vision_config
+    if case["model_type"] == "gemma4":
+        entry.update(hidden=v.hidden_size, intermediate=v.intermediate_size, layers=v.num_hidden_layers,
+                     heads=v.num_attention_heads, kv_heads=v.num_key_value_heads, head_dim=v.head_dim,
+                     patch_dim=3 * v.patch_size**2, pool=v.pooling_kernel_size, standardize=int(v.standardize))
+    else:
+        patch = v.patch_size * v.pooling_kernel_size
+        entry.update(patch_dim=3 * patch**2, embed=v.mm_embed_dim, output=v.output_proj_dims)
+    return entry
+
+
+def peak_rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def run(args):
+    start = time.perf_counter()
+    with open(os.path.join(args.model, "config.json")) as f:
+        config = json.load(f)
+    model = vision.build_reference_model(config)
+    vision.load_reference(model, args.model)
+    if args.dtype == "float32":
+        model.set_dtype(mx.float32)
+        mx.eval(model.parameters())
+    load_seconds = time.perf_counter() - start
+
+    v = config["vision_config"]
+    unified = config["model_type"] == "gemma4_unified"
+    kind = vision.unified_processing.Gemma4UnifiedImageProcessor if unified else \
+        vision.gemma4_processing.Gemma4ImageProcessor
+    processor = kind(patch_size=v.get("patch_size", 16), pooling_kernel_size=v.get("pooling_kernel_size", 3))
+
+    def encode():
+        images = [load_image(p) for p in args.image]
+        if unified:
+            data = processor.preprocess(images, max_soft_tokens=args.budget)
+            data = data[0] if isinstance(data, tuple) else data
+            features = model.get_image_features(mx.array(data["pixel_values"]),
+                                                mx.array(data["image_position_ids"]))
+            soft_tokens = [int(n) for n in data["num_soft_tokens_per_image"]]
+        else:
+            data, soft_tokens = processor.preprocess(images, max_soft_tokens=args.budget)
+            pixels = data["pixel_values"]
+            pixels = mx.array(pixels) if isinstance(pixels, np.ndarray) else [mx.array(p) for p in pixels]
+            features = model.encode_image(pixels)
+            features = features.reshape(-1, features.shape[-1])
+        mx.eval(features)
+        return features, soft_tokens
+
+    seconds = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        features, soft_tokens = encode()
+        seconds.append(time.perf_counter() - start)
+    if args.save:
+        mx.save_safetensors(args.save, {"features": features})
+    median = sorted(seconds)[len(seconds) // 2]
+    print(json.dumps(dict(side="mlx-vlm", dtype=args.dtype, load_seconds=load_seconds, seconds=seconds,
+                          median=median, soft_tokens=[int(n) for n in soft_tokens],
+                          features_shape=list(features.shape), features_dtype=str(features.dtype).split(".")[-1],
+                          peak_rss_bytes=peak_rss_bytes(), mlx_peak_bytes=mx.get_peak_memory(),
+                          mlx=mx.__version__)), flush=True)
+
+
+def compare(args):
+    reference = mx.load(args.reference)["features"]
+    r = np.array(reference.astype(mx.float32), dtype=np.float64)
+    for path in args.files:
+        other = mx.load(path)["features"]
+        x = np.array(other.astype(mx.float32), dtype=np.float64)
+        entry = dict(file=path)
+        if x.shape != r.shape:
+            entry.update(error=f"shape {list(x.shape)} vs the reference's {list(r.shape)}")
+        else:
+            exact = other.dtype == reference.dtype and bool(mx.array_equal(other, reference).item())
+            entry.update(relative_rmse=float(np.sqrt(np.mean((x - r) ** 2)) / np.sqrt(np.mean(r**2))),
+                         max_abs_diff=float(np.max(np.abs(x - r))), exact=exact)
+        print(json.dumps(entry), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("make")
+    r = commands.add_parser("run")
+    r.add_argument("--model", required=True)
+    r.add_argument("--image", action="append", required=True)
+    r.add_argument("--budget", type=int, required=True)
+    r.add_argument("--dtype", choices=("bfloat16", "float32"), required=True)
+    r.add_argument("--runs", type=int, default=3)
+    r.add_argument("--save")
+    c = commands.add_parser("compare")
+    c.add_argument("--reference", required=True)
+    c.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    {"make": lambda: make(args.out), "run": lambda: run(args), "compare": lambda: compare(args)}[args.command]()
+
+
+if __name__ == "__main__":
+    main()

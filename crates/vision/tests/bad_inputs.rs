@@ -1,0 +1,432 @@
+//! One test per class of bad image input, through the public `VisionEncoder` API
+//! (`encode_files` for files, `encode_images` for decoded images, `preprocess::decode` for
+//! bytes). Each asserts the error kind and that its message names the file, the limit or the
+//! value. Degenerate but valid images (1×1, extreme aspect ratios) encode as the reference
+//! sizes them (`tests/fixtures/extreme_sizes.json`, written by `extreme_sizes.py` from mlx-vlm's
+//! own `get_aspect_ratio_preserving_size`).
+//!
+//! The tests of this file run one at a time (`serial`) so that the peak resident set measured
+//! around a decompression bomb is this test's alone.
+
+mod common;
+
+use common::{fixture, image, load, temp_dir};
+use preprocess::{DecodeOptions, RgbImage};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use vision::{EncoderOptions, Error, Features, VisionEncoder};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn tiny(case: &str) -> VisionEncoder {
+    load(&fixture(case).join("model"))
+}
+
+/// A JPEG from preprocess's fixtures (21×13, made by its `make_fixtures.py`).
+fn jpeg_bytes() -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preprocess/tests/fixtures/images/rgb_21x13_q90.jpg");
+    fs::read(path).unwrap()
+}
+
+fn png_bytes() -> Vec<u8> {
+    fs::read(image("tiny-clipped", "noise-20x30.png")).unwrap()
+}
+
+/// Writes `bytes` to `dir/name` and returns the path.
+fn file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The decoding error of an image file passed to `encode_files`: the file error must name
+/// `path`, and its message must start with the path.
+fn file_error(encoder: &VisionEncoder, path: &Path) -> (preprocess::Error, String) {
+    let err = encoder.encode_files(&[path], None).unwrap_err();
+    let message = err.to_string();
+    assert!(message.starts_with(&path.display().to_string()), "{message}");
+    match err {
+        Error::Preprocess(preprocess::Error::File { path: named, source }) => {
+            assert_eq!(named, path);
+            (*source, message)
+        }
+        other => panic!("{}: expected a file error, got {other:?}", path.display()),
+    }
+}
+
+fn decode(bytes: &[u8]) -> preprocess::Result<RgbImage> {
+    preprocess::decode(bytes, &DecodeOptions::default())
+}
+
+fn assert_finite(features: &Features) {
+    let values = features.features.astype(tensor::Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+    assert!(!values.is_empty() && values.iter().all(|v| v.is_finite()));
+}
+
+/// Peak resident set (kB) since the process started or [`reset_peak_rss`].
+fn peak_rss_kb() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    field("VmHWM:").unwrap_or(0)
+}
+
+/// The resident set now (kB).
+fn current_rss_kb() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets the peak resident set to the current one (`5` into `/proc/self/clear_refs`); false
+/// when the kernel does not allow it.
+fn reset_peak_rss() -> bool {
+    fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+#[test]
+fn an_empty_file_is_empty_input() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    let path = file(&temp_dir("bad-empty"), "empty.png", b"");
+    let (source, message) = file_error(&encoder, &path);
+    assert!(matches!(source, preprocess::Error::Empty), "{source:?}");
+    assert!(message.ends_with("empty input: no image bytes"), "{message}");
+    assert!(matches!(decode(b""), Err(preprocess::Error::Empty)));
+}
+
+#[test]
+fn truncated_jpeg_and_png_are_truncated_errors() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    let dir = temp_dir("bad-truncated");
+    for (name, bytes, format) in [("cut.jpg", jpeg_bytes(), "JPEG"), ("cut.png", png_bytes(), "PNG")] {
+        let cut = &bytes[..bytes.len() / 2];
+        let (source, message) = file_error(&encoder, &file(&dir, name, cut));
+        match &source {
+            preprocess::Error::Truncated { format: f, .. } => assert_eq!(*f, format),
+            other => panic!("{name}: expected a truncated {format}, got {other:?}"),
+        }
+        assert!(message.contains(&format!("truncated {format} data")), "{message}");
+    }
+}
+
+#[test]
+fn every_cut_of_a_jpeg_or_png_is_truncated() {
+    let _serial = serial();
+    // From the shortest prefix that still has the signature to one byte short of the file.
+    // Pillow loads a PNG cut inside its final IEND chunk (all image data present); so do we.
+    for (bytes, format, signature, complete_after) in
+        [(jpeg_bytes(), "JPEG", 3, usize::MAX), (png_bytes(), "PNG", 8, png_bytes().len() - 12)]
+    {
+        for len in signature..bytes.len() {
+            match decode(&bytes[..len]) {
+                Err(preprocess::Error::Truncated { format: f, .. }) if f == format => {}
+                Ok(_) if len >= complete_after => {}
+                other => panic!("{format} cut to {len} of {} bytes: {other:?}", bytes.len()),
+            }
+        }
+    }
+}
+
+#[test]
+fn garbage_bytes_are_an_unknown_format_naming_their_first_bytes() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    let garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let path = file(&temp_dir("bad-garbage"), "garbage.jpg", &garbage);
+    let (source, message) = file_error(&encoder, &path);
+    match &source {
+        preprocess::Error::UnknownFormat { magic } => assert_eq!(magic, &garbage[..8]),
+        other => panic!("expected an unknown format, got {other:?}"),
+    }
+    assert!(message.contains("unrecognised image format (first bytes"), "{message}");
+    // A PNG signature followed by garbage is a malformed PNG, not a crash.
+    let mut fake_png = b"\x89PNG\r\n\x1a\n".to_vec();
+    fake_png.extend_from_slice(&garbage);
+    let (source, message) = file_error(&encoder, &file(&temp_dir("bad-garbage-png"), "fake.png", &fake_png));
+    assert!(matches!(source, preprocess::Error::Malformed { format: "PNG", .. }), "{source:?}");
+    assert!(message.contains("malformed PNG data"), "{message}");
+}
+
+#[test]
+fn a_text_file_is_an_unknown_format() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    let text = b"Gemma 4 reads images, not prose.\n";
+    let path = file(&temp_dir("bad-text"), "notes.png", text);
+    let (source, message) = file_error(&encoder, &path);
+    assert!(matches!(&source, preprocess::Error::UnknownFormat { magic } if magic == b"Gemma 4 "), "{source:?}");
+    assert!(message.contains("[47, 65, 6d, 6d, 61, 20, 34, 20]"), "{message}");
+    assert!(matches!(decode(text), Err(preprocess::Error::UnknownFormat { .. })));
+}
+
+#[test]
+fn a_directory_or_a_missing_file_is_an_io_error_naming_it() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    let dir = temp_dir("bad-directory");
+    for (path, kind) in
+        [(dir.clone(), std::io::ErrorKind::IsADirectory), (dir.join("absent.png"), std::io::ErrorKind::NotFound)]
+    {
+        let err = encoder.encode_files(&[&path], None).unwrap_err();
+        assert!(err.to_string().starts_with(&path.display().to_string()), "{err}");
+        match err {
+            Error::Preprocess(preprocess::Error::Io { path: named, source }) => {
+                assert_eq!(named, path);
+                assert_eq!(source.kind(), kind);
+            }
+            other => panic!("{}: expected an I/O error, got {other:?}", path.display()),
+        }
+    }
+    // A bad file among good ones fails the whole call and names the bad one.
+    let good = image("tiny-clipped", "noise-20x30.png");
+    let err = encoder.encode_files(&[good.as_path(), dir.as_path()], None).unwrap_err();
+    assert!(err.to_string().starts_with(&dir.display().to_string()), "{err}");
+}
+
+/// A PNG header (valid CRC) announcing `width × height` RGB8, and nothing else.
+fn png_header(width: u32, height: u32) -> Vec<u8> {
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut crc = !0u32;
+    for &b in &ihdr {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0d".to_vec();
+    png.extend_from_slice(&ihdr);
+    png.extend_from_slice(&(!crc).to_be_bytes());
+    png
+}
+
+/// The fixture JPEG with its SOF0 frame header claiming `width × height`.
+fn jpeg_claiming(width: u16, height: u16) -> Vec<u8> {
+    let mut jpeg = jpeg_bytes();
+    let sof = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).expect("the fixture is baseline (SOF0)");
+    jpeg[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());
+    jpeg[sof + 7..sof + 9].copy_from_slice(&width.to_be_bytes());
+    jpeg
+}
+
+#[test]
+fn decompression_bomb_headers_are_rejected_before_allocation() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    let dir = temp_dir("bad-bomb");
+    let limit = preprocess::Limits::PILLOW_BOMB_PIXELS;
+    assert_eq!(limit, 178_956_970);
+    // 13 400 × 13 400 = 179 560 000 pixels: just past Pillow's threshold. Decoded it would take
+    // 539 MB of RGB; 100 000² would take 30 GB.
+    let bombs = [
+        ("bomb.png", png_header(100_000, 100_000), 100_000u64, 100_000u64),
+        ("bomb.jpg", jpeg_claiming(13_400, 13_400), 13_400, 13_400),
+    ];
+    let rss_before = current_rss_kb();
+    let measured = reset_peak_rss();
+    for (name, bytes, width, height) in &bombs {
+        let path = file(&dir, name, bytes);
+        let (source, message) = file_error(&encoder, &path);
+        match source {
+            preprocess::Error::TooManyPixels { width: w, height: h, pixels, max_pixels } => {
+                assert_eq!((w, h, pixels, max_pixels), (*width, *height, width * height, limit), "{name}");
+            }
+            other => panic!("{name}: expected too many pixels, got {other:?}"),
+        }
+        assert!(message.contains(&format!("exceeds the limit of {limit} pixels")), "{message}");
+        assert!(matches!(decode(bytes), Err(preprocess::Error::TooManyPixels { .. })));
+    }
+    if measured {
+        let grown = peak_rss_kb().saturating_sub(rss_before);
+        assert!(grown < 64 * 1024, "the peak resident set grew by {grown} kB while rejecting bombs");
+    }
+    // The encoder's own limits apply: a 37×23 image (851 pixels) against a limit of 800.
+    let options = EncoderOptions { limits: preprocess::Limits { max_pixels: 800 }, ..EncoderOptions::default() };
+    let strict = VisionEncoder::load(fixture("tiny-clipped").join("model"), options).unwrap();
+    let (source, message) = file_error(&strict, &image("tiny-clipped", "gradient-37x23.png"));
+    assert!(matches!(source, preprocess::Error::TooManyPixels { pixels: 851, max_pixels: 800, .. }), "{source:?}");
+    assert!(message.contains("37x23 = 851 pixels exceeds the limit of 800 pixels"), "{message}");
+}
+
+/// `extreme_sizes.json` of one fixture: the budget, the reference's sizing of each image, and
+/// the reference's error for a zero budget.
+struct ReferenceSizes {
+    budget: u32,
+    images: Vec<ReferenceSize>,
+    zero_budget_error: Option<String>,
+}
+
+/// An image of `width × height` resized by the reference to `resized` (height, width), giving
+/// `soft_tokens`.
+struct ReferenceSize {
+    width: u32,
+    height: u32,
+    resized: (u32, u32),
+    soft_tokens: usize,
+}
+
+fn reference_sizes(case: &str) -> ReferenceSizes {
+    let text = fs::read_to_string(fixture("extreme_sizes.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let case = &json[case];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap() as u32;
+    let images = case["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| ReferenceSize {
+            width: n(&i["width"]),
+            height: n(&i["height"]),
+            resized: (n(&i["resized"][0]), n(&i["resized"][1])),
+            soft_tokens: n(&i["soft_tokens"]) as usize,
+        })
+        .collect();
+    ReferenceSizes {
+        budget: n(&case["budget"]),
+        images,
+        zero_budget_error: case["zero_budget_error"].as_str().map(str::to_owned),
+    }
+}
+
+/// A deterministic `width × height` RGB image.
+fn pattern(width: u32, height: u32) -> RgbImage {
+    let data = (0..width as usize * height as usize * 3).map(|i| (i * 37 % 251) as u8).collect();
+    RgbImage::new(width, height, data).unwrap()
+}
+
+#[test]
+fn one_pixel_and_extreme_aspect_ratios_encode_as_the_reference_sizes_them() {
+    let _serial = serial();
+    for case in ["tiny-clipped", "tiny-unified"] {
+        let encoder = tiny(case);
+        let reference = reference_sizes(case);
+        let preprocessor = encoder.preprocessor(None).unwrap();
+        assert_eq!(preprocessor.config().max_soft_tokens, reference.budget, "{case}");
+        let text_hidden = encoder.config().text_hidden_size;
+        for &ReferenceSize { width, height, resized, soft_tokens } in &reference.images {
+            let picture = pattern(width, height);
+            let size = preprocessor.resize(&picture).unwrap();
+            assert_eq!((size.height(), size.width()), resized, "{case}: {width}x{height}");
+            let out = encoder.encode_images(std::slice::from_ref(&picture), None).unwrap();
+            assert_eq!(out.soft_tokens, [soft_tokens], "{case}: {width}x{height}");
+            assert_eq!(out.features.shape(), [soft_tokens as i32, text_hidden], "{case}: {width}x{height}");
+            assert_finite(&out);
+        }
+        // All of them in one call: each keeps its count.
+        let pictures: Vec<RgbImage> = reference.images.iter().map(|i| pattern(i.width, i.height)).collect();
+        let out = encoder.encode_images(&pictures, None).unwrap();
+        assert_eq!(out.soft_tokens, reference.images.iter().map(|i| i.soft_tokens).collect::<Vec<_>>(), "{case}");
+    }
+}
+
+#[test]
+fn a_zero_budget_is_an_invalid_argument() {
+    let _serial = serial();
+    for case in ["tiny-clipped", "tiny-unified"] {
+        // The reference raises too (ValueError from get_aspect_ratio_preserving_size).
+        assert_eq!(reference_sizes(case).zero_budget_error.as_deref(), Some("Attempting to resize to a 0 x 0 image."));
+        let encoder = tiny(case);
+        let picture = pattern(37, 23);
+        for err in [
+            encoder.encode_images(std::slice::from_ref(&picture), Some(0)).unwrap_err(),
+            encoder.encode_files(&[image(case, "gradient-37x23.png")], Some(0)).unwrap_err(),
+        ] {
+            match &err {
+                Error::Preprocess(preprocess::Error::InvalidArgument { what, detail }) => {
+                    assert_eq!(*what, "processor config");
+                    assert!(detail.contains("max_soft_tokens (0)"), "{detail}");
+                }
+                other => panic!("{case}: expected an invalid argument, got {other:?}"),
+            }
+            assert!(err.to_string().contains("must be positive"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn absurd_budgets_are_refused_before_anything_is_allocated() {
+    let _serial = serial();
+    let picture = pattern(37, 23);
+    let limit = preprocess::Limits::PILLOW_BOMB_PIXELS;
+    // u32::MAX soft tokens: resized images of up to 4 294 967 295 · 9 · 16 pixels.
+    for case in ["tiny-clipped", "tiny-unified"] {
+        let encoder = tiny(case);
+        let err = encoder.encode_images(std::slice::from_ref(&picture), Some(u32::MAX)).unwrap_err();
+        match &err {
+            Error::Preprocess(preprocess::Error::InvalidArgument { what: "max_soft_tokens", detail }) => {
+                assert!(detail.contains("a budget of 4294967295 soft tokens"), "{detail}");
+                assert!(detail.contains(&format!("more than the limit of {limit} pixels")), "{detail}");
+            }
+            other => panic!("{case}: expected an invalid budget, got {other:?}"),
+        }
+    }
+    // gemma4_unified (2×2 patches, 2×2 pooling): 10⁸ soft tokens are 1.6·10⁹ pixels.
+    let unified = tiny("tiny-unified");
+    let err = unified.encode_images(std::slice::from_ref(&picture), Some(100_000_000)).unwrap_err();
+    assert!(
+        matches!(&err, Error::Preprocess(preprocess::Error::InvalidArgument { what: "max_soft_tokens", .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("up to 1600000000 pixels"), "{err}");
+
+    // gemma4 (4×4 patches, 3×3 pooling): 10⁶ soft tokens pass the pixel limit (1.44·10⁸ pixels)
+    // but mean 9·10⁶ patches per image, whose attention could never fit: refused before any
+    // image is read (the file below does not exist) or resized.
+    let gemma4 = tiny("tiny-clipped");
+    let rss_before = current_rss_kb();
+    let measured = reset_peak_rss();
+    let errors = [
+        gemma4.encode_images(std::slice::from_ref(&picture), Some(1_000_000)).unwrap_err(),
+        gemma4.encode_files(&[Path::new("/nonexistent/image.png")], Some(1_000_000)).unwrap_err(),
+        gemma4.encode_video_frames(std::slice::from_ref(&picture), Some(1_000_000)).unwrap_err(),
+    ];
+    for err in errors {
+        match &err {
+            Error::TooLarge { what, bytes, limit } => {
+                assert_eq!(what, "an image of up to 9000000 patches (a budget of 1000000 soft tokens)");
+                assert_eq!(*limit, tensor::memory::max_array_bytes());
+                assert!(*bytes > *limit as u128);
+            }
+            other => panic!("expected the attention to be refused, got {other:?}"),
+        }
+        assert!(err.to_string().contains("9000000 patches"), "{err}");
+    }
+    if measured {
+        let grown = peak_rss_kb().saturating_sub(rss_before);
+        assert!(grown < 64 * 1024, "the peak resident set grew by {grown} kB while refusing budgets");
+    }
+}
+
+#[test]
+fn oversized_prepared_inputs_are_refused_before_allocation() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    // A hand-built input claiming 40 000 × 40 000 pixels with no data behind it.
+    let claimed = preprocess::PixelValues { data: Vec::new(), height: 40_000, width: 40_000, soft_tokens: 1 };
+    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(claimed)], None).unwrap_err();
+    assert!(
+        matches!(&err, Error::TooLarge { what, .. } if what == "a batch of 1 image(s) of 100000000 patches"),
+        "{err:?}"
+    );
+    // Fewer patches than one pooling window (2 patches of 4×4, pooled 3×3): the reference's
+    // pooler divides by zero; here a typed error, as for a short patch sequence.
+    let small = preprocess::PixelValues { data: vec![0.5; 3 * 8 * 4], height: 8, width: 4, soft_tokens: 0 };
+    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(small)], None).unwrap_err();
+    assert!(matches!(&err, Error::Input { what } if what == "2 patches are fewer than one pooling window"), "{err:?}");
+    // A consistent size with too little data is a shape error from the array constructor.
+    let short = preprocess::PixelValues { data: vec![0.5; 10], height: 24, width: 24, soft_tokens: 4 };
+    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(short)], None).unwrap_err();
+    assert!(matches!(&err, Error::Tensor(tensor::Error::Shape { op: "from_slice", .. })), "{err:?}");
+}
