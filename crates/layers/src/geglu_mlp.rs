@@ -1,7 +1,7 @@
 //! [`GegluMlp`]: gemma4's `VisionMLP`.
 
-use crate::{ClippableLinear, Result, Weights, gelu_approx};
-use tensor::Array;
+use crate::{Arithmetic, ClippableLinear, Error, Result, Weights, gelu_approx};
+use tensor::{Array, Dtype};
 
 /// The gated feed-forward of the gemma4 vision encoder (`VisionMLP`):
 /// `down(gelu_approx(gate(x)) * up(x))`, each projection a [`ClippableLinear`].
@@ -13,12 +13,13 @@ pub struct GegluMlp {
     gate_proj: ClippableLinear,
     up_proj: ClippableLinear,
     down_proj: ClippableLinear,
+    arithmetic: Arithmetic,
 }
 
 impl GegluMlp {
-    /// An MLP from its three projections.
+    /// An MLP from its three projections, computing [`Arithmetic::Reference`].
     pub fn new(gate_proj: ClippableLinear, up_proj: ClippableLinear, down_proj: ClippableLinear) -> GegluMlp {
-        GegluMlp { gate_proj, up_proj, down_proj }
+        GegluMlp { gate_proj, up_proj, down_proj, arithmetic: Arithmetic::Reference }
     }
 
     /// Loads `gate_proj`, `up_proj` and `down_proj`.
@@ -30,10 +31,41 @@ impl GegluMlp {
         ))
     }
 
+    /// The same MLP computing `arithmetic`. With [`Arithmetic::HostFloat32`] the gated GELU
+    /// runs on the host over the evaluated gate and up projections (float32 inputs only).
+    pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> GegluMlp {
+        self.arithmetic = arithmetic;
+        self
+    }
+
     /// `x` `[…, hidden]` → `[…, hidden]`.
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        let gate = gelu_approx(&self.gate_proj.forward(x)?)?;
+        let gate = self.gate_proj.forward(x)?;
         let up = self.up_proj.forward(x)?;
-        self.down_proj.forward(&gate.mul(&up)?)
+        let gated = match self.arithmetic {
+            Arithmetic::Reference => gelu_approx(&gate)?.mul(&up)?,
+            Arithmetic::HostFloat32 => gelu_tanh_mul_on_host(&gate, &up)?,
+        };
+        self.down_proj.forward(&gated)
     }
+}
+
+/// `gelu_approx(gate) * up` for float32 `gate` and `up` of one shape, computed on the host.
+fn gelu_tanh_mul_on_host(gate: &Array, up: &Array) -> Result<Array> {
+    if gate.dtype() != Dtype::F32 || up.dtype() != Dtype::F32 || gate.shape() != up.shape() {
+        return Err(Error::Input {
+            block: "host GELU",
+            what: format!(
+                "gate {:?} {:?} and up {:?} {:?} must be float32 of one shape",
+                gate.shape(),
+                gate.dtype(),
+                up.shape(),
+                up.dtype()
+            ),
+        });
+    }
+    Array::eval_all(&[gate, up])?;
+    let mut out = vec![0f32; gate.size()];
+    gate.with_slice(|g: &[f32]| up.with_slice(|u: &[f32]| tensor::host::gelu_tanh_mul(g, u, &mut out)))??;
+    Ok(Array::from_vec(out, &gate.shape())?)
 }

@@ -41,39 +41,74 @@ impl AttentionKernel for HostAttention {
                 Some((m.astype(Dtype::F32)?, ms))
             }
         };
-        let f32s = |x: &Array| -> Result<Vec<f32>> {
-            let x = if x.dtype() == Dtype::F32 { x.clone() } else { x.astype(Dtype::F32)? };
-            Ok(x.to_vec::<f32>()?)
+        let as_f32 = |x: &Array| -> Result<Array> {
+            Ok(if x.dtype() == Dtype::F32 { x.clone() } else { x.astype(Dtype::F32)? })
         };
-        let (q32, k32, v32) = (f32s(q)?, f32s(k)?, f32s(v)?);
-        let mask32 = match &mask {
-            Some((m, shape)) => Some((m.to_vec::<f32>()?, shape.clone())),
-            None => None,
-        };
-        let (b, hq, hkv, l, lk, d) = (b as usize, hq as usize, hkv as usize, l as usize, lk as usize, d as usize);
-        let group = hq / hkv;
-        let mut out = vec![0f32; b * hq * l * d];
-        let mut scores = vec![0f32; l * lk];
-        for batch in 0..b {
-            for head in 0..hq {
-                let kv_head = head / group;
-                let q_at = (batch * hq + head) * l * d;
-                let kv_at = (batch * hkv + kv_head) * lk * d;
-                let qh = Matrix::new(&q32[q_at..q_at + l * d], l, d, d)?;
-                let kh = Matrix::new(&k32[kv_at..kv_at + lk * d], lk, d, d)?;
-                let vh = Matrix::new(&v32[kv_at..kv_at + lk * d], lk, d, d)?;
-                sgemm(1.0, qh, kh.t(), 0.0, MatrixMut::new(&mut scores, l, lk, lk)?)?;
-                let mask_rows = mask32.as_ref().map(|(m, shape)| {
-                    let (mb, mh, ml) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
-                    let at = ((batch % mb) * mh + head % mh) * ml * lk;
-                    (&m[at..at + ml * lk], ml)
-                });
-                softmax_rows(&mut scores, lk, scale, mask_rows);
-                let probabilities = Matrix::new(&scores, l, lk, lk)?;
-                sgemm(1.0, probabilities, vh, 0.0, MatrixMut::new(&mut out[q_at..q_at + l * d], l, d, d)?)?;
-            }
-        }
-        let out = Array::from_slice(&out, &[b as i32, hq as i32, l as i32, d as i32])?;
+        let (q32, k32, v32) = (as_f32(q)?, as_f32(k)?, as_f32(v)?);
+        let mut arrays = vec![&q32, &k32, &v32];
+        arrays.extend(mask.as_ref().map(|(m, _)| m));
+        Array::eval_all(&arrays)?;
+        let dims =
+            Dims { b: b as usize, hq: hq as usize, hkv: hkv as usize, l: l as usize, lk: lk as usize, d: d as usize };
+        let mut out = vec![0f32; dims.b * dims.hq * dims.l * dims.d];
+        q32.with_slice(|q: &[f32]| {
+            k32.with_slice(|k: &[f32]| {
+                v32.with_slice(|v: &[f32]| match &mask {
+                    Some((m, shape)) => {
+                        m.with_slice(|m: &[f32]| attend_heads(dims, q, k, v, scale, Some((m, shape)), &mut out))?
+                    }
+                    None => attend_heads(dims, q, k, v, scale, None, &mut out),
+                })
+            })
+        })????;
+        let out = Array::from_vec(out, &[b, hq, l, d])?;
         Ok(if q.dtype() == Dtype::F32 { out } else { out.astype(q.dtype())? })
     }
+}
+
+/// Extents of one attention call: batch, query heads, key/value heads, query and key lengths,
+/// head dimension.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    b: usize,
+    hq: usize,
+    hkv: usize,
+    l: usize,
+    lk: usize,
+    d: usize,
+}
+
+/// Attention over row-major float32 `q` `[b, hq, l, d]`, `k`, `v` `[b, hkv, lk, d]` and an
+/// optional additive mask `[mb, mh, ml, lk]` (extents 1 or full), into `out` `[b, hq, l, d]`.
+fn attend_heads(
+    dims: Dims,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    scale: f32,
+    mask: Option<(&[f32], &Vec<i32>)>,
+    out: &mut [f32],
+) -> Result<()> {
+    let Dims { b, hq, hkv, l, lk, d } = dims;
+    let group = hq / hkv;
+    let mut scores = vec![0f32; l * lk];
+    for batch in 0..b {
+        for head in 0..hq {
+            let q_at = (batch * hq + head) * l * d;
+            let kv_at = (batch * hkv + head / group) * lk * d;
+            let qh = Matrix::new(&q[q_at..q_at + l * d], l, d, d)?;
+            let kh = Matrix::new(&k[kv_at..kv_at + lk * d], lk, d, d)?;
+            let vh = Matrix::new(&v[kv_at..kv_at + lk * d], lk, d, d)?;
+            sgemm(1.0, qh, kh.t(), 0.0, MatrixMut::new(&mut scores, l, lk, lk)?)?;
+            let mask_rows = mask.map(|(m, shape)| {
+                let (mb, mh, ml) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
+                let at = ((batch % mb) * mh + head % mh) * ml * lk;
+                (&m[at..at + ml * lk], ml)
+            });
+            softmax_rows(&mut scores, lk, scale, mask_rows);
+            let probabilities = Matrix::new(&scores, l, lk, lk)?;
+            sgemm(1.0, probabilities, vh, 0.0, MatrixMut::new(&mut out[q_at..q_at + l * d], l, d, d)?)?;
+        }
+    }
+    Ok(())
 }

@@ -21,6 +21,7 @@
 //! | [`GegluMlp`] | `gemma4.vision.VisionMLP` |
 //! | [`RopeTables`] | `gemma4.vision.apply_multidimensional_rope` |
 //! | [`FusedSdpa`] | `models.base.ensure_fused_sdpa` |
+//! | [`HostAttention`] | the same function on the host (float32 CPU fast path) |
 //! | [`VisionAttention`] | `gemma4.vision.VisionAttention` |
 //! | [`VisionBlock`] | `gemma4.vision.VisionTransformerBlock` |
 //!
@@ -29,13 +30,17 @@
 //! and dtype, names the full key in its errors, optionally converts to a compute dtype once at
 //! load, and records what was used so that unused checkpoint tensors can be refused.
 //! Attention runs through an [`AttentionKernel`]; the default, [`FusedSdpa`], is the reference's.
+//! Blocks default to [`Arithmetic::Reference`]; [`Arithmetic::HostFloat32`] trades bit-exactness
+//! for speed on MLX's CPU backend in float32.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod arithmetic;
 mod attention_kernel;
 mod clippable_linear;
 mod error;
 mod geglu_mlp;
 mod gelu;
+mod host_attention;
 mod layer_norm;
 mod linear;
 mod memory_store;
@@ -48,11 +53,13 @@ mod vision_rms_norm;
 mod weight_store;
 mod weights;
 
+pub use arithmetic::Arithmetic;
 pub use attention_kernel::{AttentionKernel, FUSED_HEAD_DIMS, FusedSdpa, ensure_fused_sdpa};
 pub use clippable_linear::{ClipBounds, ClippableLinear};
 pub use error::{Error, Result};
 pub use geglu_mlp::GegluMlp;
 pub use gelu::gelu_approx;
+pub use host_attention::HostAttention;
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
 pub use memory_store::MemoryStore;

@@ -1,7 +1,8 @@
 //! [`VisionAttention`]: gemma4's `VisionAttention`.
 
 use crate::{
-    AttentionKernel, ClippableLinear, Error, FusedSdpa, Result, RopeTables, VisionBlockConfig, VisionRmsNorm, Weights,
+    Arithmetic, AttentionKernel, ClippableLinear, Error, FusedSdpa, HostAttention, Result, RopeTables,
+    VisionBlockConfig, VisionRmsNorm, Weights,
 };
 use std::sync::Arc;
 use tensor::Array;
@@ -33,6 +34,7 @@ pub struct VisionAttention {
     head_dim: i32,
     hidden_size: i32,
     kernel: Arc<dyn AttentionKernel>,
+    fused_head_norms: bool,
 }
 
 /// The projections and norms of a [`VisionAttention`], for [`VisionAttention::new`].
@@ -65,6 +67,7 @@ impl VisionAttention {
             head_dim: config.head_dim,
             hidden_size: config.hidden_size,
             kernel: Arc::new(FusedSdpa),
+            fused_head_norms: false,
         })
     }
 
@@ -91,6 +94,17 @@ impl VisionAttention {
         self
     }
 
+    /// The same block computing `arithmetic`: [`Arithmetic::Reference`] restores the
+    /// [`FusedSdpa`] kernel and the reference's q/k/v norms; [`Arithmetic::HostFloat32`] selects
+    /// [`HostAttention`] and [`VisionRmsNorm::forward_fused`] for the q/k/v norms.
+    pub fn with_arithmetic(self, arithmetic: Arithmetic) -> VisionAttention {
+        let (kernel, fused): (Arc<dyn AttentionKernel>, bool) = match arithmetic {
+            Arithmetic::Reference => (Arc::new(FusedSdpa), false),
+            Arithmetic::HostFloat32 => (Arc::new(HostAttention), true),
+        };
+        VisionAttention { fused_head_norms: fused, ..self.with_kernel(kernel) }
+    }
+
     /// The attention kernel in use.
     pub fn kernel(&self) -> &Arc<dyn AttentionKernel> {
         &self.kernel
@@ -111,9 +125,10 @@ impl VisionAttention {
         let q = self.q_proj.forward(x)?.reshape(&[b, l, self.num_heads, self.head_dim])?;
         let k = self.k_proj.forward(x)?.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
         let v = self.v_proj.forward(x)?.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
-        let q = self.q_norm.forward(&q)?;
-        let k = self.k_norm.forward(&k)?;
-        let v = self.v_norm.forward(&v)?;
+        let norm = |n: &VisionRmsNorm, x: &Array| if self.fused_head_norms { n.forward_fused(x) } else { n.forward(x) };
+        let q = norm(&self.q_norm, &q)?;
+        let k = norm(&self.k_norm, &k)?;
+        let v = norm(&self.v_norm, &v)?;
         let q = rope.apply(&q)?;
         let k = rope.apply(&k)?;
         let heads_first = [0, 2, 1, 3];

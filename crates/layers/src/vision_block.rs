@@ -1,6 +1,6 @@
 //! [`VisionBlock`]: gemma4's `VisionTransformerBlock`.
 
-use crate::{GegluMlp, Result, RmsNorm, RopeTables, VisionAttention, VisionBlockConfig, Weights};
+use crate::{Arithmetic, GegluMlp, Result, RmsNorm, RopeTables, VisionAttention, VisionBlockConfig, Weights};
 use std::sync::Arc;
 use tensor::Array;
 
@@ -68,6 +68,15 @@ impl VisionBlock {
     /// The same block with its attention computed by `kernel`.
     pub fn with_attention_kernel(mut self, kernel: Arc<dyn crate::AttentionKernel>) -> VisionBlock {
         self.self_attn = self.self_attn.with_kernel(kernel);
+        self
+    }
+
+    /// The same block computing `arithmetic` in its attention
+    /// ([`VisionAttention::with_arithmetic`]) and MLP ([`GegluMlp::with_arithmetic`]); the four
+    /// block norms are the fused kernel either way.
+    pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> VisionBlock {
+        self.self_attn = self.self_attn.with_arithmetic(arithmetic);
+        self.mlp = self.mlp.with_arithmetic(arithmetic);
         self
     }
 

@@ -54,6 +54,44 @@ impl Array {
         })
     }
 
+    /// An array taking ownership of `data` without copying it, shaped `shape` (row-major).
+    /// MLX frees the vector when the last array using the buffer is dropped (possibly on
+    /// another thread). Should MLX refuse the buffer, the vector is leaked rather than risk
+    /// a double free.
+    #[track_caller]
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
+        let count = element_count(shape)
+            .ok_or_else(|| Error::Shape { op: "from_vec", detail: format!("invalid shape {shape:?}") })?;
+        if count != data.len() {
+            return Err(Error::Shape {
+                op: "from_vec",
+                detail: format!("{} values do not fill shape {shape:?} ({count} elements)", data.len()),
+            });
+        }
+        if data.is_empty() {
+            return Array::from_slice(&data, shape);
+        }
+        unsafe extern "C" fn drop_vec<T>(payload: *mut std::ffi::c_void) {
+            // SAFETY: `payload` is the `Box<Vec<T>>` leaked below, handed back exactly once.
+            drop(unsafe { Box::from_raw(payload.cast::<Vec<T>>()) });
+        }
+        let mut boxed = Box::new(data);
+        let ptr = boxed.as_mut_ptr().cast::<std::ffi::c_void>();
+        let payload = Box::into_raw(boxed).cast::<std::ffi::c_void>();
+        // SAFETY: `ptr` addresses `count` elements of `T`, owned by `payload` until MLX calls
+        // `drop_vec::<T>(payload)`; moving the box does not move the vector's heap buffer.
+        array_ctor("from_vec", || unsafe {
+            ffi::mlx_array_new_data_managed_payload(
+                ptr,
+                shape.as_ptr(),
+                shape.len() as i32,
+                T::DTYPE.to_raw(),
+                payload,
+                Some(drop_vec::<T>),
+            )
+        })
+    }
+
     /// A 0-dimensional array holding `value`.
     #[track_caller]
     pub fn scalar<T: Element>(value: T) -> Result<Array> {
@@ -182,6 +220,21 @@ impl Array {
             return Err(Error::Shape { op: "with_bytes", detail: "array has no data".into() });
         }
         Ok(f(unsafe { std::slice::from_raw_parts(ptr, dense.nbytes()) }))
+    }
+}
+
+impl Array {
+    /// Evaluates the array and calls `f` with its elements in row-major order, without copying
+    /// them out. Fails with [`Error::Dtype`] unless `T` matches the array's dtype.
+    #[track_caller]
+    pub fn with_slice<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::Dtype { op: "with_slice", expected: T::DTYPE, actual: self.dtype() });
+        }
+        self.with_bytes(|bytes| bytemuck::try_cast_slice::<u8, T>(bytes).map(f))?.map_err(|e| Error::Shape {
+            op: "with_slice",
+            detail: format!("buffer cannot be viewed as {:?}: {e}", T::DTYPE),
+        })
     }
 }
 

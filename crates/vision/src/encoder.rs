@@ -17,15 +17,31 @@ pub enum ComputeDtype {
     /// The checkpoint's own dtype: bit-identical to the reference (bf16 for published checkpoints).
     #[default]
     Native,
-    /// Weights converted to float32 once at load; activations float32 (fast on CPUs with a good
-    /// BLAS, within rounding of the native path, not bit-identical to it).
+    /// Weights converted to float32 once at load; activations float32. On MLX's CPU backend
+    /// the gemma4 tower's blocks also run [`layers::Arithmetic::HostFloat32`] (attention
+    /// softmax and GELU on the host, fused head norms). Within float32 rounding of the
+    /// reference's float32 computation, not bit-identical to it or to the native path.
     F32,
+}
+
+/// Which kernels compute the gemma4 tower's blocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Kernels {
+    /// The reference's op sequence, except for [`ComputeDtype::F32`] on MLX's CPU backend,
+    /// where the blocks run [`layers::Arithmetic::HostFloat32`].
+    #[default]
+    Auto,
+    /// Always the reference's op sequence ([`layers::Arithmetic::Reference`]): with
+    /// [`ComputeDtype::F32`], bit-identical to mlx-vlm run on the checkpoint cast to float32.
+    Reference,
 }
 
 /// How an encoder is loaded and what its output means.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EncoderOptions {
     pub compute_dtype: ComputeDtype,
+    /// Which kernels run the gemma4 tower's blocks.
+    pub kernels: Kernels,
     /// Divide the features by the language model's `embed_scale` (`√text_hidden`), for a
     /// language model that multiplies every input embedding by it. mlx-vlm does not (its
     /// features replace image-token rows after the scaling), so the default is `false`.
@@ -44,6 +60,16 @@ pub struct Features {
     pub features: Array,
     /// Soft tokens per image, in input order (they sum to `features`' first extent).
     pub soft_tokens: Vec<usize>,
+}
+
+/// The arithmetic of the gemma4 tower's blocks (see [`Kernels`]).
+fn arithmetic(options: &EncoderOptions) -> Result<layers::Arithmetic> {
+    Ok(match (options.compute_dtype, options.kernels) {
+        (ComputeDtype::F32, Kernels::Auto) if tensor::Device::default_device()? == tensor::Device::Cpu => {
+            layers::Arithmetic::HostFloat32
+        }
+        _ => layers::Arithmetic::Reference,
+    })
 }
 
 /// One image prepared for its encoder by [`VisionEncoder::prepare`].
@@ -96,7 +122,9 @@ impl VisionEncoder {
         };
         let weights = Weights::new(Arc::clone(&store) as Arc<dyn WeightStore>).with_compute_dtype(compute);
         let model = match &config.vision {
-            VisionConfig::Siglip(c) => Model::Siglip(SiglipVisionTower::load(&weights, c, config.text_hidden_size)?),
+            VisionConfig::Siglip(c) => Model::Siglip(
+                SiglipVisionTower::load(&weights, c, config.text_hidden_size)?.with_arithmetic(arithmetic(&options)?),
+            ),
             VisionConfig::Unified(c) => {
                 Model::Unified(UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?)
             }
@@ -184,7 +212,7 @@ impl VisionEncoder {
                     let patches = match &images[group[0]] {
                         PreparedImage::Pixels(p) => {
                             let patch = tower.config().patch_size.max(1) as usize;
-                            (p.height / patch) * (p.width / patch)
+                            (p.height / patch).saturating_mul(p.width / patch)
                         }
                         PreparedImage::Patches(p) => p.len,
                     };
@@ -277,7 +305,12 @@ impl VisionEncoder {
                 p.patch_size,
                 p.pooling_kernel_size
             ),
-            format!("options {:?} {}", self.options.compute_dtype, self.options.divide_by_embed_scale),
+            format!(
+                "options {:?} {:?} {}",
+                self.options.compute_dtype,
+                arithmetic(&self.options)?,
+                self.options.divide_by_embed_scale
+            ),
             fingerprint,
         ] {
             hasher.update((part.len() as u64).to_le_bytes());

@@ -5,7 +5,7 @@ mod common;
 use common::{bytes, fixture, image, load};
 use std::sync::Arc;
 use tensor::Dtype;
-use vision::{ComputeDtype, EncoderOptions, PreparedImage, VisionEncoder};
+use vision::{ComputeDtype, EncoderOptions, Kernels, PreparedImage, VisionEncoder};
 
 #[test]
 fn several_images_in_one_call_equal_one_at_a_time() {
@@ -70,6 +70,32 @@ fn float32_compute_stays_close_to_native() {
     let err: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>().sqrt();
     let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     assert!(err / norm < 0.05, "relative RMSE {}", err / norm);
+}
+
+#[test]
+fn host_kernels_compute_the_float32_reference_function() {
+    let dir = fixture("tiny-clipped").join("model");
+    let options = |kernels| EncoderOptions { compute_dtype: ComputeDtype::F32, kernels, ..EncoderOptions::default() };
+    let fast = VisionEncoder::load(&dir, options(Kernels::Auto)).unwrap();
+    let reference = VisionEncoder::load(&dir, options(Kernels::Reference)).unwrap();
+    assert_ne!(fast.cache_identity().unwrap(), reference.cache_identity().unwrap());
+    let preprocessor = fast.preprocessor(Some(6)).unwrap();
+    let decoded = preprocess::open(image("tiny-clipped", "noise-20x30.png"), &Default::default()).unwrap();
+    let resized = preprocessor.resize(&decoded).unwrap();
+    let pixels = fast.prepare(&decoded, &preprocessor).unwrap();
+    // The image path (no mask on the host path) and the padded path (with the mask).
+    let padded = PreparedImage::Patches(preprocessor.padded_patches(&resized, 72).unwrap());
+    let expected = reference.encode_prepared(std::slice::from_ref(&pixels), None).unwrap();
+    let expected = expected.features.to_vec::<f32>().unwrap();
+    for input in [pixels, padded] {
+        let got = fast.encode_prepared(std::slice::from_ref(&input), None).unwrap().features.to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), expected.len());
+        let scale = expected.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let worst = got.iter().zip(&expected).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(worst <= 1e-4 * scale, "largest difference {worst} against a largest value {scale}");
+        assert_ne!(got, vec![0.0; got.len()]);
+        assert_ne!(got, expected, "the host kernels ran (their rounding differs from MLX's)");
+    }
 }
 
 #[test]

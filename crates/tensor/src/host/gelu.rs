@@ -1,12 +1,22 @@
 //! The gated tanh-GELU of gemma4's MLP, fused with its gate product.
 
 use super::exp::exp_in_place;
+use super::parallel::for_row_chunks;
 
 /// `out[i] = gelu_tanh(gate[i]) · up[i]` with
 /// `gelu_tanh(x) = 0.5·x·(1 + tanh(u))`, `u = √(2/π)·(x + 0.044715·x³)`, evaluated as the
 /// equal `x / (1 + e^{−2u})` through the vectorised exponential (no cancellation for large
-/// negative `x`). The output has the length of the shortest slice.
+/// negative `x`). The output has the length of the shortest slice. Work is spread over the
+/// cores.
 pub fn gelu_tanh_mul(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let n = gate.len().min(up.len()).min(out.len());
+    for_row_chunks(&mut out[..n], 1, |chunk, start| {
+        let end = start + chunk.len();
+        gelu_tanh_mul_serial(&gate[start..end], &up[start..end], chunk);
+    });
+}
+
+fn gelu_tanh_mul_serial(gate: &[f32], up: &[f32], out: &mut [f32]) {
     const C1: f32 = 0.797_884_6; // √(2/π)
     const C2: f32 = 0.044_715;
     let n = gate.len().min(up.len()).min(out.len());
