@@ -54,6 +54,8 @@ def model_configs():
     # Regressions: sizes whose products overflowed i32 (found by this target).
     write("model_config", "overflow-unified-patch.json", json.dumps({"model_type": "gemma4_unified", "vision_config": {"patch_size": 999999924}}))
     write("model_config", "overflow-siglip-patch.json", json.dumps({"model_type": "gemma4", "vision_config": {"patch_size": 30000}}))
+    # Regression: a float not read correctly rounded did not survive being written back.
+    write("model_config", "float-1e-25.json", '{"model_type": "gemma4", "vision_config": {"rms_norm_eps": 1e-25}}')
 
 
 def processor_configs():

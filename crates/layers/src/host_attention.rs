@@ -105,7 +105,7 @@ fn attend_heads(
                 let at = ((batch % mb) * mh + head % mh) * ml * lk;
                 (&m[at..at + ml * lk], ml)
             });
-            softmax_rows(&mut scores, lk, scale, mask_rows);
+            softmax_rows(&mut scores, lk, scale, mask_rows)?;
             let probabilities = Matrix::new(&scores, l, lk, lk)?;
             sgemm(1.0, probabilities, vh, 0.0, MatrixMut::new(&mut out[q_at..q_at + l * d], l, d, d)?)?;
         }

@@ -1,5 +1,5 @@
-//! Properties of the blocks on random inputs: RoPE tables against a direct computation,
-//! rotate-half, and the scale invariance of the norms.
+//! Properties of the blocks on random inputs: RoPE tables (2-D and 1-D) and the 2-D rotation
+//! against a direct computation, rotate-half, and the scale invariance of the norms.
 
 use layers::{LayerNorm, RmsNorm, RopeTables, VisionRmsNorm, rotate_half};
 use proptest::prelude::*;
@@ -61,6 +61,85 @@ proptest! {
             }
             let cast = tables.cos(d).unwrap().astype(Dtype::Bf16).unwrap();
             prop_assert_eq!(bits(low.cos(d).unwrap()), bits(&cast));
+        }
+    }
+
+    /// The 1-D fallback (positions `[B, L]`): one table over the whole head, cos/sin(pos / θ^(2j/D))
+    /// for j < D/2 duplicated into both halves, in (B, L, 1, D).
+    #[test]
+    fn rope_1d_tables_match_a_direct_computation(
+        positions in prop::collection::vec(0i32..64, 1..24),
+        head_dim in prop::sample::select(vec![2, 8, 16, 64, 72]),
+        theta in prop::sample::select(vec![100.0f64, 10_000.0]),
+    ) {
+        let tokens = positions.len();
+        let ids = Array::from_slice(&positions, &[1, tokens as i32]).unwrap();
+        let tables = RopeTables::new(&ids, head_dim, theta, Dtype::F32).unwrap();
+        prop_assert!(tables.cos(1).is_none(), "the 1-D fallback has a single partition");
+        let (cos, sin) = (tables.cos(0).unwrap(), tables.sin(0).unwrap());
+        prop_assert_eq!(cos.shape(), vec![1, tokens as i32, 1, head_dim]);
+        let (cos, sin) = (host(cos), host(sin));
+        let half = (head_dim / 2) as usize;
+        for (t, &position) in positions.iter().enumerate() {
+            for j in 0..half {
+                let angle = f64::from(position) / theta.powf(2.0 * j as f64 / f64::from(head_dim));
+                // The f32 angle carries a relative rounding error of a few ulps.
+                let tolerance = 2e-6 + 4e-7 * angle;
+                let at = t * head_dim as usize + j;
+                let (c, s) = (f64::from(cos[at]), f64::from(sin[at]));
+                prop_assert!((c - angle.cos()).abs() < tolerance, "cos {c} vs {}", angle.cos());
+                prop_assert!((s - angle.sin()).abs() < tolerance, "sin {s} vs {}", angle.sin());
+                prop_assert_eq!(cos[at].to_bits(), cos[at + half].to_bits());
+                prop_assert_eq!(sin[at].to_bits(), sin[at + half].to_bits());
+            }
+        }
+    }
+
+    /// Applying 2-D RoPE to random heads equals the rotation computed directly on the host: in
+    /// partition d (channels [d·c, (d+1)·c), c = D/2) channel j is `u_j cos a - u_{j+c/2} sin a`
+    /// (first half) or `u_j cos a + u_{j-c/2} sin a` (second half), with a = pos_d / θ^(2(j mod c/2)/c):
+    /// rotate-half pairs channels within a partition, never across partitions.
+    #[test]
+    fn rope_2d_apply_matches_a_direct_rotation(
+        rows in 1i32..5,
+        cols in 1i32..5,
+        heads in 1i32..3,
+        head_dim in prop::sample::select(vec![4, 8, 16, 24, 72]),
+        seed in any::<u64>(),
+    ) {
+        let tokens = rows * cols;
+        let n = (tokens * heads * head_dim) as usize;
+        let mut state = seed | 1;
+        let values: Vec<f32> = (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect();
+        let x = array(&values, &[1, tokens, heads, head_dim]);
+        let theta = 100.0f64;
+        let tables = RopeTables::new(&grid_positions(rows, cols), head_dim, theta, Dtype::F32).unwrap();
+        let rotated = host(&tables.apply(&x).unwrap());
+        let (d_model, c) = (head_dim as usize, head_dim as usize / 2);
+        let half = c / 2;
+        for t in 0..tokens as usize {
+            let position = [t as i32 % cols, t as i32 / cols];
+            for h in 0..heads as usize {
+                let head = (t * heads as usize + h) * d_model;
+                for d in 0..2 {
+                    for j in 0..c {
+                        let u = |k: usize| f64::from(values[head + d * c + k]);
+                        let angle = f64::from(position[d]) / theta.powf(2.0 * (j % half) as f64 / c as f64);
+                        let partner = if j < half { -u(j + half) } else { u(j - half) };
+                        let expected = u(j) * angle.cos() + partner * angle.sin();
+                        let got = f64::from(rotated[head + d * c + j]);
+                        let at = format!("token {t} head {h} partition {d} channel {j}");
+                        prop_assert!((got - expected).abs() < 1e-5, "{at}: {got} vs {expected}");
+                    }
+                }
+            }
         }
     }
 

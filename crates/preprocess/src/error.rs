@@ -29,6 +29,10 @@ pub enum Error {
     /// before any pixel buffer is allocated.
     #[error("image of {width}x{height} = {pixels} pixels exceeds the limit of {max_pixels} pixels")]
     TooManyPixels { width: u64, height: u64, pixels: u64, max_pixels: u64 },
+    /// A file longer than any image within the limits can be, or an endless input; refused
+    /// after reading at most `max_bytes` bytes ([`Limits::max_file_bytes`](crate::Limits::max_file_bytes)).
+    #[error("more than {max_bytes} bytes: larger than a file holding an image of up to {max_pixels} pixels")]
+    TooManyBytes { max_bytes: u64, max_pixels: u64 },
     /// A width or height of zero.
     #[error("zero-size image ({width}x{height})")]
     ZeroSize { width: u64, height: u64 },

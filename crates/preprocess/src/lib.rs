@@ -14,6 +14,7 @@
 //! depends on MLX: outputs are plain `Vec<f32>` / `Vec<i64>` with documented shapes.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod buffer_pool;
 mod config;
 mod decode;
 mod error;

@@ -61,7 +61,8 @@ impl Orientation {
             _ => (h, w),
         };
         let src = image.data();
-        let mut out = vec![0u8; ow * oh * 3];
+        // Every byte is written below.
+        let mut out = crate::buffer_pool::take(ow * oh * 3);
         for (y, row) in out.chunks_exact_mut(ow * 3).enumerate() {
             for (x, px) in row.chunks_exact_mut(3).enumerate() {
                 let (sx, sy) = match self {

@@ -55,23 +55,25 @@ impl Patches {
         let grid = (h / patch, w / patch);
         let count = grid.0 * grid.1;
         let real = count.min(len);
-        let mut data = vec![0f32; len * dim];
-        let mut positions = vec![-1i64; len * 2];
         let row_bytes = w * 3;
-        for (k, row) in data.chunks_exact_mut(dim).take(real).enumerate() {
+        let line = patch * 3;
+        let source = |k: usize, r: usize| {
             let (py, px) = (k / grid.1, k % grid.1);
+            let start = (py * patch + r) * row_bytes + px * line;
+            &image.data()[start..start + line]
+        };
+        // One pass over the memory, each value written once, no zeroing first: the values are
+        // written about as fast as memory takes them, so one thread does it.
+        let mut data = Vec::with_capacity(len * dim);
+        for k in 0..real {
             for r in 0..patch {
-                let start = (py * patch + r) * row_bytes + px * patch * 3;
-                let src = &image.data()[start..start + patch * 3];
-                let dst = &mut row[r * patch * 3..(r + 1) * patch * 3];
-                for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
-                    d[0] = table.get(s[0], 0);
-                    d[1] = table.get(s[1], 1);
-                    d[2] = table.get(s[2], 2);
-                }
+                table.extend(source(k, r), &mut data);
             }
-            positions[2 * k] = px as i64;
-            positions[2 * k + 1] = py as i64;
+        }
+        data.resize(len * dim, 0.0);
+        let mut positions = vec![-1i64; len * 2];
+        for (k, position) in positions.chunks_exact_mut(2).take(real).enumerate() {
+            position.copy_from_slice(&[(k % grid.1) as i64, (k / grid.1) as i64]);
         }
         Ok(Patches { data, positions, len, dim, patch, grid, real })
     }

@@ -2,6 +2,7 @@
 
 use crate::rescale::RescaleTable;
 use crate::{ProcessorConfig, RgbImage};
+use rayon::prelude::*;
 
 /// `pixel_values` of one image for the gemma4 encoder: float32 `[3, height, width]` (CHW),
 /// values in `[0, 1]` with the default rescale, exactly the reference processor's
@@ -28,11 +29,15 @@ impl PixelValues {
         let mut data = vec![0f32; 3 * plane];
         let (r, rest) = data.split_at_mut(plane);
         let (g, b) = rest.split_at_mut(plane);
-        for (i, px) in image.data().chunks_exact(3).enumerate() {
-            r[i] = table.get(px[0], 0);
-            g[i] = table.get(px[1], 1);
-            b[i] = table.get(px[2], 2);
-        }
+        let planes = r.par_chunks_mut(w.max(1)).zip(g.par_chunks_mut(w.max(1))).zip(b.par_chunks_mut(w.max(1)));
+        planes.enumerate().for_each(|(y, ((r, g), b))| {
+            let row = &image.data()[y * w * 3..(y + 1) * w * 3];
+            for (i, px) in row.chunks_exact(3).enumerate() {
+                r[i] = table.get(px[0], 0);
+                g[i] = table.get(px[1], 1);
+                b[i] = table.get(px[2], 2);
+            }
+        });
         let patch = config.patch_size.max(1) as usize;
         let pool = config.pooling_kernel_size.max(1) as usize;
         let soft_tokens = (h / patch) * (w / patch) / (pool * pool);

@@ -44,8 +44,8 @@ impl RgbImage {
     }
 
     /// The pixels, consuming the image.
-    pub fn into_data(self) -> Vec<u8> {
-        self.data
+    pub fn into_data(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.data)
     }
 
     /// Row `y`, `width * 3` bytes; `None` past the last row.
@@ -58,6 +58,13 @@ impl RgbImage {
     pub(crate) fn from_parts(width: u32, height: u32, data: Vec<u8>) -> Self {
         debug_assert_eq!(data.len(), width as usize * height as usize * 3);
         RgbImage { width, height, data }
+    }
+}
+
+impl Drop for RgbImage {
+    /// Hands large buffers to the [`buffer_pool`](crate::buffer_pool) for the next image.
+    fn drop(&mut self) {
+        crate::buffer_pool::give(std::mem::take(&mut self.data));
     }
 }
 

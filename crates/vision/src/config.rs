@@ -118,9 +118,10 @@ impl Default for UnifiedConfig {
 }
 
 impl UnifiedConfig {
-    /// Values per patch: `model_patch_size² × 3`.
+    /// Values per patch: `model_patch_size² × 3` (saturating at `i32::MAX` for a hand-built
+    /// config; [`ModelConfig::parse`] refuses sizes past it).
     pub fn patch_dim(&self) -> i32 {
-        self.model_patch_size * self.model_patch_size * 3
+        self.model_patch_size.saturating_mul(self.model_patch_size).saturating_mul(3)
     }
 }
 

@@ -18,13 +18,18 @@ pub struct PatchEmbedder {
 }
 
 impl PatchEmbedder {
+    /// Fails unless `patch_size` is positive and `position_table` has a second axis (`[2, P, D]`).
     pub fn new(input_proj: Linear, position_table: SharedArray, patch_size: i32) -> Result<PatchEmbedder> {
+        if patch_size <= 0 {
+            return Err(crate::Error::input(format!("patch size {patch_size} is not positive")));
+        }
         let table_size = position_table.dim(1)?;
         Ok(PatchEmbedder { input_proj, position_table, patch_size, table_size })
     }
 
     pub fn load(weights: &Weights, hidden: i32, patch_size: i32, table_size: i32) -> Result<PatchEmbedder> {
-        let input_proj = Linear::load(&weights.pp("input_proj"), 3 * patch_size * patch_size, hidden, false)?;
+        let patch_dim = patch_size.saturating_mul(patch_size).saturating_mul(3);
+        let input_proj = Linear::load(&weights.pp("input_proj"), patch_dim, hidden, false)?;
         let position_table = weights.get("position_embedding_table", &[2, table_size, hidden])?;
         PatchEmbedder::new(input_proj, position_table, patch_size)
     }

@@ -64,7 +64,7 @@ impl Pooler {
     /// (padding patches, clamped to (0, 0), land in slot 0 like in the reference); when
     /// `L == length`, the reference's quirk: the number of padding patches.
     pub fn valid_counts(positions: &[i64], batch: usize, length: usize) -> Vec<usize> {
-        let seq_len = if batch == 0 { 0 } else { positions.len() / (2 * batch) };
+        let seq_len = positions.len().checked_div(batch).unwrap_or(0) / 2;
         if seq_len == 0 || length == 0 || length > seq_len {
             // Nothing to pool (`forward` refuses these lengths).
             return vec![0; batch];
@@ -77,12 +77,12 @@ impl Pooler {
                     return ids.iter().filter(|&&(x, y)| x == -1 && y == -1).count();
                 }
                 let k = ((seq_len / length) as f64).sqrt() as i64;
-                let max_x = ids.iter().map(|&(x, _)| x.max(0)).max().unwrap_or(0) + 1;
+                let max_x = ids.iter().map(|&(x, _)| x.max(0)).max().unwrap_or(0).saturating_add(1);
                 let mut used = vec![false; length];
                 for &(x, y) in &ids {
                     let (kx, ky) =
                         ((x.max(0) as f32 / k as f32).floor() as i64, (y.max(0) as f32 / k as f32).floor() as i64);
-                    let idx = kx + max_x.div_euclid(k) * ky;
+                    let idx = kx.saturating_add(max_x.div_euclid(k).saturating_mul(ky));
                     if let Some(slot) = usize::try_from(idx).ok().and_then(|i| used.get_mut(i)) {
                         *slot = true;
                     }

@@ -134,7 +134,7 @@ impl SiglipVisionTower {
             return Err(Error::input(format!("an image of {h}×{w} pixels holds no {p}×{p} patch")));
         }
         let num_real = ph * pw;
-        let output_length = num_real / self.pool_area();
+        let output_length = num_real / self.pool_area()?;
         if output_length == 0 {
             return Err(Error::input(format!("{num_real} patches are fewer than one pooling window")));
         }
@@ -175,7 +175,7 @@ impl SiglipVisionTower {
         }
         let padding = positions.eq(-1)?.all(&[-1], false)?;
         let host_positions = positions.astype(Dtype::I64)?.to_vec::<i64>()?;
-        let output_length = patches.dim(1)? / self.pool_area();
+        let output_length = patches.dim(1)? / self.pool_area()?;
         if output_length == 0 {
             return Err(Error::input(format!("{} patches are fewer than one pooling window", patches.dim(1)?)));
         }
@@ -203,8 +203,13 @@ impl SiglipVisionTower {
         Ok(())
     }
 
-    fn pool_area(&self) -> i32 {
-        self.config.pooling_kernel_size * self.config.pooling_kernel_size
+    /// `pooling_kernel_size²`; an error for a hand-built config whose kernel is not positive
+    /// (configs read from files are validated before a tower exists).
+    fn pool_area(&self) -> Result<i32> {
+        let k = self.config.pooling_kernel_size;
+        k.checked_mul(k).filter(|_| k > 0).ok_or_else(|| {
+            Error::input(format!("pooling_kernel_size {k} must be positive and its square must fit in 32 bits"))
+        })
     }
 
     /// From patch embeddings `[B, L, D]` to pooled soft tokens `[Σ, D]`, per

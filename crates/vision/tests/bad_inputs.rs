@@ -5,6 +5,9 @@
 //! sizes them (`tests/fixtures/extreme_sizes.json`, written by `extreme_sizes.py` from mlx-vlm's
 //! own `get_aspect_ratio_preserving_size`).
 //!
+//! Files that never end or are longer than any image are typed errors too, read no further
+//! than a bound; hand-built encoder inputs with extreme sizes or positions never overflow.
+//!
 //! The tests of this file run one at a time (`serial`) so that the peak resident set measured
 //! around a decompression bomb is this test's alone.
 
@@ -429,4 +432,84 @@ fn oversized_prepared_inputs_are_refused_before_allocation() {
     let short = preprocess::PixelValues { data: vec![0.5; 10], height: 24, width: 24, soft_tokens: 4 };
     let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(short)], None).unwrap_err();
     assert!(matches!(&err, Error::Tensor(tensor::Error::Shape { op: "from_slice", .. })), "{err:?}");
+}
+
+#[test]
+fn hand_built_inputs_with_extreme_sizes_or_positions_are_errors_not_overflows() {
+    let _serial = serial();
+    let encoder = tiny("tiny-clipped");
+    // Sizes whose patch count overflows `usize`: refused as too large, before anything is read.
+    let huge = preprocess::PixelValues { data: Vec::new(), height: usize::MAX, width: usize::MAX, soft_tokens: 1 };
+    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(huge)], None).unwrap_err();
+    match &err {
+        Error::TooLarge { what, .. } => assert_eq!(what, &format!("a batch of 1 image(s) of {} patches", usize::MAX)),
+        other => panic!("expected the batch to be refused, got {other:?}"),
+    }
+
+    // Position ids at the ends of i64 (the reference's ids are small grid coordinates): the host
+    // count of kept rows saturates instead of overflowing, and stays within the pooled slots.
+    let preprocessor = encoder.preprocessor(Some(6)).unwrap();
+    let frame = preprocessor.gemma4_video_frame(&pattern(37, 23)).unwrap();
+    for extreme in [i64::MAX, i64::MIN] {
+        let mut patches = frame.clone();
+        patches.positions[..6].fill(extreme);
+        let out = encoder.encode_prepared(&[vision::PreparedImage::Patches(patches)], None).unwrap();
+        assert!(out.soft_tokens[0] <= 6, "{extreme}: {:?}", out.soft_tokens);
+        assert_eq!(out.features.shape(), [out.soft_tokens[0] as i32, encoder.config().text_hidden_size]);
+    }
+    let counts = vision::Pooler::valid_counts(&[i64::MAX, i64::MAX, 0, 0, 1, 1, i64::MAX, 1], 1, 1);
+    assert_eq!(counts, [1]);
+}
+
+#[test]
+fn endless_or_oversized_files_are_refused_after_a_bounded_read() {
+    let _serial = serial();
+    let options = EncoderOptions { limits: preprocess::Limits { max_pixels: 800 }, ..EncoderOptions::default() };
+    let encoder = VisionEncoder::load(fixture("tiny-clipped").join("model"), options).unwrap();
+    let max_bytes = encoder.options().limits.max_file_bytes();
+    assert_eq!(max_bytes, 800 * 8 + (16 << 20));
+
+    // /dev/zero starts like no image: refused from its first bytes, as `Image.open` refuses it.
+    let zero = Path::new("/dev/zero");
+    let (source, message) = file_error(&encoder, zero);
+    assert!(matches!(&source, preprocess::Error::UnknownFormat { magic } if magic == &[0; 8]), "{source:?}");
+    assert!(message.starts_with("/dev/zero: unrecognised image format"), "{message}");
+
+    // A (sparse) file that starts like a PNG but is longer than any image within the limit:
+    // refused from its size, unread.
+    let dir = temp_dir("bad-long");
+    let long = file(&dir, "long.png", &png_header(20, 40));
+    fs::OpenOptions::new().write(true).open(&long).unwrap().set_len(1 << 40).unwrap();
+    let (source, message) = file_error(&encoder, &long);
+    assert!(matches!(source, preprocess::Error::TooManyBytes { max_bytes: m, max_pixels: 800 } if m == max_bytes));
+    assert!(
+        message.ends_with(&format!(
+            "more than {max_bytes} bytes: larger than a file holding an image of up to 800 pixels"
+        )),
+        "{message}"
+    );
+
+    // A pipe that never ends (a PNG signature, then zeros for as long as anyone reads): refused
+    // after `max_bytes + 1` bytes.
+    let fifo = dir.join("endless.png");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut pipe = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            let mut written = pipe.write(&png_header(20, 40)).unwrap() as u64;
+            let zeros = vec![0u8; 1 << 16];
+            // Ends when the reader closes the pipe (EPIPE; SIGPIPE is ignored in Rust programs).
+            while let Ok(n) = pipe.write(&zeros) {
+                written += n as u64;
+            }
+            written
+        })
+    };
+    let (source, _) = file_error(&encoder, &fifo);
+    assert!(matches!(source, preprocess::Error::TooManyBytes { max_bytes: m, .. } if m == max_bytes), "{source:?}");
+    let written = writer.join().unwrap();
+    assert!(written > max_bytes && written < max_bytes + (4 << 20), "the writer got {written} bytes out");
 }

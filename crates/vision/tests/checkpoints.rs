@@ -235,3 +235,137 @@ fn bad_images_are_errors_and_write_nothing() {
     let empty: [&Path; 0] = [];
     assert!(matches!(encoder.encode_files(&empty, None).unwrap_err(), Error::Input { .. }));
 }
+
+/// A copy of the tiny-clipped model sharded in two (raw names) with `edit` applied to the
+/// index's `weight_map` (tensor name → shard file) before it is written.
+fn sharded_copy(name: &str, edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> std::path::PathBuf {
+    let dir = model_copy("tiny-clipped", name);
+    let raw: Vec<(String, Array)> =
+        tensor::load_safetensors(dir.join("model.safetensors")).unwrap().into_iter().collect();
+    fs::remove_file(dir.join("model.safetensors")).unwrap();
+    let (first, second) = raw.split_at(raw.len() / 2);
+    let mut map = serde_json::Map::new();
+    for (shard, tensors) in [("model-00001-of-00002.safetensors", first), ("model-00002-of-00002.safetensors", second)]
+    {
+        save(&dir.join(shard), tensors);
+        for (tensor_name, _) in tensors {
+            map.insert(tensor_name.clone(), shard.into());
+        }
+    }
+    edit(&mut map);
+    let index = serde_json::json!({ "metadata": {}, "weight_map": map });
+    fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    dir
+}
+
+#[test]
+fn a_shard_missing_from_disk_or_a_tensor_missing_from_the_index_is_named() {
+    let key = "model.vision_tower.encoder.layers.1.mlp.down_proj.linear.weight";
+    // The index sends a vision tensor to a shard that is not in the directory.
+    let dir = sharded_copy("shard-missing", |map| {
+        map.insert(key.into(), "model-00003-of-00003.safetensors".into());
+    });
+    let err = load_err(&dir);
+    let shard = dir.join("model-00003-of-00003.safetensors");
+    match &err {
+        Error::Layers(layers::Error::Tensor(tensor::Error::Io { path, source })) => {
+            assert_eq!(path, &shard);
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected the missing shard, got {other:?}"),
+    }
+    assert!(err.to_string().starts_with(&format!("{}: ", shard.display())), "{err}");
+
+    // The index does not list a vision tensor at all (its shard still holds it).
+    let dir = sharded_copy("shard-unlisted", |map| {
+        map.remove(key);
+    });
+    let err = load_err(&dir);
+    let sanitized = key.trim_start_matches("model.");
+    assert!(matches!(&err, Error::Layers(layers::Error::Missing { name }) if name == sanitized), "{err:?}");
+    assert_eq!(err.to_string(), format!("weight `{sanitized}` is missing"));
+
+    // The index lists a tensor in a shard that lacks it.
+    let dir = sharded_copy("shard-lacks", |map| {
+        let [first, second] = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"];
+        let other = if map[key] == first { second } else { first };
+        map.insert(key.into(), other.into());
+    });
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::Layers(layers::Error::Tensor(tensor::Error::Format { .. }))), "{err:?}");
+    assert!(err.to_string().contains(&format!("the index lists `{key}` here, but the file lacks it")), "{err}");
+
+    // An index that is not JSON, or has no weight map.
+    for (text, detail) in [("{ not json", "invalid JSON"), (r#"{"metadata": {}}"#, "no `weight_map` object")] {
+        let dir = sharded_copy("index-broken", |_| {});
+        let index = dir.join("model.safetensors.index.json");
+        fs::write(&index, text).unwrap();
+        let err = load_err(&dir);
+        assert!(matches!(&err, Error::Tensor(tensor::Error::Format { path, .. }) if path == &index), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("{}: {detail}", index.display())), "{err}");
+    }
+}
+
+#[test]
+fn bad_weight_files_and_directories_have_messages_naming_them() {
+    // Wrong dtype: the tensor, the dtype found and the one expected.
+    let key = "model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight";
+    let dir = model_copy("tiny-clipped", "dtype-message");
+    rewrite_weights(&dir, |t| {
+        let (_, w) = t.iter_mut().find(|(n, _)| n == key).unwrap();
+        *w = w.astype(Dtype::I32).unwrap();
+    });
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::Layers(layers::Error::Dtype { .. })), "{err:?}");
+    assert!(err.to_string().starts_with(&format!("weight `{}` has dtype int32", &key[6..])), "{err}");
+
+    // Garbage instead of a weight file: a format error naming the file.
+    let dir = model_copy("tiny-clipped", "garbage-message");
+    let weights = dir.join("model.safetensors");
+    fs::write(&weights, b"not a safetensors file at all").unwrap();
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::Tensor(tensor::Error::Format { path, .. }) if path == &weights), "{err:?}");
+    assert!(err.to_string().starts_with(&format!("{}: ", weights.display())), "{err}");
+
+    // No config, no directory, no weights.
+    let empty = temp_dir("empty-message");
+    assert_eq!(load_err(&empty).to_string(), format!("{}: missing", empty.join("config.json").display()));
+    let nowhere = empty.join("nowhere");
+    assert_eq!(load_err(&nowhere).to_string(), format!("{}: not a directory", nowhere.display()));
+    let no_weights = model_copy("tiny-clipped", "no-weights-message");
+    fs::remove_file(no_weights.join("model.safetensors")).unwrap();
+    assert_eq!(
+        load_err(&no_weights).to_string(),
+        format!(
+            "{}: no weights: none of model.safetensors.index.json, model.safetensors, optiq_vision.safetensors",
+            no_weights.display()
+        )
+    );
+}
+
+#[test]
+fn a_bad_processor_config_is_an_error_naming_the_file() {
+    let cases = [
+        ("{ not json", "key must be a string"),
+        (
+            r#"{"image_processor": {"patch_size": 0}}"#,
+            "patch_size (0), pooling_kernel_size (3) and max_soft_tokens (280) must be positive",
+        ),
+        (r#"{"image_processor": {"image_mean": [0.5, 0.5]}}"#, "image_mean has 2 values; expected 3"),
+        (r#"{"image_processor": {"max_soft_tokens": -1}}"#, "invalid value: integer `-1`"),
+    ];
+    for (text, detail) in cases {
+        let dir = model_copy("tiny-clipped", "bad-processor-config");
+        let path = dir.join("processor_config.json");
+        fs::write(&path, text).unwrap();
+        let err = load_err(&dir);
+        match &err {
+            Error::Preprocess(preprocess::Error::Config { path: named, detail: d }) => {
+                assert_eq!(named, &path, "{text}");
+                assert!(d.contains(detail), "{text}: {d}");
+            }
+            other => panic!("{text}: expected a processor config error, got {other:?}"),
+        }
+        assert!(err.to_string().starts_with(&format!("{}: ", path.display())), "{err}");
+    }
+}

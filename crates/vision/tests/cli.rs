@@ -271,3 +271,63 @@ fn an_unwritable_output_fails_with_one_error_line_and_leaves_nothing() {
     assert!(entries(&occupied).is_empty(), "nothing was written into the directory named by --out");
     assert_eq!(entries(&dir), ["occupied.safetensors", "plain-file"]);
 }
+
+/// `gemma-vision args` under a file-size limit of 512 bytes (`ulimit -f 1`), so that writing
+/// the output fails part-way: with `SIGXFSZ` ignored the write returns an error (`EFBIG`); with
+/// its default action the process is killed in the middle of the write.
+fn gemma_vision_with_small_file_limit(args: &[&str], ignore_signal: bool) -> Output {
+    let trap = if ignore_signal { "trap '' XFSZ; " } else { "" };
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("{trap}ulimit -f 1 && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_gemma-vision"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_write_that_fails_part_way_leaves_the_previous_output_and_no_temporary_file() {
+    let dir = temp_dir("cli-write-fails");
+    let (m, i) = (model("tiny-clipped"), image_arg("tiny-clipped", "noise-20x30.png"));
+    let previous = b"the previous output".as_slice();
+    for command in ["encode", "preprocess"] {
+        let out = dir.join(format!("{command}.safetensors"));
+        fs::write(&out, previous).unwrap();
+        let before = entries(&dir);
+        let run = gemma_vision_with_small_file_limit(
+            &[command, "--model", &m, "--image", &i, "--out", out.to_str().unwrap()],
+            true,
+        );
+        let stderr = String::from_utf8(run.stderr).unwrap();
+        assert_eq!(run.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr:?}");
+        assert!(stderr.starts_with(&format!("error: {}: File too large", out.display())), "{command}: {stderr:?}");
+        assert_eq!(fs::read(&out).unwrap(), previous, "{command}: the previous output is untouched");
+        assert_eq!(entries(&dir), before, "{command}: no temporary file is left");
+    }
+}
+
+#[test]
+fn a_write_interrupted_by_a_signal_never_leaves_a_partial_output() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir("cli-write-killed");
+    let (m, i) = (model("tiny-clipped"), image_arg("tiny-clipped", "noise-20x30.png"));
+    let previous = dir.join("previous.safetensors");
+    fs::write(&previous, b"the previous output").unwrap();
+    let fresh = dir.join("fresh.safetensors");
+    for out in [&previous, &fresh] {
+        let run = gemma_vision_with_small_file_limit(
+            &["encode", "--model", &m, "--image", &i, "--out", out.to_str().unwrap()],
+            false,
+        );
+        assert_eq!(run.status.signal(), Some(25), "killed by SIGXFSZ while writing: {run:?}");
+    }
+    // The output is as it was (the old bytes, or no file): the process died writing its
+    // temporary file. A killed process cannot remove that hidden temporary file itself.
+    assert_eq!(fs::read(&previous).unwrap(), b"the previous output");
+    assert!(!fresh.exists());
+    for name in entries(&dir) {
+        assert!(name == "previous.safetensors" || (name.starts_with('.') && name.ends_with(".partial")), "{name}");
+    }
+}

@@ -48,3 +48,27 @@ fn sizes_derived_past_i32_are_config_errors() {
     let fits = r#"{"model_type": "gemma4", "vision_config": {"patch_size": 26754, "pooling_kernel_size": 46340}}"#;
     assert!(ModelConfig::parse(fits, Path::new("config.json")).is_ok());
 }
+
+/// Floats are read correctly rounded, as Python's `json` reads them for the reference, so an
+/// accepted config written back parses to the same values. Found by
+/// `fuzz/fuzz_targets/model_config.rs`: `1e-25` was read one ulp low (9.999999999999999e-26),
+/// and the value written back then read as a different number.
+#[test]
+fn floats_parse_correctly_rounded_and_round_trip() {
+    let text = r#"{"model_type": "gemma4", "vision_config": {"rms_norm_eps": 1e-25,
+        "rope_parameters": {"rope_theta": 1.0000000000000002e23}}}"#;
+    let config = ModelConfig::parse(text, Path::new("config.json")).unwrap();
+    let vision::VisionConfig::Siglip(siglip) = &config.vision else { panic!("gemma4 is a SigLIP tower") };
+    assert_eq!(siglip.rms_norm_eps.to_bits(), 1e-25f64.to_bits());
+    assert_eq!(siglip.rope_parameters.rope_theta.to_bits(), 1.0000000000000002e23f64.to_bits());
+    let rendered = serde_json::json!({
+        "model_type": config.model_type,
+        "vision_config": config.vision,
+        "text_config": { "hidden_size": config.text_hidden_size },
+    });
+    assert_eq!(ModelConfig::parse(&rendered.to_string(), Path::new("config.json")).unwrap(), config);
+    // The processor config's floats too.
+    let processor = r#"{"image_processor": {"rescale_factor": 0.0039215686274509803921568627}}"#;
+    let parsed = preprocess::ProcessorConfig::from_json(processor, preprocess::ModelFamily::Gemma4).unwrap();
+    assert_eq!(parsed.rescale_factor.to_bits(), (1.0f64 / 255.0).to_bits());
+}

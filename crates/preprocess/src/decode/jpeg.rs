@@ -25,7 +25,8 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let cmyk = matches!(header.colorspace, Colorspace::CMYK | Colorspace::YCCK);
     let format = if cmyk { PixelFormat::CMYK } else { PixelFormat::RGB };
     let channels = format.size();
-    let mut pixels = vec![0u8; width * height * channels];
+    // Every byte is written by the decoder.
+    let mut pixels = crate::buffer_pool::take(width * height * channels);
     let image = Image { pixels: pixels.as_mut_slice(), width, pitch: width * channels, height, format };
     if let Err(error) = decompressor.decompress(bytes, image) {
         // TurboJPEG reports libjpeg warnings as failures too; the image is complete after a
@@ -36,7 +37,13 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
             return Err(classify(error, bytes));
         }
     }
-    let rgb = if cmyk { cmyk_inverted_to_rgb(&pixels) } else { pixels };
+    let rgb = if cmyk {
+        let rgb = cmyk_inverted_to_rgb(&pixels);
+        crate::buffer_pool::give(pixels);
+        rgb
+    } else {
+        pixels
+    };
     Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation: Orientation::from_exif(&exif(bytes)) })
 }
 

@@ -10,6 +10,7 @@ mod jpeg;
 mod png;
 
 use crate::{Error, Limits, Orientation, Result, RgbImage};
+use std::io::Read;
 use std::path::Path;
 
 /// A container format, recognised from the first bytes like Pillow's `Image.open` does.
@@ -89,9 +90,32 @@ pub fn decode(bytes: &[u8], options: &DecodeOptions) -> Result<RgbImage> {
 /// does (`Image.open(path)` -> `ImageOps.exif_transpose` -> `.convert("RGB")`). Errors name the
 /// file: [`Error::Io`] when it cannot be read (missing, a directory), else [`Error::File`]
 /// wrapping the decoding error.
+///
+/// Memory and time stay bounded for any path: the first bytes are checked for an image
+/// signature before the rest is read (so `/dev/zero` is refused at once, as `Image.open`
+/// refuses it), and no more than [`Limits::max_file_bytes`] are read
+/// ([`Error::TooManyBytes`]; a regular file that long is refused from its size, unread).
 pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    decode(&bytes, &DecodeOptions { limits: *limits, apply_exif_orientation: true })
-        .map_err(|source| Error::File { path: path.to_path_buf(), source: Box::new(source) })
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let in_file = |source| Error::File { path: path.to_path_buf(), source: Box::new(source) };
+    let max_bytes = limits.max_file_bytes();
+    let too_long = || in_file(Error::TooManyBytes { max_bytes, max_pixels: limits.max_pixels });
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if metadata.is_file() && metadata.len() > max_bytes {
+        return Err(too_long());
+    }
+    let mut bytes = Vec::new();
+    (&mut file).take(SNIFF_BYTES).read_to_end(&mut bytes).map_err(io)?;
+    Format::sniff(&bytes).map_err(in_file)?;
+    (&mut file).take(max_bytes.saturating_add(1).saturating_sub(SNIFF_BYTES)).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_long());
+    }
+    decode(&bytes, &DecodeOptions { limits: *limits, apply_exif_orientation: true }).map_err(in_file)
 }
+
+/// Bytes read before [`Format::sniff`] decides whether the rest is worth reading (it looks at
+/// the first 12).
+const SNIFF_BYTES: u64 = 16;

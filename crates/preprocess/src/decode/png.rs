@@ -33,7 +33,8 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let mut reader = decoder.read_info().map_err(classify)?;
     let source = (reader.info().color_type, reader.info().bit_depth);
     let size = reader.output_buffer_size().ok_or_else(|| Error::malformed(FORMAT, "image too large for memory"))?;
-    let mut buf = vec![0u8; size];
+    // Every byte is written by `next_frame`.
+    let mut buf = crate::buffer_pool::take(size);
     let frame = reader.next_frame(&mut buf).map_err(classify)?;
     let (out_color, out_depth) = (frame.color_type, frame.bit_depth);
     let line_size = frame.line_size;
@@ -47,7 +48,12 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let (w, h) = (width as usize, height as usize);
     let gray16 = source == (ColorType::Grayscale, BitDepth::Sixteen);
     let gray = matches!(out_color, ColorType::Grayscale | ColorType::GrayscaleAlpha);
-    let mut rgb = vec![0u8; w * h * 3];
+    if pixel_bytes == 3 && line_size == w * 3 && buf.len() >= w * h * 3 {
+        // RGB8: the frame is the image already.
+        buf.truncate(w * h * 3);
+        return Ok(Decoded { image: RgbImage::from_parts(width, height, buf), orientation: exif });
+    }
+    let mut rgb = crate::buffer_pool::take(w * h * 3);
     for (y, out_row) in rgb.chunks_exact_mut(w * 3).enumerate() {
         let line = buf
             .get(y * line_size..y * line_size + w * pixel_bytes)
@@ -71,6 +77,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
             }
         }
     }
+    crate::buffer_pool::give(buf);
     Ok(Decoded { image: RgbImage::from_parts(width, height, rgb), orientation: exif })
 }
 

@@ -25,9 +25,10 @@ pub struct MatrixMut<'a> {
 }
 
 fn check_view(len: usize, rows: usize, cols: usize, stride: usize) -> Result<()> {
-    let needed = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * stride + cols };
+    let needed =
+        if rows == 0 || cols == 0 { Some(0) } else { (rows - 1).checked_mul(stride).and_then(|n| n.checked_add(cols)) };
     let fits_i32 = [rows, cols, stride].iter().all(|&v| c_int::try_from(v).is_ok());
-    if stride < cols || needed > len || !fits_i32 {
+    if stride < cols || needed.is_none_or(|n| n > len) || !fits_i32 {
         return Err(Error::Shape {
             op: "host.matrix",
             detail: format!("{rows}×{cols} with row stride {stride} does not fit {len} values"),
@@ -108,7 +109,8 @@ pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'
     const ROW_MAJOR: c_int = 101;
     let trans = |t: bool| if t { 112 } else { 111 };
     // SAFETY: every view was checked to fit its slice for its rows, cols and stride, the
-    // logical shapes agree, and all extents fit in a C int.
+    // logical shapes agree, and all extents fit in a C int. A stride of 0 (a view without
+    // columns, never read) is passed as 1, the least leading dimension BLAS accepts.
     unsafe {
         sgemm(
             ROW_MAJOR,
@@ -119,12 +121,12 @@ pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'
             k as c_int,
             alpha,
             a.data.as_ptr(),
-            a.stride as c_int,
+            a.stride.max(1) as c_int,
             b.data.as_ptr(),
-            b.stride as c_int,
+            b.stride.max(1) as c_int,
             beta,
             c.data.as_mut_ptr(),
-            c.stride as c_int,
+            c.stride.max(1) as c_int,
         );
     }
     Ok(())

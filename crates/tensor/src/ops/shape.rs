@@ -87,7 +87,7 @@ impl Array {
     pub fn slice_axis(&self, axis: i32, start: i32, stop: i32) -> Result<Array> {
         let shape = self.shape();
         let ndim = shape.len() as i32;
-        let axis_index = if axis < 0 { axis + ndim } else { axis };
+        let axis_index = if axis < 0 { axis.saturating_add(ndim) } else { axis };
         if !(0..ndim).contains(&axis_index) {
             return Err(Error::Shape { op: "slice_axis", detail: format!("axis {axis} out of range for {shape:?}") });
         }

@@ -1,0 +1,101 @@
+//! The thread model at the encoder level: one `VisionEncoder` per checkpoint shared by many
+//! threads, some encoding good images (bit-identical to one thread), others failing at the same
+//! time — in the decoder and inside MLX, whose error handler is process-wide. Every failure
+//! reaches its own caller only, with its own message; no success sees an error.
+
+mod common;
+
+use common::{bytes, fixture, image, load, temp_dir};
+use std::sync::{Arc, Barrier};
+use vision::{Error, PreparedImage, VisionEncoder};
+
+const ROUNDS: usize = 6;
+
+/// A gemma4 pixel input of 14×14: 3×3 patches of 4 (one pooling window), but its side is not
+/// a multiple of the patch size, so MLX's reshape into patches fails.
+fn mis_sized_pixels() -> PreparedImage {
+    PreparedImage::Pixels(preprocess::PixelValues {
+        data: vec![0.5; 3 * 14 * 14],
+        height: 14,
+        width: 14,
+        soft_tokens: 1,
+    })
+}
+
+fn assert_mlx_reshape_error(err: &Error) {
+    match err {
+        Error::Tensor(tensor::Error::Mlx { op, message, .. }) => {
+            assert_eq!(*op, "reshape", "{err}");
+            assert!(message.contains("reshape"), "MLX's own message: {message}");
+        }
+        other => panic!("expected MLX's reshape error, got {other:?}"),
+    }
+}
+
+#[test]
+fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical() {
+    let clipped = Arc::new(load(&fixture("tiny-clipped").join("model")));
+    let unified = Arc::new(load(&fixture("tiny-unified").join("model")));
+    let clipped_images = vec![image("tiny-clipped", "noise-20x30.png"), image("tiny-clipped", "gradient-37x23.png")];
+    let unified_images = vec![image("tiny-unified", "checker-20x30.png"), image("tiny-unified", "gradient-37x23.png")];
+    let garbage = temp_dir("threads").join("garbage.png");
+    std::fs::write(&garbage, b"\x89PNG\r\n\x1a\nnot a png at all").unwrap();
+
+    // One thread's results, computed first.
+    let expected_clipped = bytes(&clipped.encode_files(&clipped_images, Some(6)).unwrap().features);
+    let expected_unified = bytes(&unified.encode_files(&unified_images, Some(20)).unwrap().features);
+    let mlx_error = clipped.encode_prepared(&[mis_sized_pixels()], None).unwrap_err();
+    assert_mlx_reshape_error(&mlx_error);
+    let expected_message = mlx_error.to_string();
+
+    // 6 threads start together: 2 encode gemma4, 2 gemma4_unified, 1 fails inside MLX, 1 in the decoder.
+    let start = Arc::new(Barrier::new(6));
+    let good = |encoder: &Arc<VisionEncoder>, images: &Vec<std::path::PathBuf>, budget: u32| {
+        let (encoder, images, start) = (Arc::clone(encoder), images.clone(), Arc::clone(&start));
+        std::thread::spawn(move || {
+            start.wait();
+            (0..ROUNDS)
+                .map(|_| bytes(&encoder.encode_files(&images, Some(budget)).unwrap().features))
+                .collect::<Vec<_>>()
+        })
+    };
+    let good_threads = [
+        (good(&clipped, &clipped_images, 6), &expected_clipped),
+        (good(&clipped, &clipped_images, 6), &expected_clipped),
+        (good(&unified, &unified_images, 20), &expected_unified),
+        (good(&unified, &unified_images, 20), &expected_unified),
+    ];
+    let mlx_failures = {
+        let (encoder, start) = (Arc::clone(&clipped), Arc::clone(&start));
+        std::thread::spawn(move || {
+            start.wait();
+            (0..ROUNDS * 4)
+                .map(|_| encoder.encode_prepared(&[mis_sized_pixels()], None).unwrap_err())
+                .collect::<Vec<_>>()
+        })
+    };
+    let decode_failures = {
+        let (encoder, start, garbage) = (Arc::clone(&unified), Arc::clone(&start), garbage.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            (0..ROUNDS * 4).map(|_| encoder.encode_files(&[&garbage], None).unwrap_err()).collect::<Vec<_>>()
+        })
+    };
+
+    for (handle, expected) in good_threads {
+        for result in handle.join().unwrap() {
+            assert_eq!(&result, expected, "a concurrent encode differs from the single-threaded one");
+        }
+    }
+    for err in mlx_failures.join().unwrap() {
+        assert_mlx_reshape_error(&err);
+        // Same op, same MLX message: nothing from another thread's failure leaked in.
+        let message = err.to_string();
+        assert_eq!(message, expected_message);
+    }
+    for err in decode_failures.join().unwrap() {
+        assert!(err.to_string().starts_with(&format!("{}: malformed PNG data", garbage.display())), "{err}");
+    }
+    // And afterwards, on this thread, the encoders work as before.
+    assert_eq!(bytes(&clipped.encode_files(&clipped_images, Some(6)).unwrap().features), expected_clipped);
+}
