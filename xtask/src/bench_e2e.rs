@@ -20,6 +20,7 @@
 //! `--quick` runs budget 70 only.
 
 use crate::bench::write_section;
+use crate::json::{json_number, json_numbers, json_string};
 use crate::project::{
     Result, cargo, linked_blas, oracle_python, output, release_binary, root, run, target_dir, work_dir,
 };
@@ -560,32 +561,6 @@ fn gemm_shapes(gemm: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The numbers of the array value of `"key"` in a JSON line.
-fn json_numbers(text: &str, key: &str) -> Vec<f64> {
-    let Some(rest) = value_after(text, key).and_then(|r| r.strip_prefix('[')) else { return Vec::new() };
-    let body = &rest[..rest.find(']').unwrap_or(rest.len())];
-    body.split(',').filter_map(|n| n.trim().parse().ok()).collect()
-}
-
-/// The first string value of `"key"` in a flat JSON line (ours: no escapes in values).
-fn json_string(text: &str, key: &str) -> Option<String> {
-    let rest = value_after(text, key)?.strip_prefix('"')?;
-    Some(rest[..rest.find('"')?].to_owned())
-}
-
-/// The first number value of `"key"` in a JSON line.
-fn json_number(text: &str, key: &str) -> Option<f64> {
-    let rest = value_after(text, key)?;
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c))).unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-fn value_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let needle = format!("\"{key}\"");
-    let rest = &text[text.find(&needle)? + needle.len()..];
-    Some(rest.trim_start().strip_prefix(':')?.trim_start())
 }
 
 /// CPU model (with its AVX-512 / BF16 flags), cores, memory, OS, MLX and the float32 BLAS.

@@ -8,6 +8,7 @@
 //! described; naming bench files runs only those and prints the table without writing it.
 
 use crate::bench::write_section;
+use crate::json::{json_number, json_numbers, json_string};
 use crate::project::{Result, cargo, linked_blas, oracle_python, output, root, run, work_dir};
 use crate::setup;
 use std::fmt::Write as _;
@@ -225,32 +226,6 @@ fn criterion_timing(home: &Path, group: &str, function: &str) -> Result<Timing> 
         return Err(format!("{}: no samples", dir.display()));
     }
     Ok(Timing { median: median * 1e-9, fastest: fastest * 1e-9 })
-}
-
-/// The numbers of the array value of `"key"` in a JSON text.
-fn json_numbers(text: &str, key: &str) -> Vec<f64> {
-    let Some(rest) = value_after(text, key).and_then(|r| r.strip_prefix('[')) else { return Vec::new() };
-    let body = &rest[..rest.find(']').unwrap_or(rest.len())];
-    body.split(',').filter_map(|n| n.trim().parse().ok()).collect()
-}
-
-/// The first string value of `"key"` in a flat JSON text (ours: no escapes in values).
-fn json_string(text: &str, key: &str) -> Option<String> {
-    let rest = value_after(text, key)?.strip_prefix('"')?;
-    Some(rest[..rest.find('"')?].to_owned())
-}
-
-/// The first number value of `"key"` in a JSON text.
-fn json_number(text: &str, key: &str) -> Option<f64> {
-    let rest = value_after(text, key)?;
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c))).unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-fn value_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let needle = format!("\"{key}\"");
-    let rest = &text[text.find(&needle)? + needle.len()..];
-    Some(rest.trim_start().strip_prefix(':')?.trim_start())
 }
 
 fn render(rows: &[Row], mlx_version: &str, load_before: &str, load_after: &str) -> String {

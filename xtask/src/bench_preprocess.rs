@@ -11,6 +11,7 @@
 //! with the machine and its load described.
 
 use crate::bench::write_section;
+use crate::json::{json_number, json_string};
 use crate::project::{Result, cargo, cmd, output, python, root, run, work_dir};
 use crate::setup;
 use std::fmt::Write as _;
@@ -123,25 +124,6 @@ fn criterion_median(home: &Path, group: &str, function: &str) -> Result<f64> {
     let nanoseconds =
         json_number(median, "point_estimate").ok_or_else(|| format!("{}: no point estimate", path.display()))?;
     Ok(nanoseconds * 1e-9)
-}
-
-/// The first string value of `"key"` in a flat JSON line (no escapes in our values).
-fn json_string(text: &str, key: &str) -> Option<String> {
-    let rest = value_after(text, key)?.strip_prefix('"')?;
-    Some(rest[..rest.find('"')?].to_owned())
-}
-
-/// The first number value of `"key"` in a JSON text.
-fn json_number(text: &str, key: &str) -> Option<f64> {
-    let rest = value_after(text, key)?;
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c))).unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-fn value_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let needle = format!("\"{key}\"");
-    let rest = &text[text.find(&needle)? + needle.len()..];
-    Some(rest.trim_start().strip_prefix(':')?.trim_start())
 }
 
 /// CPU model, cores, memory and OS.

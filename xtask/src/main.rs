@@ -10,6 +10,7 @@ mod bench_ops;
 mod bench_preprocess;
 mod cli;
 mod fuzz;
+mod json;
 mod parity;
 mod project;
 mod setup;
