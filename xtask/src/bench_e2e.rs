@@ -21,6 +21,7 @@
 
 use crate::bench::write_section;
 use crate::json::{json_number, json_numbers, json_string};
+use crate::machine::{Machine, load_average};
 use crate::project::{
     Result, cargo, linked_blas, oracle_python, output, release_binary, root, run, target_dir, work_dir,
 };
@@ -565,24 +566,7 @@ fn gemm_shapes(gemm: &str) -> String {
 
 /// CPU model (with its AVX-512 / BF16 flags), cores, memory, OS, MLX and the float32 BLAS.
 fn machine(mlx_version: &str) -> String {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_owned()))
-        .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
-    let flags = cpuinfo.lines().find_map(|l| l.strip_prefix("flags").and_then(|r| r.split_once(':'))).map(|(_, f)| f);
-    let has = |flag: &str| flags.is_some_and(|f| f.split_whitespace().any(|x| x == flag));
-    let isa: Vec<&str> = ["avx2", "fma", "avx512f", "avx512_bf16"].into_iter().filter(|f| has(f)).collect();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let memory = fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().to_owned())))
-        .and_then(|kb| kb.trim_end_matches(" kB").parse::<f64>().ok())
-        .map_or_else(String::new, |kb| format!(", {:.0} GiB RAM", kb / 1024.0 / 1024.0));
-    let os = fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
-        .unwrap_or_else(|| std::env::consts::OS.to_owned());
+    let Machine { model, isa, cores, memory, os } = Machine::read();
     let blas = linked_blas().map_or("the BLAS libmlx was built with".to_owned(), |p| p.display().to_string());
     format!(
         "{model} ({}), {cores} cores{memory}; {os}; MLX {mlx_version} (CPU backend); float32 BLAS {blas}.",
@@ -596,12 +580,6 @@ fn load_average_1min() -> f64 {
         .ok()
         .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
         .unwrap_or(f64::NAN)
-}
-
-fn load_average() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
-        .unwrap_or_else(|_| "?".to_owned())
 }
 
 #[cfg(test)]

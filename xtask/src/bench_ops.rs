@@ -9,6 +9,7 @@
 
 use crate::bench::write_section;
 use crate::json::{json_number, json_numbers, json_string};
+use crate::machine::{Machine, load_average};
 use crate::project::{Result, cargo, linked_blas, oracle_python, output, root, run, work_dir};
 use crate::setup;
 use std::fmt::Write as _;
@@ -281,29 +282,9 @@ fn render(rows: &[Row], mlx_version: &str, load_before: &str, load_after: &str) 
 
 /// CPU model and cores, OS, MLX version and device, and the BLAS serving float32 matmuls.
 fn machine(mlx_version: &str) -> String {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_owned()))
-        .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let memory = fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().to_owned())))
-        .and_then(|kb| kb.trim_end_matches(" kB").parse::<f64>().ok())
-        .map_or_else(String::new, |kb| format!(", {:.0} GiB RAM", kb / 1024.0 / 1024.0));
-    let os = fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
-        .unwrap_or_else(|| std::env::consts::OS.to_owned());
+    let Machine { model, cores, memory, os, .. } = Machine::read();
     let blas = linked_blas().map_or("the BLAS libmlx was built with".to_owned(), |p| {
         format!("{} with {cores} threads per call on both sides", p.display())
     });
     format!("{model}, {cores} cores{memory}; {os}; MLX {mlx_version} (CPU backend); float32 BLAS {blas}.")
-}
-
-fn load_average() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
-        .unwrap_or_else(|_| "?".to_owned())
 }

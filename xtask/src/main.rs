@@ -11,6 +11,7 @@ mod bench_preprocess;
 mod cli;
 mod fuzz;
 mod json;
+mod machine;
 mod parity;
 mod project;
 mod setup;
