@@ -41,14 +41,7 @@ impl Array {
     /// An array holding a copy of `data`, shaped `shape` (row-major).
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[i32]) -> Result<Array> {
-        let count = element_count(shape)
-            .ok_or_else(|| Error::Shape { op: "from_slice", detail: format!("invalid shape {shape:?}") })?;
-        if count != data.len() {
-            return Err(Error::Shape {
-                op: "from_slice",
-                detail: format!("{} values do not fill shape {shape:?} ({count} elements)", data.len()),
-            });
-        }
+        check_fills("from_slice", data.len(), shape)?;
         array_ctor("from_slice", || unsafe {
             ffi::mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, T::DTYPE.to_raw())
         })
@@ -60,14 +53,7 @@ impl Array {
     /// a double free.
     #[track_caller]
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
-        let count = element_count(shape)
-            .ok_or_else(|| Error::Shape { op: "from_vec", detail: format!("invalid shape {shape:?}") })?;
-        if count != data.len() {
-            return Err(Error::Shape {
-                op: "from_vec",
-                detail: format!("{} values do not fill shape {shape:?} ({count} elements)", data.len()),
-            });
-        }
+        check_fills("from_vec", data.len(), shape)?;
         if data.is_empty() {
             return Array::from_slice(&data, shape);
         }
@@ -236,6 +222,18 @@ impl Array {
             detail: format!("buffer cannot be viewed as {:?}: {e}", T::DTYPE),
         })
     }
+}
+
+/// Checks that `len` values fill `shape` exactly (an [`Error::Shape`] naming `op` otherwise).
+fn check_fills(op: &'static str, len: usize, shape: &[i32]) -> Result<()> {
+    let count = element_count(shape).ok_or_else(|| Error::Shape { op, detail: format!("invalid shape {shape:?}") })?;
+    if count != len {
+        return Err(Error::Shape {
+            op,
+            detail: format!("{len} values do not fill shape {shape:?} ({count} elements)"),
+        });
+    }
+    Ok(())
 }
 
 /// Product of a shape's extents, or `None` for a negative extent or overflow.
