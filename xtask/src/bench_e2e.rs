@@ -440,7 +440,9 @@ fn render(
          embedding projection, evaluation). Float32 rows: median of {} runs; bf16 rows: {} run(s) (minutes \
          each at budget 280). **Peak RSS** is the process's VmHWM (load included); **MLX peak** is MLX's \
          allocator high-water mark. Sides: ours (`crates/vision/examples/bench_encode.rs`, native dtype = the \
-         checkpoint's bf16, bit-exact with the reference, and `--dtype f32`); mlx-vlm 0.7.10's own path \
+         checkpoint's bf16, bit-exact with the reference, and `--dtype f32`, whose CPU path runs attention and \
+         the MLP's GELU with the host kernels of `tensor::host`; freed memory kept for reuse as the \
+         `gemma-vision` command does, `tensor::memory::retain_freed_host_memory`); mlx-vlm 0.7.10's own path \
          (`crates/parity/python/bench_e2e.py run`: `load_image` → `Gemma4ImageProcessor` / \
          `Gemma4UnifiedImageProcessor` → `Model.encode_image` / `Model.get_image_features`), in bf16 and with \
          the weights cast to float32; candle-transformers 0.11.1's gemma4 `VisionTower` + `MultimodalEmbedder` \

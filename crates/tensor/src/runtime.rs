@@ -40,9 +40,13 @@ pub fn init() {
     INIT.call_once(|| {
         // SAFETY: the handler is a plain function valid for the whole process; no data pointer.
         unsafe { ffi::mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        ffi::blas::configure(threads);
+        ffi::blas::configure(blas_threads());
     });
+}
+
+/// Threads each BLAS call gets by default: one per core.
+pub(crate) fn blas_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn take_error() -> String {

@@ -8,7 +8,8 @@
 //!
 //! Loads the model directory once (timed: `load_seconds`), then runs `VisionEncoder::encode_files`
 //! (decode + EXIF orientation + preprocess + encoder) and evaluates the features, `--runs` times
-//! (timed each: `seconds`). Prints one JSON line with the per-run seconds, their median, the soft
+//! (timed each: `seconds`), with freed memory retained for reuse as the `gemma-vision` command
+//! does (`tensor::memory::retain_freed_host_memory`). Prints one JSON line with the per-run seconds, their median, the soft
 //! tokens per image, the features' shape and dtype, the process's peak RSS (VmHWM) and MLX's
 //! peak memory (`tensor::memory::peak_memory`). `--out` saves the last run's features
 //! (`features`, the encoder's dtype).
@@ -88,6 +89,8 @@ fn positive(flag: &str, text: &str) -> Result<u32> {
 
 fn bench(args: &Args) -> Result<()> {
     let model = args.model.as_ref().ok_or(USAGE)?;
+    // As the `gemma-vision` command does.
+    tensor::memory::retain_freed_host_memory();
     let start = Instant::now();
     let encoder =
         VisionEncoder::load(model, EncoderOptions { compute_dtype: args.dtype, ..EncoderOptions::default() })?;

@@ -8,12 +8,15 @@
 //! not bit-identical to MLX's kernels (the exact path never uses them); they are accurate to a
 //! few float32 ulps.
 
+mod attention;
+mod blas_threads;
 mod exp;
 mod gelu;
 mod parallel;
 mod sgemm;
 mod softmax;
 
+pub use attention::{AttentionMask, AttentionShape, attention};
 pub use exp::exp_in_place;
 pub use gelu::gelu_tanh_mul;
 pub use sgemm::{Matrix, MatrixMut, sgemm};

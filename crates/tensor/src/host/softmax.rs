@@ -1,6 +1,6 @@
 //! Row-wise softmax in place.
 
-use super::exp::exp_in_place;
+use super::exp::exp_scalar;
 use super::parallel::for_row_chunks;
 use crate::{Error, Result};
 
@@ -23,23 +23,110 @@ pub fn softmax_rows(data: &mut [f32], row_len: usize, scale: f32, mask: Option<(
     }
     for_row_chunks(data, row_len, |chunk, first_row| {
         for (i, row) in chunk.chunks_exact_mut(row_len).enumerate() {
-            if scale != 1.0 {
-                row.iter_mut().for_each(|v| *v *= scale);
-            }
-            if let Some((mask, mask_rows)) = mask {
+            let mask_row = mask.map(|(mask, mask_rows)| {
                 let r = (first_row + i) % mask_rows;
-                row.iter_mut().zip(&mask[r * row_len..(r + 1) * row_len]).for_each(|(v, m)| *v += m);
-            }
-            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let shift = if max.is_finite() { max } else { 0.0 };
-            row.iter_mut().for_each(|v| *v -= shift);
-            exp_in_place(row);
-            let sum: f32 = row.iter().sum();
-            let inv = 1.0 / sum;
+                &mask[r * row_len..(r + 1) * row_len]
+            });
+            let inv = 1.0 / exp_shifted_row(row, scale, mask_row);
             row.iter_mut().for_each(|v| *v *= inv);
         }
     });
     Ok(())
+}
+
+/// Replaces `row` with `e^{y − max(y)}` for `y = scale · row + mask` (the maximum taken as 0
+/// when it is not finite) and returns the sum of the new values: a softmax row before its
+/// normalisation. `mask`, if given, must be as long as `row` (extra values are ignored).
+pub(crate) fn exp_shifted_row(row: &mut [f32], scale: f32, mask: Option<&[f32]>) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+        return unsafe { avx2::exp_shifted_row(row, scale, mask) };
+    }
+    match mask {
+        Some(mask) => row.iter_mut().zip(mask).for_each(|(v, m)| *v = *v * scale + m),
+        None => row.iter_mut().for_each(|v| *v *= scale),
+    }
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let shift = if max.is_finite() { max } else { 0.0 };
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = exp_scalar(*v - shift);
+        sum += *v;
+    }
+    sum
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::super::exp::avx2::exp8;
+    use super::super::exp::exp_scalar;
+    use std::arch::x86_64::*;
+
+    /// Horizontal reduction of 8 lanes with `op`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn reduce(v: __m256, op: impl Fn(__m128, __m128) -> __m128) -> f32 {
+        let quad = op(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let pair = op(quad, _mm_movehl_ps(quad, quad));
+        _mm_cvtss_f32(op(pair, _mm_movehdup_ps(pair)))
+    }
+
+    /// [`super::exp_shifted_row`] with 8 lanes at a time.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn exp_shifted_row(row: &mut [f32], scale: f32, mask: Option<&[f32]>) -> f32 {
+        let n = row.len();
+        let lanes = n - n % 8;
+        let vscale = _mm256_set1_ps(scale);
+        let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
+        let p = row.as_mut_ptr();
+        match mask {
+            Some(mask) => {
+                let mask = &mask[..n];
+                for i in (0..lanes).step_by(8) {
+                    // SAFETY: `i + 8 <= n` for `row` and `mask` (sliced to `n` above).
+                    unsafe {
+                        let y =
+                            _mm256_fmadd_ps(_mm256_loadu_ps(p.add(i)), vscale, _mm256_loadu_ps(mask.as_ptr().add(i)));
+                        _mm256_storeu_ps(p.add(i), y);
+                        vmax = _mm256_max_ps(vmax, y);
+                    }
+                }
+                for (v, m) in row[lanes..].iter_mut().zip(&mask[lanes..]) {
+                    *v = *v * scale + m;
+                }
+            }
+            None => {
+                for i in (0..lanes).step_by(8) {
+                    // SAFETY: `i + 8 <= n`.
+                    unsafe {
+                        let y = _mm256_mul_ps(_mm256_loadu_ps(p.add(i)), vscale);
+                        _mm256_storeu_ps(p.add(i), y);
+                        vmax = _mm256_max_ps(vmax, y);
+                    }
+                }
+                row[lanes..].iter_mut().for_each(|v| *v *= scale);
+            }
+        }
+        let max = row[lanes..].iter().copied().fold(reduce(vmax, |a, b| _mm_max_ps(a, b)), f32::max);
+        let shift = if max.is_finite() { max } else { 0.0 };
+        let vshift = _mm256_set1_ps(shift);
+        let mut vsum = _mm256_setzero_ps();
+        for i in (0..lanes).step_by(8) {
+            // SAFETY: `i + 8 <= n`.
+            unsafe {
+                let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p.add(i)), vshift));
+                _mm256_storeu_ps(p.add(i), e);
+                vsum = _mm256_add_ps(vsum, e);
+            }
+        }
+        let mut sum = reduce(vsum, |a, b| _mm_add_ps(a, b));
+        for v in &mut row[lanes..] {
+            *v = exp_scalar(*v - shift);
+            sum += *v;
+        }
+        sum
+    }
 }
 
 #[cfg(test)]
@@ -62,6 +149,22 @@ mod tests {
             for c in 0..5 {
                 let expected = (x[c] - max).exp() / denom;
                 assert!((row[c] as f64 - expected).abs() < 1e-6, "row {r} col {c}");
+            }
+        }
+        // Rows long enough for the vector lanes (and a remainder), with a per-row mask.
+        let row_len = 37;
+        let mut long: Vec<f32> = (0..2 * row_len).map(|i| (i as f32 * 1.3).cos() * 9.0).collect();
+        let long_mask: Vec<f32> = (0..2 * row_len).map(|i| if i % 7 == 3 { -1e9 } else { 0.1 * i as f32 }).collect();
+        let before = long.clone();
+        softmax_rows(&mut long, row_len, 0.5, Some((&long_mask, 2))).unwrap();
+        for r in 0..2 {
+            let x: Vec<f64> =
+                (r * row_len..(r + 1) * row_len).map(|i| 0.5 * before[i] as f64 + long_mask[i] as f64).collect();
+            let max = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let denom: f64 = x.iter().map(|v| (v - max).exp()).sum();
+            for c in 0..row_len {
+                let expected = (x[c] - max).exp() / denom;
+                assert!((long[r * row_len + c] as f64 - expected).abs() < 1e-6, "long row {r} col {c}");
             }
         }
         for (row_len, mask) in [(0, None), (4, None), (5, Some((&mask[..4], 1))), (5, Some((&mask[..], 0)))] {

@@ -108,6 +108,8 @@ fn out_path(args: &Args) -> Result<&std::path::Path, String> {
 }
 
 fn encode(args: &Args) -> Result<(), String> {
+    // A command runs alone in its process: keep MLX's freed intermediates mapped for reuse.
+    tensor::memory::retain_freed_host_memory();
     let encoder = load(args)?;
     let features = encoder.encode_files(&args.images, args.budget).map_err(|e| e.to_string())?;
     let counts: Vec<i32> = features.soft_tokens.iter().map(|&n| n as i32).collect();
