@@ -64,7 +64,10 @@ fn host_attention_matches_the_fused_kernel() {
             let got = HostAttention.attend(&q, &k, &v, scale, mask).unwrap();
             assert_eq!(got.dtype(), Dtype::F32);
             let error = relative_error(&got, &expected);
-            assert!(error < 2e-6, "{:?}: relative error {error}", (b, hq, hkv, l, d, scale));
+            // Scale 1 with |q|, |k| ~ 2 gives logits up to ~30: a float32 dot product of 64 terms
+            // summed in another order moves them by ~1e-5 absolute, and the softmax carries that
+            // into the probabilities as a relative error.
+            assert!(error < 1e-5, "{:?}: relative error {error}", (b, hq, hkv, l, d, scale));
         }
     }
 }

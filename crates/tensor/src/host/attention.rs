@@ -71,9 +71,12 @@ pub fn attention(
         }
     }
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
-    // Each head's keys and values contiguous: BLAS packs them again for every query block.
-    let (k, v) =
-        (heads_first(k, shape.batch, keys, kv_heads, head_dim), heads_first(v, shape.batch, keys, kv_heads, head_dim));
+    // Per head, keys transposed (`[head_dim, keys]`) and values contiguous: both products then
+    // read their right-hand side along its rows, as the BLAS's row-vector kernels want.
+    let (k, v) = (
+        keys_transposed(k, shape.batch, keys, kv_heads, head_dim),
+        heads_first(v, shape.batch, keys, kv_heads, head_dim),
+    );
     let context = Context { shape, q, k: &k, v: &v, scale, mask, group };
     if workers <= 1 {
         let mut scratch = Scratch::new(keys, head_dim);
@@ -106,6 +109,23 @@ fn heads_first(x: &[f32], batch: usize, len: usize, heads: usize, dim: usize) ->
             for t in 0..len {
                 let at = ((b * len + t) * heads + h) * dim;
                 out.extend_from_slice(&x[at..at + dim]);
+            }
+        }
+    }
+    out
+}
+
+/// `[batch, len, heads, dim]` → `[batch, heads, dim, len]`.
+fn keys_transposed(x: &[f32], batch: usize, len: usize, heads: usize, dim: usize) -> Vec<f32> {
+    let mut out = vec![0f32; x.len()];
+    for b in 0..batch {
+        for h in 0..heads {
+            let head_out = &mut out[(b * heads + h) * dim * len..(b * heads + h + 1) * dim * len];
+            for t in 0..len {
+                let at = ((b * len + t) * heads + h) * dim;
+                for (c, &value) in x[at..at + dim].iter().enumerate() {
+                    head_out[c * len + t] = value;
+                }
             }
         }
     }
@@ -216,7 +236,7 @@ impl Context<'_> {
             sgemm(
                 1.0,
                 Matrix::new(queries_in, rows, d, d)?,
-                Matrix::new(&self.k[kv_head..], keys, d, d)?.t(),
+                Matrix::new(&self.k[kv_head..], d, keys, keys)?,
                 0.0,
                 MatrixMut::new(scores, rows, keys, keys)?,
             )?;
