@@ -6,6 +6,14 @@ use proptest::prelude::*;
 use tensor::Error;
 use tensor::host::{AttentionMask, AttentionShape, attention};
 
+/// Held by every test: the BLAS thread count the last test checks is process-wide, and the
+/// other tests' attention calls change it while they run.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Token-major `[b, l, h, d]` index.
 fn at(shape: &AttentionShape, heads: usize, len: usize, b: usize, t: usize, h: usize) -> usize {
     ((b * len + t) * heads + h) * shape.head_dim
@@ -76,6 +84,7 @@ proptest! {
         mask_kind in 0usize..4,
         seed in any::<u64>(),
     ) {
+        let _serial = serial();
         let shape = AttentionShape { batch, query_heads: kv_heads * group, kv_heads, queries, keys, head_dim };
         let q = values(batch * queries * shape.query_heads * head_dim, seed);
         let k = values(batch * keys * kv_heads * head_dim, seed ^ 1);
@@ -96,6 +105,7 @@ proptest! {
 
 #[test]
 fn mismatched_buffers_and_masks_are_shape_errors() {
+    let _serial = serial();
     let shape = AttentionShape { batch: 1, query_heads: 2, kv_heads: 1, queries: 3, keys: 4, head_dim: 2 };
     let (q, kv) = (vec![0.5f32; 12], vec![0.25f32; 8]);
     let mut out = vec![7f32; 12];
@@ -119,6 +129,7 @@ fn mismatched_buffers_and_masks_are_shape_errors() {
 
 #[test]
 fn blas_gets_its_threads_back_afterwards() {
+    let _serial = serial();
     let threads = tensor::runtime::blas().threads;
     let shape = AttentionShape { batch: 2, query_heads: 2, kv_heads: 2, queries: 300, keys: 40, head_dim: 8 };
     let q = values(2 * 300 * 2 * 8, 1);
