@@ -8,9 +8,10 @@ pub enum Arithmetic {
     #[default]
     Reference,
     /// For float32 activations on MLX's CPU backend, whose transcendental functions run one
-    /// element at a time: attention by [`HostAttention`](crate::HostAttention) (BLAS products,
-    /// vectorised softmax), the MLP's tanh-GELU and gate product on the host
-    /// (`tensor::host::gelu_tanh_mul`), and the q/k/v norms by the fused RMS-norm kernel.
+    /// element at a time and its element-wise ops on one core: in attention blocks, the q/k/v
+    /// RMS norms, RoPE and attention on the host over every core (`tensor::host::attention`:
+    /// BLAS products, vectorised softmax); the MLP's tanh-GELU and gate product on the host
+    /// (`tensor::host::gelu_tanh_mul`).
     /// Every replaced piece computes the same function as the reference's in float32, within
     /// a few ulps; the output is not bit-identical to [`Reference`](Self::Reference). Each
     /// attention and each MLP synchronises once with the host (their inputs are evaluated).

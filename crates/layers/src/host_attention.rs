@@ -26,21 +26,15 @@ impl AttentionKernel for HostAttention {
         if vs != ks || kb != b || kd != d || hkv == 0 || hq % hkv != 0 {
             return Err(input(format!("q {qs:?}, k {ks:?}, v {vs:?} do not form grouped-query attention")));
         }
-        let mask = match mask {
-            None => None,
-            Some(m) => {
-                let ms = m.shape();
-                let fits = ms.len() == 4
-                    && (ms[0] == 1 || ms[0] == b)
-                    && (ms[1] == 1 || ms[1] == hq)
-                    && (ms[2] == 1 || ms[2] == l)
-                    && ms[3] == lk;
-                if !fits {
-                    return Err(input(format!("mask {ms:?} does not broadcast to [{b}, {hq}, {l}, {lk}]")));
-                }
-                Some((m.astype(Dtype::F32)?, ms))
-            }
+        let shape = AttentionShape {
+            batch: b as usize,
+            query_heads: hq as usize,
+            kv_heads: hkv as usize,
+            queries: l as usize,
+            keys: lk as usize,
+            head_dim: d as usize,
         };
+        let mask = HostMask::new(mask, shape)?;
         let as_f32 = |x: &Array| -> Result<Array> {
             Ok(if x.dtype() == Dtype::F32 { x.clone() } else { x.astype(Dtype::F32)? })
         };
@@ -52,35 +46,64 @@ impl AttentionKernel for HostAttention {
             as_f32(&k.transpose(&tokens_first)?)?,
             as_f32(&v.transpose(&tokens_first)?)?,
         );
-        let mut arrays = vec![&q32, &k32, &v32];
-        arrays.extend(mask.as_ref().map(|(m, _)| m));
-        Array::eval_all(&arrays)?;
-        let shape = AttentionShape {
-            batch: b as usize,
-            query_heads: hq as usize,
-            kv_heads: hkv as usize,
-            queries: l as usize,
-            keys: lk as usize,
-            head_dim: d as usize,
-        };
-        let mut out = vec![0f32; shape.batch * shape.query_heads * shape.queries * shape.head_dim];
-        q32.with_slice(|q: &[f32]| {
-            k32.with_slice(|k: &[f32]| {
-                v32.with_slice(|v: &[f32]| match &mask {
-                    Some((m, ms)) => m.with_slice(|values: &[f32]| {
-                        let mask = AttentionMask {
-                            values,
-                            batch: ms[0] as usize,
-                            heads: ms[1] as usize,
-                            rows: ms[2] as usize,
-                        };
-                        attention(shape, q, k, v, scale, Some(mask), &mut out)
-                    })?,
-                    None => attention(shape, q, k, v, scale, None, &mut out),
-                })
-            })
+        Array::eval_all(&[&q32, &k32, &v32])?;
+        let out = q32.with_slice(|q: &[f32]| {
+            k32.with_slice(|k: &[f32]| v32.with_slice(|v: &[f32]| attend_on_host(shape, q, k, v, scale, mask.as_ref())))
         })????;
         let out = Array::from_vec(out, &[b, l, hq, d])?.transpose(&tokens_first)?;
         Ok(if q.dtype() == Dtype::F32 { out } else { out.astype(q.dtype())? })
     }
+}
+
+/// An additive attention mask checked against an attention's shape, as evaluated float32.
+#[derive(Debug)]
+pub(crate) struct HostMask {
+    values: Array,
+    /// Its batch, head and row extents (1 or the attention's).
+    extents: [usize; 3],
+}
+
+impl HostMask {
+    /// Checks that `mask` is `[1 | B, 1 | Hq, 1 | L, Lk]` for `shape` and evaluates it in float32.
+    pub(crate) fn new(mask: Option<&Array>, shape: AttentionShape) -> Result<Option<HostMask>> {
+        let Some(mask) = mask else { return Ok(None) };
+        let ms = mask.shape();
+        let AttentionShape { batch, query_heads, queries, keys, .. } = shape;
+        let fits = |extent: i32, full: usize| extent == 1 || usize::try_from(extent) == Ok(full);
+        if ms.len() != 4
+            || !fits(ms[0], batch)
+            || !fits(ms[1], query_heads)
+            || !fits(ms[2], queries)
+            || usize::try_from(ms[3]) != Ok(keys)
+        {
+            return Err(Error::Input {
+                block: "host attention",
+                what: format!("mask {ms:?} does not broadcast to [{batch}, {query_heads}, {queries}, {keys}]"),
+            });
+        }
+        let values = mask.astype(Dtype::F32)?;
+        values.eval()?;
+        Ok(Some(HostMask { values, extents: [ms[0] as usize, ms[1] as usize, ms[2] as usize] }))
+    }
+}
+
+/// [`tensor::host::attention`] over token-major float32 `q`, `k`, `v` (see [`AttentionShape`]),
+/// returning the token-major output.
+pub(crate) fn attend_on_host(
+    shape: AttentionShape,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    scale: f32,
+    mask: Option<&HostMask>,
+) -> Result<Vec<f32>> {
+    let mut out = vec![0f32; q.len()];
+    match mask {
+        Some(m) => m.values.with_slice(|values: &[f32]| {
+            let [batch, heads, rows] = m.extents;
+            attention(shape, q, k, v, scale, Some(AttentionMask { values, batch, heads, rows }), &mut out)
+        })??,
+        None => attention(shape, q, k, v, scale, None, &mut out)?,
+    }
+    Ok(out)
 }

@@ -41,6 +41,7 @@ mod error;
 mod geglu_mlp;
 mod gelu;
 mod host_attention;
+mod host_heads;
 mod layer_norm;
 mod linear;
 mod memory_store;

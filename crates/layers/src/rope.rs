@@ -1,6 +1,7 @@
 //! [`RopeTables`]: gemma4's multidimensional rotary position embedding.
 
 use crate::{Error, Result};
+use std::sync::OnceLock;
 use tensor::{Array, Dtype};
 
 /// The cosine and sine tables of mlx-vlm's `apply_multidimensional_rope` for one set of
@@ -35,6 +36,18 @@ pub struct RopeTables {
     one_dimensional: bool,
     dtype: Dtype,
     parts: Vec<Part>,
+    /// The float32 tables copied to the host, made on first use by the float32 fast path.
+    host: OnceLock<HostRope>,
+}
+
+/// [`RopeTables`]' float32 tables on the host: per position axis, `cos` and `sin`
+/// `[batch, len, channels]` (each half of a rotated slice repeats the same angles).
+#[derive(Debug, Clone)]
+pub(crate) struct HostRope {
+    pub(crate) batch: usize,
+    pub(crate) len: usize,
+    pub(crate) channels: usize,
+    pub(crate) parts: Vec<(Vec<f32>, Vec<f32>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -81,7 +94,7 @@ impl RopeTables {
                 Part::new(&angle_positions, channels, theta, dtype)
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(RopeTables { head_dim, channels, one_dimensional, dtype, parts })
+        Ok(RopeTables { head_dim, channels, one_dimensional, dtype, parts, host: OnceLock::new() })
     }
 
     /// Channels per head these tables rotate.
@@ -102,6 +115,24 @@ impl RopeTables {
     /// The sine table of partition `d`, `[B, L, 1, c]` in [`dtype`](RopeTables::dtype).
     pub fn sin(&self, d: usize) -> Option<&Array> {
         self.parts.get(d).map(|p| &p.sin)
+    }
+
+    /// The float32 tables on the host (copied once, then shared by every call).
+    pub(crate) fn host(&self) -> Result<&HostRope> {
+        if let Some(host) = self.host.get() {
+            return Ok(host);
+        }
+        let shape = self.parts[0].cos_f32.shape();
+        let &[batch, len, channels] = shape.as_slice() else {
+            return Err(Error::Input { block: "rope", what: format!("tables of shape {shape:?}") });
+        };
+        let parts = self
+            .parts
+            .iter()
+            .map(|p| Ok((p.cos_f32.to_vec::<f32>()?, p.sin_f32.to_vec::<f32>()?)))
+            .collect::<Result<Vec<_>>>()?;
+        let host = HostRope { batch: batch as usize, len: len as usize, channels: channels as usize, parts };
+        Ok(self.host.get_or_init(|| host))
     }
 
     /// Rotates `x` `[B, L, N, head_dim]` (N heads), as `apply_multidimensional_rope`.

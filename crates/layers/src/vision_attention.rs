@@ -1,11 +1,16 @@
 //! [`VisionAttention`]: gemma4's `VisionAttention`.
 
+use crate::host_attention::{HostMask, attend_on_host};
+use crate::host_heads::{HeadPrep, prepare_heads};
+use crate::rope::HostRope;
+use crate::vision_rms_norm::VISION_RMS_NORM_EPS;
 use crate::{
     Arithmetic, AttentionKernel, ClippableLinear, Error, FusedSdpa, HostAttention, Result, RopeTables,
     VisionBlockConfig, VisionRmsNorm, Weights,
 };
 use std::sync::Arc;
-use tensor::Array;
+use tensor::host::AttentionShape;
+use tensor::{Array, Dtype};
 
 /// Multi-head self-attention of the gemma4 vision encoder (`VisionAttention.__call__`):
 ///
@@ -35,6 +40,8 @@ pub struct VisionAttention {
     hidden_size: i32,
     kernel: Arc<dyn AttentionKernel>,
     fused_head_norms: bool,
+    /// Norms, RoPE and attention on the host ([`Arithmetic::HostFloat32`] without another kernel).
+    host_heads: bool,
 }
 
 /// The projections and norms of a [`VisionAttention`], for [`VisionAttention::new`].
@@ -68,6 +75,7 @@ impl VisionAttention {
             hidden_size: config.hidden_size,
             kernel: Arc::new(FusedSdpa),
             fused_head_norms: false,
+            host_heads: false,
         })
     }
 
@@ -91,18 +99,20 @@ impl VisionAttention {
     /// The same block computing attention with `kernel`.
     pub fn with_kernel(mut self, kernel: Arc<dyn AttentionKernel>) -> VisionAttention {
         self.kernel = kernel;
+        self.host_heads = false;
         self
     }
 
     /// The same block computing `arithmetic`: [`Arithmetic::Reference`] restores the
     /// [`FusedSdpa`] kernel and the reference's q/k/v norms; [`Arithmetic::HostFloat32`] selects
-    /// [`HostAttention`] and [`VisionRmsNorm::forward_fused`] for the q/k/v norms.
+    /// [`HostAttention`], with the q/k/v norms and RoPE computed on the host as well (in
+    /// float32, over every core, straight from the projections' layout).
     pub fn with_arithmetic(self, arithmetic: Arithmetic) -> VisionAttention {
         let (kernel, fused): (Arc<dyn AttentionKernel>, bool) = match arithmetic {
             Arithmetic::Reference => (Arc::new(FusedSdpa), false),
             Arithmetic::HostFloat32 => (Arc::new(HostAttention), true),
         };
-        VisionAttention { fused_head_norms: fused, ..self.with_kernel(kernel) }
+        VisionAttention { fused_head_norms: fused, host_heads: fused, ..self.with_kernel(kernel) }
     }
 
     /// The attention kernel in use.
@@ -122,6 +132,9 @@ impl VisionAttention {
                 });
             }
         };
+        if self.host_heads {
+            return self.forward_on_host(x, rope, mask);
+        }
         let q = self.q_proj.forward(x)?.reshape(&[b, l, self.num_heads, self.head_dim])?;
         let k = self.k_proj.forward(x)?.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
         let v = self.v_proj.forward(x)?.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
@@ -135,6 +148,51 @@ impl VisionAttention {
         let (q, k, v) = (q.transpose(&heads_first)?, k.transpose(&heads_first)?, v.transpose(&heads_first)?);
         let attended = self.kernel.attend(&q, &k, &v, 1.0, mask)?;
         let merged = attended.transpose(&heads_first)?.reshape(&[b, l, -1])?;
+        self.o_proj.forward(&merged)
+    }
+
+    /// [`forward`](Self::forward) with the projections evaluated, then the q/k/v norms, RoPE
+    /// and attention computed on the host in float32 (`host_heads`), and the output projected
+    /// by MLX again.
+    fn forward_on_host(&self, x: &Array, rope: &RopeTables, mask: Option<&Array>) -> Result<Array> {
+        let shape = x.shape();
+        let (b, l) = (shape[0], shape[1]);
+        let attention_shape = AttentionShape {
+            batch: b as usize,
+            query_heads: self.num_heads as usize,
+            kv_heads: self.num_kv_heads as usize,
+            queries: l as usize,
+            keys: l as usize,
+            head_dim: self.head_dim as usize,
+        };
+        let mask = HostMask::new(mask, attention_shape)?;
+        let project = |p: &ClippableLinear| -> Result<Array> { Ok(p.forward(x)?.astype(Dtype::F32)?) };
+        let (q, k, v) = (project(&self.q_proj)?, project(&self.k_proj)?, project(&self.v_proj)?);
+        Array::eval_all(&[&q, &k, &v])?;
+        let host_rope = rope.host()?;
+        if host_rope.len != l as usize || (host_rope.batch != 1 && host_rope.batch != b as usize) {
+            return Err(Error::Input {
+                block: "vision attention",
+                what: format!("RoPE tables for [{}, {}] positions, input [{b}, {l}]", host_rope.batch, host_rope.len),
+            });
+        }
+        let weight = |n: &VisionRmsNorm| -> Result<Option<Vec<f32>>> {
+            n.weight().map(|w| Ok(w.astype(Dtype::F32)?.to_vec::<f32>()?)).transpose()
+        };
+        let (q_weight, k_weight, v_weight) = (weight(&self.q_norm)?, weight(&self.k_norm)?, weight(&self.v_norm)?);
+        let eps = VISION_RMS_NORM_EPS as f32;
+        let d = self.head_dim as usize;
+        let prepare = |x: &Array, heads: i32, weight: Option<&[f32]>, rope: Option<&HostRope>| -> Result<Vec<f32>> {
+            let mut out = vec![0f32; x.size()];
+            x.with_slice(|x: &[f32]| prepare_heads(x, heads as usize, d, HeadPrep { weight, eps, rope }, &mut out))?;
+            Ok(out)
+        };
+        let q = prepare(&q, self.num_heads, q_weight.as_deref(), Some(host_rope))?;
+        let k = prepare(&k, self.num_kv_heads, k_weight.as_deref(), Some(host_rope))?;
+        let v = prepare(&v, self.num_kv_heads, v_weight.as_deref(), None)?;
+        let attended = attend_on_host(attention_shape, &q, &k, &v, 1.0, mask.as_ref())?;
+        let merged = Array::from_vec(attended, &[b, l, self.num_heads * self.head_dim])?;
+        let merged = if x.dtype() == Dtype::F32 { merged } else { merged.astype(x.dtype())? };
         self.o_proj.forward(&merged)
     }
 }

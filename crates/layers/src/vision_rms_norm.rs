@@ -37,6 +37,11 @@ impl VisionRmsNorm {
         Ok(VisionRmsNorm::new(weights.get("weight", &[dim])?))
     }
 
+    /// The scale, if any (`[dim]`).
+    pub(crate) fn weight(&self) -> Option<&SharedArray> {
+        self.weight.as_ref()
+    }
+
     /// Normalises `x` `[…, dim]` over its last axis; the output has `x`'s dtype.
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let f = x.astype(Dtype::F32)?;
