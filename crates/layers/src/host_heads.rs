@@ -2,6 +2,7 @@
 //! the rotary embedding, over every core.
 
 use crate::rope::HostRope;
+use tensor::host::for_row_chunks;
 
 /// How one projection's heads are prepared: RMS-normalised with `eps` (times `weight` when
 /// given, `head_dim` values), then rotated by `rope` when given.
@@ -24,21 +25,12 @@ pub(crate) struct HeadPrep<'a> {
 /// `head_dim` values; both are the caller's invariants (checked when the tables are built).
 pub(crate) fn prepare_heads(x: &[f32], heads: usize, head_dim: usize, prep: HeadPrep<'_>, out: &mut [f32]) {
     let row = heads * head_dim;
-    let tokens = x.len().checked_div(row).unwrap_or(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(tokens.max(1));
-    let per_thread = tokens.div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        for (i, (chunk_out, chunk_in)) in out.chunks_mut(per_thread * row).zip(x.chunks(per_thread * row)).enumerate() {
-            scope.spawn(move || {
-                for (t, (token_out, token_in)) in
-                    chunk_out.chunks_exact_mut(row).zip(chunk_in.chunks_exact(row)).enumerate()
-                {
-                    let token = i * per_thread + t;
-                    for (u, y) in token_in.chunks_exact(head_dim).zip(token_out.chunks_exact_mut(head_dim)) {
-                        prepare_row(u, y, token, prep);
-                    }
-                }
-            });
+    for_row_chunks(out, row, |chunk, first_token| {
+        let input = &x[first_token * row..first_token * row + chunk.len()];
+        for (t, (token_out, token_in)) in chunk.chunks_exact_mut(row).zip(input.chunks_exact(row)).enumerate() {
+            for (u, y) in token_in.chunks_exact(head_dim).zip(token_out.chunks_exact_mut(head_dim)) {
+                prepare_row(u, y, first_token + t, prep);
+            }
         }
     });
 }

@@ -19,5 +19,6 @@ mod softmax;
 pub use attention::{AttentionMask, AttentionShape, attention};
 pub use exp::exp_in_place;
 pub use gelu::gelu_tanh_mul;
+pub use parallel::for_row_chunks;
 pub use sgemm::{Matrix, MatrixMut, sgemm};
 pub use softmax::softmax_rows;
