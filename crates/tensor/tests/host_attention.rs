@@ -6,14 +6,6 @@ use proptest::prelude::*;
 use tensor::Error;
 use tensor::host::{AttentionMask, AttentionShape, attention};
 
-/// Held by every test: the BLAS thread count the last test checks is process-wide, and the
-/// other tests' attention calls change it while they run.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// Token-major `[b, l, h, d]` index.
 fn at(shape: &AttentionShape, heads: usize, len: usize, b: usize, t: usize, h: usize) -> usize {
     ((b * len + t) * heads + h) * shape.head_dim
@@ -84,7 +76,6 @@ proptest! {
         mask_kind in 0usize..4,
         seed in any::<u64>(),
     ) {
-        let _serial = serial();
         let shape = AttentionShape { batch, query_heads: kv_heads * group, kv_heads, queries, keys, head_dim };
         let q = values(batch * queries * shape.query_heads * head_dim, seed);
         let k = values(batch * keys * kv_heads * head_dim, seed ^ 1);
@@ -105,7 +96,6 @@ proptest! {
 
 #[test]
 fn mismatched_buffers_and_masks_are_shape_errors() {
-    let _serial = serial();
     let shape = AttentionShape { batch: 1, query_heads: 2, kv_heads: 1, queries: 3, keys: 4, head_dim: 2 };
     let (q, kv) = (vec![0.5f32; 12], vec![0.25f32; 8]);
     let mut out = vec![7f32; 12];
@@ -125,21 +115,4 @@ fn mismatched_buffers_and_masks_are_shape_errors() {
     }
     attention(shape, &q, &kv, &kv, 1.0, None, &mut out).unwrap();
     assert!(out.iter().all(|&x| (x - 0.25).abs() < 1e-7), "uniform keys average the values: {out:?}");
-}
-
-#[test]
-fn blas_gets_its_threads_back_afterwards() {
-    let _serial = serial();
-    let threads = tensor::runtime::blas().threads;
-    let shape = AttentionShape { batch: 2, query_heads: 2, kv_heads: 2, queries: 300, keys: 40, head_dim: 8 };
-    let q = values(2 * 300 * 2 * 8, 1);
-    let kv = values(2 * 40 * 2 * 8, 2);
-    let mut out = vec![0f32; q.len()];
-    std::thread::scope(|scope| {
-        for _ in 0..3 {
-            scope.spawn(|| attention(shape, &q, &kv, &kv, 1.0, None, &mut out.clone()).unwrap());
-        }
-    });
-    attention(shape, &q, &kv, &kv, 1.0, None, &mut out).unwrap();
-    assert_eq!(tensor::runtime::blas().threads, threads, "the BLAS thread count is restored");
 }

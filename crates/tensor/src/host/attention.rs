@@ -1,6 +1,5 @@
 //! Scaled dot-product attention over host float32 buffers, in query blocks that stay in cache.
 
-use super::blas_threads::SingleThreadedBlas;
 use super::sgemm::{Matrix, MatrixMut, sgemm};
 use super::softmax::exp_shifted_row;
 use crate::{Error, Result};
@@ -38,8 +37,8 @@ pub struct AttentionMask<'a> {
 /// `out = softmax(scale · q kᵀ + mask) v` per batch and head (shapes in [`AttentionShape`]).
 ///
 /// Work is split into blocks of query rows (all heads of those rows) spread over the cores;
-/// per head, a block's scores come from the linked BLAS (single-threaded meanwhile, as each
-/// core runs its own products), are exponentiated in place with the vectorised exponential
+/// per head, a block's scores come from the linked BLAS (with its configured threads: changing
+/// them process-wide would change the bits of concurrent MLX matmuls), are exponentiated in place with the vectorised exponential
 /// and multiplied with `v`, and the result rows are divided by their softmax sums. Accurate
 /// to float32 rounding of the exact function; a row whose scores are all `-∞` gives NaN, as a
 /// softmax does.
@@ -83,7 +82,6 @@ pub fn attention(
         let mut scratch = Scratch::new(keys, head_dim);
         return items.into_iter().try_for_each(|item| context.run(item, &mut scratch));
     }
-    let _single = SingleThreadedBlas::enter();
     let queue = Mutex::new(items.into_iter());
     let next = || queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).next();
     std::thread::scope(|scope| {

@@ -9,7 +9,6 @@
 //! few float32 ulps.
 
 mod attention;
-mod blas_threads;
 mod exp;
 mod gelu;
 mod parallel;
