@@ -116,3 +116,35 @@ fn mismatched_buffers_and_masks_are_shape_errors() {
     attention(shape, &q, &kv, &kv, 1.0, None, &mut out).unwrap();
     assert!(out.iter().all(|&x| (x - 0.25).abs() < 1e-7), "uniform keys average the values: {out:?}");
 }
+
+#[test]
+fn long_rows_of_partly_hidden_keys() {
+    // More keys than the property test draws, a head dimension that is not a multiple of 16,
+    // and a mask per row that hides some keys entirely (−∞).
+    let shape = AttentionShape { batch: 1, query_heads: 2, kv_heads: 1, queries: 53, keys: 700, head_dim: 72 };
+    let q = values(53 * 2 * 72, 11);
+    let k = values(700 * 72, 12);
+    let v = values(700 * 72, 13);
+    let mask_values: Vec<f32> =
+        values(53 * 700, 14).iter().map(|x| if *x < -0.9 { f32::NEG_INFINITY } else { *x }).collect();
+    let mask = AttentionMask { values: &mask_values, batch: 1, heads: 1, rows: 53 };
+    let mut out = vec![0f32; q.len()];
+    attention(shape, &q, &k, &v, 0.7, Some(mask), &mut out).unwrap();
+    let expected = reference(&shape, &q, &k, &v, 0.7, Some(mask));
+    for (i, (&o, &e)) in out.iter().zip(&expected).enumerate() {
+        assert!((o as f64 - e).abs() <= 2e-6 * (1.0 + e.abs()), "element {i}: {o} vs {e}");
+    }
+}
+
+#[test]
+fn a_row_masked_everywhere_is_nan() {
+    let shape = AttentionShape { batch: 1, query_heads: 1, kv_heads: 1, queries: 2, keys: 20, head_dim: 8 };
+    let (q, kv) = (values(16, 1), values(160, 2));
+    let mut mask_values = vec![0f32; 40];
+    mask_values[..20].fill(f32::NEG_INFINITY);
+    let mask = AttentionMask { values: &mask_values, batch: 1, heads: 1, rows: 2 };
+    let mut out = vec![0f32; 16];
+    attention(shape, &q, &kv, &kv, 1.0, Some(mask), &mut out).unwrap();
+    assert!(out[..8].iter().all(|x| x.is_nan()), "fully masked row: {:?}", &out[..8]);
+    assert!(out[8..].iter().all(|x| x.is_finite()), "open row: {:?}", &out[8..]);
+}

@@ -1,6 +1,6 @@
 //! Scaled dot-product attention over host float32 buffers, in query blocks that stay in cache.
 
-use super::sgemm::{Matrix, MatrixMut, sgemm};
+use super::sgemm::{Matrix, MatrixMut, sgemm_on_calling_thread};
 use super::softmax::exp_shifted_row;
 use crate::{Error, Result};
 use std::sync::Mutex;
@@ -37,9 +37,11 @@ pub struct AttentionMask<'a> {
 /// `out = softmax(scale · q kᵀ + mask) v` per batch and head (shapes in [`AttentionShape`]).
 ///
 /// Work is split into blocks of query rows (all heads of those rows) spread over the cores;
-/// per head, a block's scores come from the linked BLAS (with its configured threads: changing
-/// them process-wide would change the bits of concurrent MLX matmuls), are exponentiated in place with the vectorised exponential
-/// and multiplied with `v`, and the result rows are divided by their softmax sums. Accurate
+/// per head, a block's scores come from the linked BLAS (on the worker's thread alone where the
+/// BLAS allows it per call, see [`mlx_ffi::blas::sgemm_on_calling_thread`]; its process-wide thread count is
+/// never changed, as that changes the bits of concurrent MLX matmuls), are exponentiated in
+/// place with the vectorised exponential and multiplied with `v`, and the result rows are
+/// divided by their softmax sums. Accurate
 /// to float32 rounding of the exact function; a row whose scores are all `-∞` gives NaN, as a
 /// softmax does.
 ///
@@ -232,7 +234,7 @@ impl Context<'_> {
             for (dst, src) in queries_in.chunks_exact_mut(d).zip(q_block.chunks(q_stride)) {
                 dst.copy_from_slice(&src[head * d..(head + 1) * d]);
             }
-            sgemm(
+            sgemm_on_calling_thread(
                 1.0,
                 Matrix::new(queries_in, rows, d, d)?,
                 Matrix::new(&self.k[kv_head..], d, keys, keys)?,
@@ -248,7 +250,7 @@ impl Context<'_> {
                 *sum = exp_shifted_row(row, self.scale, mask_row);
             }
             let attended = &mut scratch.rows[..rows * d];
-            sgemm(
+            sgemm_on_calling_thread(
                 1.0,
                 Matrix::new(scores, rows, keys, keys)?,
                 Matrix::new(&self.v[kv_head..], keys, d, d)?,

@@ -92,8 +92,8 @@ fn cblas_sgemm() -> Option<CblasSgemm> {
     })
 }
 
-/// `c = alpha · a @ b + beta · c` for logical shapes `a: m × k`, `b: k × n`, `c: m × n`.
-pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'_>) -> Result<()> {
+/// The extents `(m, n, k)` of `c = a @ b`, or `None` when `c` is empty.
+fn product_extents(a: &Matrix<'_>, b: &Matrix<'_>, c: &MatrixMut<'_>) -> Result<Option<(usize, usize, usize)>> {
     let ((m, k), (k2, n)) = (a.shape(), b.shape());
     if k != k2 || c.rows != m || c.cols != n {
         return Err(Error::Shape {
@@ -101,9 +101,12 @@ pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'
             detail: format!("{m}×{k} @ {k2}×{n} into {}×{}", c.rows, c.cols),
         });
     }
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
+    Ok((m > 0 && n > 0).then_some((m, n, k)))
+}
+
+/// `c = alpha · a @ b + beta · c` for logical shapes `a: m × k`, `b: k × n`, `c: m × n`.
+pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'_>) -> Result<()> {
+    let Some((m, n, k)) = product_extents(&a, &b, &c)? else { return Ok(()) };
     let sgemm =
         cblas_sgemm().ok_or(Error::Shape { op: "host.sgemm", detail: "no cblas_sgemm in this process".into() })?;
     const ROW_MAJOR: c_int = 101;
@@ -130,6 +133,40 @@ pub fn sgemm(alpha: f32, a: Matrix<'_>, b: Matrix<'_>, beta: f32, c: MatrixMut<'
         );
     }
     Ok(())
+}
+
+/// [`sgemm`] computed on the calling thread alone, without changing the thread count of other
+/// threads' BLAS calls (MLX's among them), where the linked BLAS allows it
+/// ([`mlx_ffi::blas::sgemm_on_calling_thread`]); [`sgemm`] otherwise. For host kernels that
+/// spread their own products over the cores.
+pub(crate) fn sgemm_on_calling_thread(
+    alpha: f32,
+    a: Matrix<'_>,
+    b: Matrix<'_>,
+    beta: f32,
+    c: MatrixMut<'_>,
+) -> Result<()> {
+    let Some((m, n, k)) = product_extents(&a, &b, &c)? else { return Ok(()) };
+    if k == 0 {
+        return sgemm(alpha, a, b, beta, c); // `beta · c`, with views BLIS's stride checks may refuse
+    }
+    // Element (i, j) of a view: `data[i·stride + j]`, or `data[j·stride + i]` transposed.
+    let strides = |view: &Matrix<'_>| if view.transposed { (1, view.stride) } else { (view.stride, 1) };
+    let ((rs_a, cs_a), (rs_b, cs_b)) = (strides(&a), strides(&b));
+    crate::runtime::init();
+    // SAFETY: as in `sgemm`: every view fits its slice for its extents and strides, and `c`
+    // is a distinct mutable borrow.
+    let done = unsafe {
+        mlx_ffi::blas::sgemm_on_calling_thread(
+            (m, n, k),
+            alpha,
+            (a.data.as_ptr(), rs_a, cs_a),
+            (b.data.as_ptr(), rs_b, cs_b),
+            beta,
+            (c.data.as_mut_ptr(), c.stride, 1),
+        )
+    };
+    if done { Ok(()) } else { sgemm(alpha, a, b, beta, c) }
 }
 
 #[cfg(test)]
@@ -161,5 +198,34 @@ mod tests {
             MatrixMut::new(&mut small, 1, 3, 3).unwrap(),
         );
         assert!(err.is_err(), "mismatched output");
+    }
+
+    #[test]
+    fn calling_thread_products_match_the_plain_sum() {
+        // Extents with ones (vectors), padded strides and every transpose combination.
+        for (m, k, n) in [(1, 1, 1), (1, 5, 3), (4, 1, 2), (7, 9, 1), (13, 31, 17)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let (a_rows, a_cols) = if ta { (k, m) } else { (m, k) };
+                let (b_rows, b_cols) = if tb { (n, k) } else { (k, n) };
+                let a: Vec<f32> = (0..a_rows * (a_cols + 2)).map(|i| (i % 7) as f32 - 3.0).collect();
+                let b: Vec<f32> = (0..b_rows * (b_cols + 1)).map(|i| (i % 5) as f32 * 0.5).collect();
+                let view = |data, rows, cols, stride, t| {
+                    let v = Matrix::new(data, rows, cols, stride).unwrap();
+                    if t { v.t() } else { v }
+                };
+                let (av, bv) = (view(&a, a_rows, a_cols, a_cols + 2, ta), view(&b, b_rows, b_cols, b_cols + 1, tb));
+                let at = |i: usize, j: usize| if ta { a[j * (a_cols + 2) + i] } else { a[i * (a_cols + 2) + j] };
+                let bt = |i: usize, j: usize| if tb { b[j * (b_cols + 1) + i] } else { b[i * (b_cols + 1) + j] };
+                let mut c = vec![1f32; m * (n + 3)];
+                sgemm_on_calling_thread(2.0, av, bv, 0.5, MatrixMut::new(&mut c, m, n, n + 3).unwrap()).unwrap();
+                for i in 0..m {
+                    for j in 0..n + 3 {
+                        let expected =
+                            if j < n { 2.0 * (0..k).map(|p| at(i, p) * bt(p, j)).sum::<f32>() + 0.5 } else { 1.0 };
+                        assert_eq!(c[i * (n + 3) + j], expected, "{m}×{k}×{n} {ta} {tb} at ({i}, {j})");
+                    }
+                }
+            }
+        }
     }
 }
