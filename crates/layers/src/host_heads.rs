@@ -2,7 +2,7 @@
 //! the rotary embedding, over every core.
 
 use crate::rope::HostRope;
-use tensor::host::for_row_chunks;
+use tensor::host::{for_row_chunks, rms_norm_row};
 
 /// How one projection's heads are prepared: RMS-normalised with `eps` (times `weight` when
 /// given, `head_dim` values), then rotated by `rope` when given.
@@ -36,12 +36,7 @@ pub(crate) fn prepare_heads(x: &[f32], heads: usize, head_dim: usize, prep: Head
 }
 
 fn prepare_row(u: &[f32], y: &mut [f32], token: usize, prep: HeadPrep<'_>) {
-    let squares: f32 = u.iter().map(|v| v * v).sum();
-    let scale = 1.0 / (squares / u.len() as f32 + prep.eps).sqrt();
-    match prep.weight {
-        Some(w) => y.iter_mut().zip(u).zip(w).for_each(|((y, &u), &w)| *y = u * scale * w),
-        None => y.iter_mut().zip(u).for_each(|(y, &u)| *y = u * scale),
-    }
+    rms_norm_row(u, prep.weight, prep.eps, y);
     let Some(rope) = prep.rope else { return };
     let c = rope.channels;
     let half = c / 2;

@@ -12,7 +12,7 @@ use tensor::Array;
 /// out = h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))
 /// ```
 ///
-/// The four norms are fused [`RmsNorm`]s with eps `rms_norm_eps`. Keys: `self_attn.*`
+/// The four norms are [`RmsNorm`]s with eps `rms_norm_eps`. Keys: `self_attn.*`
 /// ([`VisionAttention`]), `mlp.*` ([`GegluMlp`]), `input_layernorm.weight`,
 /// `post_attention_layernorm.weight`, `pre_feedforward_layernorm.weight`,
 /// `post_feedforward_layernorm.weight` `[hidden]`.
@@ -72,11 +72,19 @@ impl VisionBlock {
     }
 
     /// The same block computing `arithmetic` in its attention
-    /// ([`VisionAttention::with_arithmetic`]) and MLP ([`GegluMlp::with_arithmetic`]); the four
-    /// block norms are the fused kernel either way.
+    /// ([`VisionAttention::with_arithmetic`]), MLP ([`GegluMlp::with_arithmetic`]) and four
+    /// norms ([`RmsNorm::with_arithmetic`]).
     pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> VisionBlock {
         self.self_attn = self.self_attn.with_arithmetic(arithmetic);
         self.mlp = self.mlp.with_arithmetic(arithmetic);
+        for norm in [
+            &mut self.input_layernorm,
+            &mut self.post_attention_layernorm,
+            &mut self.pre_feedforward_layernorm,
+            &mut self.post_feedforward_layernorm,
+        ] {
+            *norm = norm.clone().with_arithmetic(arithmetic);
+        }
         self
     }
 

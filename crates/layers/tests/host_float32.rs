@@ -4,11 +4,11 @@
 //! dimensions the fused kernel pads.
 
 use layers::{
-    Arithmetic, AttentionKernel, Error, GegluMlp, HostAttention, MemoryStore, VisionBlock, VisionBlockConfig, Weights,
-    ensure_fused_sdpa,
+    Arithmetic, AttentionKernel, Error, GegluMlp, HostAttention, MemoryStore, RmsNorm, VisionBlock, VisionBlockConfig,
+    Weights, ensure_fused_sdpa,
 };
 use std::sync::Arc;
-use tensor::{Array, Dtype};
+use tensor::{Array, Dtype, SharedArray};
 
 /// Deterministic pseudo-random values in [-1, 1) (a 64-bit LCG), scaled.
 fn random(shape: &[i32], seed: u64, scale: f32) -> Array {
@@ -189,4 +189,25 @@ fn the_host_gated_gelu_needs_float32() {
         Err(Error::Input { block: "host GELU", what }) => assert!(what.contains("must be float32"), "{what}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn the_host_rms_norm_matches_the_fused_one_and_needs_float32() {
+    let weight = random(&[40], 9, 1.5);
+    for norm in [RmsNorm::new(SharedArray::new(weight.clone()).unwrap(), 1e-6), RmsNorm::no_scale(1e-5)] {
+        let fast = norm.clone().with_arithmetic(Arithmetic::HostFloat32);
+        // A transposed (strided) input, a row of zeros (the eps alone), and a single row.
+        let x = random(&[40, 2, 9], 10, 5.0).transpose(&[1, 2, 0]).unwrap();
+        let zeros = Array::zeros(&[1, 40], Dtype::F32).unwrap();
+        for input in [&x, &zeros, &random(&[40], 11, 0.1)] {
+            let error = relative_error(&fast.forward(input).unwrap(), &norm.forward(input).unwrap());
+            assert!(error < 1e-6, "{:?}: relative error {error}", input.shape());
+        }
+        match fast.forward(&x.astype(Dtype::Bf16).unwrap()) {
+            Err(Error::Input { block: "host RMS norm", what }) => assert!(what.contains("must be float32"), "{what}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let wrong_width = RmsNorm::new(SharedArray::new(weight).unwrap(), 1e-6).with_arithmetic(Arithmetic::HostFloat32);
+    assert!(matches!(wrong_width.forward(&random(&[3, 39], 12, 1.0)), Err(Error::Input { .. })));
 }

@@ -18,8 +18,8 @@ pub enum ComputeDtype {
     #[default]
     Native,
     /// Weights converted to float32 once at load; activations float32. On MLX's CPU backend
-    /// the gemma4 tower's blocks also run [`layers::Arithmetic::HostFloat32`] (attention
-    /// softmax and GELU on the host, fused head norms). Within float32 rounding of the
+    /// the gemma4 tower's blocks also run [`layers::Arithmetic::HostFloat32`] (attention, GELU
+    /// and RMS norms on the host over every core). Within float32 rounding of the
     /// reference's float32 computation, not bit-identical to it or to the native path.
     F32,
 }

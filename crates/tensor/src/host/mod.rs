@@ -12,6 +12,7 @@ mod attention;
 mod exp;
 mod gelu;
 mod parallel;
+mod rms_norm;
 mod sgemm;
 mod softmax;
 
@@ -19,5 +20,6 @@ pub use attention::{AttentionMask, AttentionShape, attention};
 pub use exp::exp_in_place;
 pub use gelu::gelu_tanh_mul;
 pub use parallel::for_row_chunks;
+pub use rms_norm::{rms_norm_row, rms_norm_rows};
 pub use sgemm::{Matrix, MatrixMut, sgemm};
 pub use softmax::softmax_rows;
