@@ -13,8 +13,9 @@
 //! a 26B/31B-shaped tower with few layers, the unified embedder at 12B dimensions, seeded, with
 //! the attention temperature of trained weights; a 640×480 and a 4000×3000 JPEG). Every side runs every (model, image, budget) it supports; each process
 //! loads once (load time and peak RSS reported apart), then times `--runs` encodes (float32
-//! sides, default 3) or `--bf16-runs` (bf16 sides, default 1: minutes each at budget 280) and
-//! reports the median. The float32 GEMM peak is measured in the same run (`bench_encode --gemm`),
+//! sides and the unified embedder's, default 3) or `--bf16-runs` (bf16 tower sides, default 1:
+//! minutes each at budget 280) and reports the median. Per row, the sides compared with one
+//! another run back to back ([`SIDES`]' order). The float32 GEMM peak is measured in the same run (`bench_encode --gemm`),
 //! features are compared with the mlx-vlm bf16 features (`bench_e2e.py compare`), and the table
 //! goes into the `e2e` section of BENCHMARKS.md with the machine, its load and the selection.
 //! `--quick` runs budget 70 only.
@@ -44,7 +45,9 @@ enum Side {
     Candle,
 }
 
-const SIDES: [Side; 5] = [Side::OursNative, Side::OursF32, Side::MlxBf16, Side::MlxF32, Side::Candle];
+/// In the order each row runs them: sides compared with one another run back to back (the
+/// float32 ones, then the bf16 pair), as this machine's speed drifts over minutes.
+const SIDES: [Side; 5] = [Side::OursF32, Side::Candle, Side::MlxF32, Side::OursNative, Side::MlxBf16];
 
 impl Side {
     fn id(self) -> &'static str {
@@ -209,7 +212,8 @@ pub fn main(args: &[String]) -> Result<()> {
             let mut row =
                 Row { model: model.name.clone(), image: image.to_owned(), budget, flops: None, measurements: vec![] };
             for &side in selection.sides.iter().filter(|s| !(model.unified && **s == Side::Candle)) {
-                let runs = if side.is_bf16() { selection.bf16_runs } else { selection.runs };
+                // The unified embedder takes under a second in bf16 too: as many runs as float32.
+                let runs = if side.is_bf16() && !model.unified { selection.bf16_runs } else { selection.runs };
                 let features = features_dir.join(format!("{}_{image}_{budget}_{}.safetensors", model.name, side.id()));
                 let _ = fs::remove_file(&features);
                 let image_path = images_dir.join(image);
@@ -437,11 +441,12 @@ fn render(
         "Each side is a separate process that loads the checkpoint once (**load**: files to ready weights, \
          timed apart) and then encodes the image file several times; **median** is the median seconds per \
          encode of bytes → features (decode, EXIF orientation, budget resize, rescale, the encoder, the \
-         embedding projection, evaluation). Float32 rows: median of {} runs; bf16 rows: {} run(s) (minutes \
-         each at budget 280). **Peak RSS** is the process's VmHWM (load included); **MLX peak** is MLX's \
+         embedding projection, evaluation). Float32 rows and the unified embedder's: median of {} runs; bf16 \
+         tower rows: {} run(s) (minutes each at budget 280). Per row the sides run in the table's order, those \
+         compared with one another back to back (this machine's speed drifts by tens of percent over an hour). **Peak RSS** is the process's VmHWM (load included); **MLX peak** is MLX's \
          allocator high-water mark. Sides: ours (`crates/vision/examples/bench_encode.rs`, native dtype = the \
-         checkpoint's bf16, bit-exact with the reference, and `--dtype f32`, whose CPU path runs attention and \
-         the MLP's GELU with the host kernels of `tensor::host`; freed memory kept for reuse as the \
+         checkpoint's bf16, bit-exact with the reference, and `--dtype f32`, whose CPU path runs attention, \
+         the MLP's GELU and the RMS norms with the host kernels of `tensor::host`; freed memory kept for reuse as the \
          `gemma-vision` command does, `tensor::memory::retain_freed_host_memory`); mlx-vlm 0.7.10's own path \
          (`crates/parity/python/bench_e2e.py run`: `load_image` → `Gemma4ImageProcessor` / \
          `Gemma4UnifiedImageProcessor` → `Model.encode_image` / `Model.get_image_features`), in bf16 and with \
