@@ -19,12 +19,29 @@ const MLX_SYS_VERSION: &str = "0.7.0";
 pub fn main() -> Result<()> {
     let started = std::time::Instant::now();
     fs::create_dir_all(deps()).map_err(|e| format!("creating .deps: {e}"))?;
+    warn_if_disk_is_short();
     debian_packages()?;
     python_env()?;
     mlx_link()?;
     mlx_c_sources()?;
     eprintln!("setup: ready in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Free space below which a cold build (debug and release, libjpeg-turbo, mlx-c) may run out.
+const DISK_NEEDED_GIB: u64 = 8;
+
+/// Names the free space when it is short: a full disk otherwise shows up as some C build
+/// script failing half-way.
+fn warn_if_disk_is_short() {
+    let Ok(df) = output(cmd("df", &["-Pk", "."])) else { return };
+    let free_kib = df.lines().nth(1).and_then(|line| line.split_whitespace().nth(3)?.parse::<u64>().ok());
+    if let Some(free_kib) = free_kib.filter(|&kib| kib < DISK_NEEDED_GIB << 20) {
+        eprintln!(
+            "setup: warning: {:.1} GiB free where the project lives; a cold build needs about {DISK_NEEDED_GIB} GiB",
+            free_kib as f64 / f64::from(1 << 20)
+        );
+    }
 }
 
 fn debian_packages() -> Result<()> {

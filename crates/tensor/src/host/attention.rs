@@ -38,12 +38,11 @@ pub struct AttentionMask<'a> {
 ///
 /// Work is split into blocks of query rows (all heads of those rows) spread over the cores;
 /// per head, a block's scores come from the linked BLAS (on the worker's thread alone where the
-/// BLAS allows it per call, see [`mlx_ffi::blas::sgemm_on_calling_thread`]; its process-wide thread count is
-/// never changed, as that changes the bits of concurrent MLX matmuls), are exponentiated in
-/// place with the vectorised exponential and multiplied with `v`, and the result rows are
-/// divided by their softmax sums. Accurate
-/// to float32 rounding of the exact function; a row whose scores are all `-∞` gives NaN, as a
-/// softmax does.
+/// BLAS allows it per call, see [`mlx_ffi::blas::sgemm_on_calling_thread`]; its process-wide
+/// thread count is never changed, as that changes the bits of concurrent MLX matmuls), are
+/// exponentiated in place with the vectorised exponential and multiplied with `v`, and the
+/// result rows are divided by their softmax sums. Accurate to float32 rounding of the exact
+/// function; a row whose scores are all `-∞` gives NaN, as a softmax does.
 ///
 /// Fails with [`Error::Shape`] (writing nothing) when a buffer's length or the mask's extents
 /// do not match the shape, or `query_heads` is not a multiple of a non-zero `kv_heads`.
