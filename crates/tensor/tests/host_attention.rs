@@ -148,3 +148,18 @@ fn a_row_masked_everywhere_is_nan() {
     assert!(out[..8].iter().all(|x| x.is_nan()), "fully masked row: {:?}", &out[..8]);
     assert!(out[8..].iter().all(|x| x.is_finite()), "open row: {:?}", &out[8..]);
 }
+
+#[test]
+fn an_odd_batch_of_several_query_blocks() {
+    // Three images of 300 queries: more than one block of rows each, split into equal blocks
+    // so that the item count is a multiple of the cores.
+    let shape = AttentionShape { batch: 3, query_heads: 2, kv_heads: 2, queries: 300, keys: 300, head_dim: 8 };
+    let n = 3 * 300 * 2 * 8;
+    let (q, k, v) = (values(n, 21), values(n, 22), values(n, 23));
+    let mut out = vec![f32::NAN; n];
+    attention(shape, &q, &k, &v, 0.35, None, &mut out).unwrap();
+    let expected = reference(&shape, &q, &k, &v, 0.35, None);
+    for (i, (&o, &e)) in out.iter().zip(&expected).enumerate() {
+        assert!((o as f64 - e).abs() <= 2e-6 * (1.0 + e.abs()), "element {i}: {o} vs {e}");
+    }
+}

@@ -1,13 +1,14 @@
 //! Scaled dot-product attention over host float32 buffers, in query blocks that stay in cache.
 
+use super::parallel::for_row_chunks;
 use super::sgemm::{Matrix, MatrixMut, sgemm_on_calling_thread};
 use super::softmax::exp_shifted_row;
 use crate::{Error, Result};
 use std::sync::Mutex;
 
-/// Query rows per work item: the item's scores (`QUERY_BLOCK × keys` floats, 1.3 MB at 2520
-/// keys) stay in cache between the two products and the softmax (96–384 measured within 5% of
-/// one another at 2394 keys here, alternating in one process; 48 slower).
+/// Query rows per work item, at most: the item's scores (`QUERY_BLOCK × keys` floats, 1.3 MB at
+/// 2520 keys) stay in cache between the two products and the softmax (64–384 measured within
+/// 5% of one another at 2394 keys here; 48 slower).
 const QUERY_BLOCK: usize = 128;
 
 /// Extents of one grouped-query attention call. Buffers are row-major and token-major (the
@@ -65,19 +66,21 @@ pub fn attention(
         return Ok(());
     }
     let group = query_heads / kv_heads;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Blocks of at most QUERY_BLOCK rows, equal in size and as many per batch as makes the
+    // item count a multiple of the cores, so that the workers run out of work together.
+    let blocks = queries.div_ceil(QUERY_BLOCK).next_multiple_of(cores / gcd(cores, shape.batch));
+    let block_rows = queries.div_ceil(blocks);
     let mut items = Vec::new();
     for (batch, batch_out) in out.chunks_mut(queries * query_heads * head_dim).enumerate() {
-        for (block, out) in batch_out.chunks_mut(QUERY_BLOCK * query_heads * head_dim).enumerate() {
-            items.push(Item { batch, block, out });
+        for (block, out) in batch_out.chunks_mut(block_rows * query_heads * head_dim).enumerate() {
+            items.push(Item { batch, first_row: block * block_rows, out });
         }
     }
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
+    let workers = cores.min(items.len());
     // Per head, keys transposed (`[head_dim, keys]`) and values contiguous: both products then
     // read their right-hand side along its rows, as the BLAS's row-vector kernels want.
-    let (k, v) = (
-        keys_transposed(k, shape.batch, keys, kv_heads, head_dim),
-        heads_first(v, shape.batch, keys, kv_heads, head_dim),
-    );
+    let (k, v) = (keys_transposed(k, keys, kv_heads, head_dim), heads_first(v, keys, kv_heads, head_dim));
     let context = Context { shape, q, k: &k, v: &v, scale, mask, group };
     if workers <= 1 {
         let mut scratch = Scratch::new(keys, head_dim);
@@ -101,26 +104,27 @@ pub fn attention(
     })
 }
 
-/// `[batch, len, heads, dim]` → `[batch, heads, len, dim]`.
-fn heads_first(x: &[f32], batch: usize, len: usize, heads: usize, dim: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(x.len());
-    for b in 0..batch {
-        for h in 0..heads {
-            for t in 0..len {
+/// `[batch, len, heads, dim]` → `[batch, heads, len, dim]`, heads spread over the cores.
+fn heads_first(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> {
+    let mut out = vec![0f32; x.len()];
+    for_row_chunks(&mut out, len * dim, |chunk, first_head| {
+        for (i, head_out) in chunk.chunks_exact_mut(len * dim).enumerate() {
+            let (b, h) = ((first_head + i) / heads, (first_head + i) % heads);
+            for (t, row) in head_out.chunks_exact_mut(dim).enumerate() {
                 let at = ((b * len + t) * heads + h) * dim;
-                out.extend_from_slice(&x[at..at + dim]);
+                row.copy_from_slice(&x[at..at + dim]);
             }
         }
-    }
+    });
     out
 }
 
-/// `[batch, len, heads, dim]` → `[batch, heads, dim, len]`.
-fn keys_transposed(x: &[f32], batch: usize, len: usize, heads: usize, dim: usize) -> Vec<f32> {
+/// `[batch, len, heads, dim]` → `[batch, heads, dim, len]`, heads spread over the cores.
+fn keys_transposed(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> {
     let mut out = vec![0f32; x.len()];
-    for b in 0..batch {
-        for h in 0..heads {
-            let head_out = &mut out[(b * heads + h) * dim * len..(b * heads + h + 1) * dim * len];
+    for_row_chunks(&mut out, dim * len, |chunk, first_head| {
+        for (i, head_out) in chunk.chunks_exact_mut(dim * len).enumerate() {
+            let (b, h) = ((first_head + i) / heads, (first_head + i) % heads);
             for t in 0..len {
                 let at = ((b * len + t) * heads + h) * dim;
                 for (c, &value) in x[at..at + dim].iter().enumerate() {
@@ -128,8 +132,12 @@ fn keys_transposed(x: &[f32], batch: usize, len: usize, heads: usize, dim: usize
                 }
             }
         }
-    }
+    });
     out
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 fn check(
@@ -183,7 +191,7 @@ fn check(
 /// One block of query rows (all heads), and where its output goes.
 struct Item<'a> {
     batch: usize,
-    block: usize,
+    first_row: usize,
     out: &'a mut [f32],
 }
 
@@ -218,10 +226,9 @@ struct Context<'a> {
 impl Context<'_> {
     fn run(&self, item: Item<'_>, scratch: &mut Scratch) -> Result<()> {
         let AttentionShape { queries, query_heads, kv_heads, keys, head_dim: d, .. } = self.shape;
-        let Item { batch, block, out } = item;
+        let Item { batch, first_row, out } = item;
         let q_stride = query_heads * d;
         let rows = out.len() / q_stride;
-        let first_row = block * QUERY_BLOCK;
         let q_block = &self.q[(batch * queries + first_row) * q_stride..];
         let kv_at = batch * kv_heads * keys * d;
         let scores = &mut scratch.scores[..rows * keys];

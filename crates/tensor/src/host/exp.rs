@@ -52,8 +52,18 @@ pub(crate) mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn exp8(x: __m256) -> __m256 {
         let over = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(MAX_ARG));
+        let y = exp8_nonpositive(_mm256_min_ps(x, _mm256_set1_ps(MAX_ARG)));
+        _mm256_blendv_ps(y, _mm256_set1_ps(f32::INFINITY), over)
+    }
+
+    /// `e^x` of 8 lanes no greater than [`MAX_ARG`] (e.g. values shifted by their maximum),
+    /// equal to [`exp8`] there; 0 below [`MIN_ARG`] (−∞ included). A larger lane gives an
+    /// unspecified value.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn exp8_nonpositive(x: __m256) -> __m256 {
         let under = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(MIN_ARG));
-        let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(MAX_ARG)), _mm256_set1_ps(MIN_ARG));
+        let x = _mm256_max_ps(x, _mm256_set1_ps(MIN_ARG));
         let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
             x,
             _mm256_set1_ps(LOG2_E),
@@ -67,7 +77,6 @@ pub(crate) mod avx2 {
         let poly = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0));
         let bits = _mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)));
         let y = _mm256_mul_ps(poly, _mm256_castsi256_ps(bits));
-        let y = _mm256_blendv_ps(y, _mm256_set1_ps(f32::INFINITY), over);
         _mm256_blendv_ps(y, _mm256_setzero_ps(), under)
     }
 
@@ -108,6 +117,31 @@ mod tests {
                 assert!(rel < 4e-7, "exp({x}) = {y}, expected {expected}, relative error {rel}");
             }
             assert_eq!(y, exp_scalar(x), "vector and scalar lanes agree at {x}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_nonpositive_lanes_agree_with_the_general_ones() {
+        use std::arch::x86_64::*;
+        if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+            return;
+        }
+        let mut xs: Vec<f32> = (-9000..=0).map(|i| i as f32 * 0.01).collect();
+        xs.extend([-0.0, MIN_ARG, MIN_ARG - 1e-5, -87.0, -1e4, -f32::MAX, f32::NEG_INFINITY, -1e-30]);
+        xs.resize(xs.len().next_multiple_of(8), -1.0);
+        for lanes in xs.chunks_exact(8) {
+            let (mut general, mut nonpositive) = ([0f32; 8], [0f32; 8]);
+            // SAFETY: AVX2 and FMA are present (checked above); 8-float arrays.
+            unsafe {
+                let x = _mm256_loadu_ps(lanes.as_ptr());
+                _mm256_storeu_ps(general.as_mut_ptr(), avx2::exp8(x));
+                _mm256_storeu_ps(nonpositive.as_mut_ptr(), avx2::exp8_nonpositive(x));
+            }
+            assert_eq!(general.map(f32::to_bits), nonpositive.map(f32::to_bits), "at {lanes:?}");
+            for (&x, &y) in lanes.iter().zip(&nonpositive) {
+                assert!(x >= MIN_ARG || y == 0.0, "e^{x} = {y} below the clamp");
+            }
         }
     }
 }

@@ -43,6 +43,11 @@ pub(crate) fn exp_shifted_row(row: &mut [f32], scale: f32, mask: Option<&[f32]>)
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
         return unsafe { avx2::exp_shifted_row(row, scale, mask) };
     }
+    exp_shifted_row_portable(row, scale, mask)
+}
+
+/// [`exp_shifted_row`] one value at a time.
+fn exp_shifted_row_portable(row: &mut [f32], scale: f32, mask: Option<&[f32]>) -> f32 {
     match mask {
         Some(mask) => row.iter_mut().zip(mask).for_each(|(v, m)| *v = *v * scale + m),
         None => row.iter_mut().for_each(|v| *v *= scale),
@@ -59,7 +64,7 @@ pub(crate) fn exp_shifted_row(row: &mut [f32], scale: f32, mask: Option<&[f32]>)
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::super::exp::avx2::exp8;
+    use super::super::exp::avx2::exp8_nonpositive;
     use super::super::exp::exp_scalar;
     use std::arch::x86_64::*;
 
@@ -72,58 +77,61 @@ mod avx2 {
         _mm_cvtss_f32(op(pair, _mm_movehdup_ps(pair)))
     }
 
-    /// [`super::exp_shifted_row`] with 8 lanes at a time.
+    /// `y = scale · row + mask` at `i..i + 8` (one rounding with a mask), the same in both passes.
+    ///
+    /// # Safety
+    /// `i + 8 <= row.len()`, and `mask`, if given, is as long as `row`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn scaled8(row: &[f32], mask: Option<&[f32]>, i: usize, scale: __m256) -> __m256 {
+        // SAFETY: `i + 8` values are readable in `row` and `mask` (the caller's contract).
+        unsafe {
+            let x = _mm256_loadu_ps(row.as_ptr().add(i));
+            match mask {
+                Some(mask) => _mm256_fmadd_ps(x, scale, _mm256_loadu_ps(mask.as_ptr().add(i))),
+                None => _mm256_mul_ps(x, scale),
+            }
+        }
+    }
+
+    /// [`super::exp_shifted_row`] with 8 lanes at a time: a first pass finds the maximum
+    /// without writing, the second writes the exponentials. A row whose maximum is not finite
+    /// (every key masked with −∞, or an infinite score) takes the portable path.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn exp_shifted_row(row: &mut [f32], scale: f32, mask: Option<&[f32]>) -> f32 {
         let n = row.len();
         let lanes = n - n % 8;
+        let mask = mask.map(|mask| &mask[..n]);
         let vscale = _mm256_set1_ps(scale);
+        let tail = |row: &[f32], i: usize| match mask {
+            Some(mask) => row[i] * scale + mask[i],
+            None => row[i] * scale,
+        };
         let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
-        let p = row.as_mut_ptr();
-        match mask {
-            Some(mask) => {
-                let mask = &mask[..n];
-                for i in (0..lanes).step_by(8) {
-                    // SAFETY: `i + 8 <= n` for `row` and `mask` (sliced to `n` above).
-                    unsafe {
-                        let y =
-                            _mm256_fmadd_ps(_mm256_loadu_ps(p.add(i)), vscale, _mm256_loadu_ps(mask.as_ptr().add(i)));
-                        _mm256_storeu_ps(p.add(i), y);
-                        vmax = _mm256_max_ps(vmax, y);
-                    }
-                }
-                for (v, m) in row[lanes..].iter_mut().zip(&mask[lanes..]) {
-                    *v = *v * scale + m;
-                }
-            }
-            None => {
-                for i in (0..lanes).step_by(8) {
-                    // SAFETY: `i + 8 <= n`.
-                    unsafe {
-                        let y = _mm256_mul_ps(_mm256_loadu_ps(p.add(i)), vscale);
-                        _mm256_storeu_ps(p.add(i), y);
-                        vmax = _mm256_max_ps(vmax, y);
-                    }
-                }
-                row[lanes..].iter_mut().for_each(|v| *v *= scale);
-            }
+        for i in (0..lanes).step_by(8) {
+            // SAFETY: `i + 8 <= n`; `mask` is sliced to `n`.
+            vmax = _mm256_max_ps(vmax, unsafe { scaled8(row, mask, i, vscale) });
         }
-        let max = row[lanes..].iter().copied().fold(reduce(vmax, |a, b| _mm_max_ps(a, b)), f32::max);
-        let shift = if max.is_finite() { max } else { 0.0 };
-        let vshift = _mm256_set1_ps(shift);
+        let max = (lanes..n).map(|i| tail(row, i)).fold(reduce(vmax, |a, b| _mm_max_ps(a, b)), f32::max);
+        if !max.is_finite() {
+            return super::exp_shifted_row_portable(row, scale, mask);
+        }
+        // Every `y − max` is now ≤ 0 (or −∞).
+        let vmax = _mm256_set1_ps(max);
         let mut vsum = _mm256_setzero_ps();
         for i in (0..lanes).step_by(8) {
-            // SAFETY: `i + 8 <= n`.
+            // SAFETY: as in the first pass; the store writes the 8 values just read.
             unsafe {
-                let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p.add(i)), vshift));
-                _mm256_storeu_ps(p.add(i), e);
+                let e = exp8_nonpositive(_mm256_sub_ps(scaled8(row, mask, i, vscale), vmax));
+                _mm256_storeu_ps(row.as_mut_ptr().add(i), e);
                 vsum = _mm256_add_ps(vsum, e);
             }
         }
         let mut sum = reduce(vsum, |a, b| _mm_add_ps(a, b));
-        for v in &mut row[lanes..] {
-            *v = exp_scalar(*v - shift);
-            sum += *v;
+        for i in lanes..n {
+            let e = exp_scalar(tail(row, i) - max);
+            row[i] = e;
+            sum += e;
         }
         sum
     }
@@ -132,6 +140,58 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vector path against the one-value-at-a-time path on rows with a remainder: the same
+    /// values bit for bit without a mask (the same arithmetic), sums equal to rounding.
+    #[test]
+    fn the_vector_path_matches_the_portable_one() {
+        for len in [1usize, 8, 37, 203] {
+            let row: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin() * 30.0).collect();
+            let (mut fast, mut portable) = (row.clone(), row.clone());
+            let (sum_fast, sum_portable) =
+                (exp_shifted_row(&mut fast, 0.8, None), exp_shifted_row_portable(&mut portable, 0.8, None));
+            assert_eq!(fast, portable, "length {len}");
+            assert!(
+                (sum_fast - sum_portable).abs() <= 1e-6 * sum_portable,
+                "length {len}: {sum_fast} vs {sum_portable}"
+            );
+            let mask: Vec<f32> =
+                (0..len).map(|i| if i % 5 == 1 { f32::NEG_INFINITY } else { i as f32 * 0.01 }).collect();
+            let (mut fast, mut portable) = (row.clone(), row.clone());
+            let (sum_fast, sum_portable) = (
+                exp_shifted_row(&mut fast, 0.8, Some(&mask)),
+                exp_shifted_row_portable(&mut portable, 0.8, Some(&mask)),
+            );
+            // The vector lanes add the mask in one rounding (a fused multiply-add), the portable
+            // path in two: scores near 30 then differ by an ulp (2e-6) before the exponential.
+            for (i, (f, p)) in fast.iter().zip(&portable).enumerate() {
+                assert!((f - p).abs() <= 1e-5 * p, "length {len}, masked, value {i}: {f} vs {p}");
+            }
+            assert!((sum_fast - sum_portable).abs() <= 1e-5 * sum_portable, "length {len}, masked");
+        }
+        // Rows without a finite maximum take the portable path whole: every key hidden (all 0,
+        // summing to 0: the softmax is then 0 / 0), or an infinite score.
+        let hidden = vec![f32::NEG_INFINITY; 19];
+        let mut row = vec![1.5f32; 19];
+        assert_eq!(exp_shifted_row(&mut row, 1.0, Some(&hidden)), 0.0);
+        assert!(row.iter().all(|&v| v == 0.0), "{row:?}");
+        let mut row: Vec<f32> = (0..19).map(|i| i as f32).collect();
+        row[11] = f32::INFINITY;
+        let mut portable = row.clone();
+        let sum = exp_shifted_row(&mut row, 1.0, None);
+        assert_eq!(sum, exp_shifted_row_portable(&mut portable, 1.0, None));
+        assert_eq!(row.map_bits(), portable.map_bits());
+    }
+
+    trait Bits {
+        fn map_bits(&self) -> Vec<u32>;
+    }
+
+    impl Bits for Vec<f32> {
+        fn map_bits(&self) -> Vec<u32> {
+            self.iter().map(|v| v.to_bits()).collect()
+        }
+    }
 
     #[test]
     fn rows_sum_to_one_and_follow_the_mask() {
