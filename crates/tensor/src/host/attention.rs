@@ -136,6 +136,7 @@ fn keys_transposed(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> 
     out
 }
 
+/// The greatest common divisor of `a` and `b`.
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }

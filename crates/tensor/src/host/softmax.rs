@@ -96,7 +96,8 @@ mod avx2 {
 
     /// [`super::exp_shifted_row`] with 8 lanes at a time: a first pass finds the maximum
     /// without writing, the second writes the exponentials. A row whose maximum is not finite
-    /// (every key masked with −∞, or an infinite score) takes the portable path.
+    /// (every key masked with −∞, or an infinite score) or that holds a NaN takes the portable
+    /// path, which propagates the NaN.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn exp_shifted_row(row: &mut [f32], scale: f32, mask: Option<&[f32]>) -> f32 {
         let n = row.len();
@@ -107,13 +108,20 @@ mod avx2 {
             Some(mask) => row[i] * scale + mask[i],
             None => row[i] * scale,
         };
-        let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
+        let (mut vmax, mut unordered) = (_mm256_set1_ps(f32::NEG_INFINITY), _mm256_setzero_ps());
         for i in (0..lanes).step_by(8) {
             // SAFETY: `i + 8 <= n`; `mask` is sliced to `n`.
-            vmax = _mm256_max_ps(vmax, unsafe { scaled8(row, mask, i, vscale) });
+            let y = unsafe { scaled8(row, mask, i, vscale) };
+            vmax = _mm256_max_ps(vmax, y);
+            unordered = _mm256_or_ps(unordered, _mm256_cmp_ps::<_CMP_UNORD_Q>(y, y));
         }
-        let max = (lanes..n).map(|i| tail(row, i)).fold(reduce(vmax, |a, b| _mm_max_ps(a, b)), f32::max);
-        if !max.is_finite() {
+        let (mut max, mut has_nan) = (reduce(vmax, |a, b| _mm_max_ps(a, b)), _mm256_movemask_ps(unordered) != 0);
+        for i in lanes..n {
+            let y = tail(row, i);
+            max = max.max(y);
+            has_nan |= y.is_nan();
+        }
+        if !max.is_finite() || has_nan {
             return super::exp_shifted_row_portable(row, scale, mask);
         }
         // Every `y − max` is now ≤ 0 (or −∞).
@@ -180,16 +188,14 @@ mod tests {
         let mut portable = row.clone();
         let sum = exp_shifted_row(&mut row, 1.0, None);
         assert_eq!(sum, exp_shifted_row_portable(&mut portable, 1.0, None));
-        assert_eq!(row.map_bits(), portable.map_bits());
-    }
-
-    trait Bits {
-        fn map_bits(&self) -> Vec<u32>;
-    }
-
-    impl Bits for Vec<f32> {
-        fn map_bits(&self) -> Vec<u32> {
-            self.iter().map(|v| v.to_bits()).collect()
+        let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&row), bits(&portable));
+        // A NaN score, in the vector lanes or the remainder, reaches the sum and its own place.
+        for at in [3, 17] {
+            let mut row: Vec<f32> = (0..19).map(|i| i as f32 * 0.1).collect();
+            row[at] = f32::NAN;
+            assert!(exp_shifted_row(&mut row, 1.0, None).is_nan(), "NaN at {at}");
+            assert!(row[at].is_nan() && row[0].is_finite(), "NaN at {at}: {row:?}");
         }
     }
 
