@@ -11,13 +11,15 @@
 //!
 //! Checkpoints and images come from `bench_e2e.py make` (the e2b tower without clipped linears,
 //! a 26B/31B-shaped tower with few layers, the unified embedder at 12B dimensions, seeded, with
-//! the attention temperature of trained weights; a 640×480 and a 4000×3000 JPEG). Every side runs every (model, image, budget) it supports; each process
-//! loads once (load time and peak RSS reported apart), then times `--runs` encodes (float32
-//! sides and the unified embedder's, default 3) or `--bf16-runs` (bf16 tower sides, default 1:
-//! minutes each at budget 280) and reports the median. Per row, the sides compared with one
-//! another run back to back ([`SIDES`]' order). The float32 GEMM peak is measured in the same run (`bench_encode --gemm`),
-//! features are compared with the mlx-vlm bf16 features (`bench_e2e.py compare`), and the table
-//! goes into the `e2e` section of BENCHMARKS.md with the machine, its load and the selection.
+//! the attention temperature of trained weights; a 640×480 and a 4000×3000 JPEG). Every side
+//! runs every (model, image, budget) it supports; each process loads once (load time and peak
+//! RSS reported apart), then times `--runs` encodes (float32 sides and the unified embedder's,
+//! default 3) or `--bf16-runs` (bf16 tower sides, default 1: minutes each at budget 280) and
+//! reports the median. Per row, the sides compared with one another run back to back
+//! ([`SIDES`]' order). The float32 GEMM peak is measured in the same run
+//! (`bench_encode --gemm`), features are compared with the mlx-vlm bf16 features (`bench_e2e.py
+//! compare`), and the table goes into the `e2e` section of BENCHMARKS.md with the machine, its
+//! load and the selection.
 //! `--quick` runs budget 70 only.
 
 use crate::bench::write_section;
@@ -443,11 +445,13 @@ fn render(
          encode of bytes → features (decode, EXIF orientation, budget resize, rescale, the encoder, the \
          embedding projection, evaluation). Float32 rows and the unified embedder's: median of {} runs; bf16 \
          tower rows: {} run(s) (minutes each at budget 280). Per row the sides run in the table's order, those \
-         compared with one another back to back (this machine's speed drifts by tens of percent over an hour). **Peak RSS** is the process's VmHWM (load included); **MLX peak** is MLX's \
+         compared with one another back to back (this machine's speed drifts by tens of percent over an \
+         hour). **Peak RSS** is the process's VmHWM (load included); **MLX peak** is MLX's \
          allocator high-water mark. Sides: ours (`crates/vision/examples/bench_encode.rs`, native dtype = the \
          checkpoint's bf16, bit-exact with the reference, and `--dtype f32`, whose CPU path runs attention, \
-         the MLP's GELU and the RMS norms with the host kernels of `tensor::host`; freed memory kept for reuse as the \
-         `gemma-vision` command does, `tensor::memory::retain_freed_host_memory`); mlx-vlm 0.7.10's own path \
+         the MLP's GELU and the RMS norms with the host kernels of `tensor::host`; freed memory kept for \
+         reuse as the `gemma-vision` command does, `tensor::memory::retain_freed_host_memory`); mlx-vlm \
+         0.7.10's own path \
          (`crates/parity/python/bench_e2e.py run`: `load_image` → `Gemma4ImageProcessor` / \
          `Gemma4UnifiedImageProcessor` → `Model.encode_image` / `Model.get_image_features`), in bf16 and with \
          the weights cast to float32; candle-transformers 0.11.1's gemma4 `VisionTower` + `MultimodalEmbedder` \
