@@ -82,8 +82,14 @@ proptest! {
         let v = values(batch * keys * kv_heads * head_dim, seed ^ 2);
         // none; one row for everything; per batch and row; per head
         let (mb, mh, ml) = [(0, 0, 0), (1, 1, 1), (batch, 1, queries), (1, shape.query_heads, 1)][mask_kind];
-        let mask_values: Vec<f32> =
-            values(mb * mh * ml * keys, seed ^ 3).iter().map(|x| if *x < -0.6 { -1e9 } else { *x }).collect();
+        // About a fifth of the keys hidden (−1e9), but never key `r % keys` of mask row `r`: a
+        // row hidden everywhere by a finite mask has float32 scores all equal to −1e9 (its spacing
+        // there is 64), so it averages the values where the double-precision reference does not.
+        let mask_values: Vec<f32> = values(mb * mh * ml * keys, seed ^ 3)
+            .iter()
+            .enumerate()
+            .map(|(i, x)| if *x < -0.6 && i % keys != i / keys % keys { -1e9 } else { *x })
+            .collect();
         let mask = (mask_kind > 0).then_some(AttentionMask { values: &mask_values, batch: mb, heads: mh, rows: ml });
         let mut out = vec![0f32; q.len()];
         attention(shape, &q, &k, &v, 0.3, mask, &mut out).unwrap();
@@ -147,6 +153,15 @@ fn a_row_masked_everywhere_is_nan() {
     attention(shape, &q, &kv, &kv, 1.0, Some(mask), &mut out).unwrap();
     assert!(out[..8].iter().all(|x| x.is_nan()), "fully masked row: {:?}", &out[..8]);
     assert!(out[8..].iter().all(|x| x.is_finite()), "open row: {:?}", &out[8..]);
+    // Hidden everywhere by a finite mask instead, the row's float32 scores all round to −1e9:
+    // its weights are equal and it averages the values, as any float32 softmax does.
+    mask_values[..20].fill(-1e9);
+    let mask = AttentionMask { values: &mask_values, batch: 1, heads: 1, rows: 2 };
+    attention(shape, &q, &kv, &kv, 1.0, Some(mask), &mut out).unwrap();
+    for c in 0..8 {
+        let mean = (0..20).map(|j| kv[j * 8 + c] as f64).sum::<f64>() / 20.0;
+        assert!((out[c] as f64 - mean).abs() < 1e-6, "channel {c}: {} vs {mean}", out[c]);
+    }
 }
 
 #[test]
