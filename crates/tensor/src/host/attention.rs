@@ -106,31 +106,33 @@ pub fn attention(
 
 /// `[batch, len, heads, dim]` → `[batch, heads, len, dim]`, heads spread over the cores.
 fn heads_first(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
-    for_row_chunks(&mut out, len * dim, |chunk, first_head| {
-        for (i, head_out) in chunk.chunks_exact_mut(len * dim).enumerate() {
-            let (b, h) = ((first_head + i) / heads, (first_head + i) % heads);
-            for (t, row) in head_out.chunks_exact_mut(dim).enumerate() {
-                let at = ((b * len + t) * heads + h) * dim;
-                row.copy_from_slice(&x[at..at + dim]);
-            }
+    per_head(x.len(), len * dim, heads, |head_out, b, h| {
+        for (t, row) in head_out.chunks_exact_mut(dim).enumerate() {
+            let at = ((b * len + t) * heads + h) * dim;
+            row.copy_from_slice(&x[at..at + dim]);
         }
-    });
-    out
+    })
 }
 
 /// `[batch, len, heads, dim]` → `[batch, heads, dim, len]`, heads spread over the cores.
 fn keys_transposed(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
-    for_row_chunks(&mut out, dim * len, |chunk, first_head| {
-        for (i, head_out) in chunk.chunks_exact_mut(dim * len).enumerate() {
-            let (b, h) = ((first_head + i) / heads, (first_head + i) % heads);
-            for t in 0..len {
-                let at = ((b * len + t) * heads + h) * dim;
-                for (c, &value) in x[at..at + dim].iter().enumerate() {
-                    head_out[c * len + t] = value;
-                }
+    per_head(x.len(), dim * len, heads, |head_out, b, h| {
+        for t in 0..len {
+            let at = ((b * len + t) * heads + h) * dim;
+            for (c, &value) in x[at..at + dim].iter().enumerate() {
+                head_out[c * len + t] = value;
             }
+        }
+    })
+}
+
+/// A `[batch, heads, head_len]` buffer of `size` values whose head `(b, h)` is written by
+/// `fill(head_out, b, h)`, heads spread over the cores.
+fn per_head(size: usize, head_len: usize, heads: usize, fill: impl Fn(&mut [f32], usize, usize) + Sync) -> Vec<f32> {
+    let mut out = vec![0f32; size];
+    for_row_chunks(&mut out, head_len, |chunk, first_head| {
+        for (i, head_out) in chunk.chunks_exact_mut(head_len).enumerate() {
+            fill(head_out, (first_head + i) / heads, (first_head + i) % heads);
         }
     });
     out
