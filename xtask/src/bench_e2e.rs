@@ -451,8 +451,7 @@ fn render(
          checkpoint's bf16, bit-exact with the reference, and `--dtype f32`, whose CPU path runs attention, \
          the MLP's GELU and the RMS norms with the host kernels of `tensor::host`; freed memory kept for \
          reuse as the `gemma-vision` command does, `tensor::memory::retain_freed_host_memory`); mlx-vlm \
-         0.7.10's own path \
-         (`crates/parity/python/bench_e2e.py run`: `load_image` → `Gemma4ImageProcessor` / \
+         0.7.10's own path (`crates/parity/python/bench_e2e.py run`: `load_image` → `Gemma4ImageProcessor` / \
          `Gemma4UnifiedImageProcessor` → `Model.encode_image` / `Model.get_image_features`), in bf16 and with \
          the weights cast to float32; candle-transformers 0.11.1's gemma4 `VisionTower` + `MultimodalEmbedder` \
          in float32 (`bench/candle-gemma4`, pixels from our `preprocess` crate; keys renamed and its `1 + w` \
