@@ -6,7 +6,8 @@ use tensor::{Array, Dtype};
 
 /// `softmax(scale · q kᵀ + mask) v` computed on the host over the evaluated queries, keys and
 /// values by [`tensor::host::attention`]: blocks of query rows spread over the cores, their
-/// scores through the linked BLAS, the softmax with a vectorised exponential.
+/// products register-tiled (AVX2 + FMA) or through the linked BLAS, the softmax with a
+/// vectorised exponential.
 ///
 /// MLX's CPU backend evaluates the softmax's exponential one element at a time (about 2 s per
 /// layer for 12 heads over 2520 patches); this kernel removes that bottleneck. It evaluates

@@ -1,5 +1,6 @@
 //! Scaled dot-product attention over host float32 buffers, in query blocks that stay in cache.
 
+use super::attention_tiles as tiles;
 use super::parallel::for_row_chunks;
 use super::sgemm::{Matrix, MatrixMut, sgemm_on_calling_thread};
 use super::softmax::exp_shifted_row;
@@ -38,16 +39,43 @@ pub struct AttentionMask<'a> {
 /// `out = softmax(scale · q kᵀ + mask) v` per batch and head (shapes in [`AttentionShape`]).
 ///
 /// Work is split into blocks of query rows (all heads of those rows) spread over the cores;
-/// per head, a block's scores come from the linked BLAS (on the worker's thread alone where the
-/// BLAS allows it per call, see [`mlx_ffi::blas::sgemm_on_calling_thread`]; its process-wide
-/// thread count is never changed, as that changes the bits of concurrent MLX matmuls), are
-/// exponentiated in place with the vectorised exponential and multiplied with `v`, and the
-/// result rows are divided by their softmax sums. Accurate to float32 rounding of the exact
-/// function; a row whose scores are all `-∞` gives NaN, as a softmax does.
+/// per head, a block's scores are computed, exponentiated in place with the vectorised
+/// exponential and multiplied with `v`, and the result rows are divided by their softmax
+/// sums. The two products are register-tiled AVX2 + FMA kernels over keys packed once per
+/// call when the CPU has them and `head_dim` is a multiple of 8; otherwise they come from the
+/// linked BLAS (on the worker's thread alone where the BLAS allows it per call, see
+/// [`mlx_ffi::blas::sgemm_on_calling_thread`]; its process-wide thread count is never changed,
+/// as that changes the bits of concurrent MLX matmuls). Accurate to float32 rounding of the
+/// exact function; a row whose scores are all `-∞` gives NaN, as a softmax does.
 ///
 /// Fails with [`Error::Shape`] (writing nothing) when a buffer's length or the mask's extents
 /// do not match the shape, or `query_heads` is not a multiple of a non-zero `kv_heads`.
 pub fn attention(
+    shape: AttentionShape,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    scale: f32,
+    mask: Option<AttentionMask<'_>>,
+    out: &mut [f32],
+) -> Result<()> {
+    let products = if tiles::available(shape.head_dim) { Products::Tiled } else { Products::Blas };
+    attention_with(products, shape, q, k, v, scale, mask, out)
+}
+
+/// How a block's two products are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Products {
+    /// [`tiles::scores`] over packed keys and [`tiles::weighted_sum`].
+    Tiled,
+    /// The linked BLAS over transposed keys.
+    Blas,
+}
+
+/// [`attention`] with its products computed as `products` says.
+#[allow(clippy::too_many_arguments)]
+fn attention_with(
+    products: Products,
     shape: AttentionShape,
     q: &[f32],
     k: &[f32],
@@ -78,12 +106,21 @@ pub fn attention(
         }
     }
     let workers = cores.min(items.len());
-    // Per head, keys transposed (`[head_dim, keys]`) and values contiguous: both products then
-    // read their right-hand side along its rows, as the BLAS's row-vector kernels want.
-    let (k, v) = (keys_transposed(k, keys, kv_heads, head_dim), heads_first(v, keys, kv_heads, head_dim));
-    let context = Context { shape, q, k: &k, v: &v, scale, mask, group };
+    // Per head, values contiguous and keys packed in tiles (`[key tiles, head_dim, 16]`) for
+    // the tiled products, or transposed (`[head_dim, keys]`) for the BLAS: both products then
+    // read their right-hand side along its rows.
+    let k = match products {
+        Products::Tiled => packed_keys(k, keys, kv_heads, head_dim),
+        Products::Blas => keys_transposed(k, keys, kv_heads, head_dim),
+    };
+    let v = heads_first(v, keys, kv_heads, head_dim);
+    let scores_stride = match products {
+        Products::Tiled => tiles::key_tiles(keys) * tiles::KEY_TILE,
+        Products::Blas => keys,
+    };
+    let context = Context { shape, q, k: &k, v: &v, scale, mask, group, products, scores_stride };
     if workers <= 1 {
-        let mut scratch = Scratch::new(keys, head_dim);
+        let mut scratch = Scratch::new(scores_stride, head_dim);
         return items.into_iter().try_for_each(|item| context.run(item, &mut scratch));
     }
     let queue = Mutex::new(items.into_iter());
@@ -92,7 +129,7 @@ pub fn attention(
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut scratch = Scratch::new(keys, head_dim);
+                    let mut scratch = Scratch::new(scores_stride, head_dim);
                     while let Some(item) = next() {
                         context.run(item, &mut scratch)?;
                     }
@@ -123,6 +160,16 @@ fn keys_transposed(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> 
                 head_out[c * len + t] = value;
             }
         }
+    })
+}
+
+/// `[batch, len, heads, dim]` → per batch and head, [`tiles::pack_keys`]'s
+/// `[key tiles, dim, 16]`, heads spread over the cores.
+fn packed_keys(x: &[f32], len: usize, heads: usize, dim: usize) -> Vec<f32> {
+    let head_len = tiles::key_tiles(len) * dim * tiles::KEY_TILE;
+    let batch = x.len().checked_div(len * heads * dim).unwrap_or(0);
+    per_head(batch * heads * head_len, head_len, heads, |head_out, b, h| {
+        tiles::pack_keys(len, dim, |t| &x[((b * len + t) * heads + h) * dim..], head_out);
     })
 }
 
@@ -198,7 +245,8 @@ struct Item<'a> {
     out: &'a mut [f32],
 }
 
-/// A worker's scores block, per-row softmax sums, and one head's query (then output) rows.
+/// A worker's scores block (rows `scores_stride` apart), per-row softmax sums, and one head's
+/// query (then output) rows; room for [`QUERY_BLOCK`] rows rounded up to whole row tiles.
 struct Scratch {
     scores: Vec<f32>,
     sums: Vec<f32>,
@@ -206,12 +254,9 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(keys: usize, head_dim: usize) -> Scratch {
-        Scratch {
-            scores: vec![0.0; QUERY_BLOCK * keys],
-            sums: vec![0.0; QUERY_BLOCK],
-            rows: vec![0.0; QUERY_BLOCK * head_dim],
-        }
+    fn new(scores_stride: usize, head_dim: usize) -> Scratch {
+        let rows = QUERY_BLOCK.next_multiple_of(tiles::ROW_TILE);
+        Scratch { scores: vec![0.0; rows * scores_stride], sums: vec![0.0; rows], rows: vec![0.0; rows * head_dim] }
     }
 }
 
@@ -224,6 +269,9 @@ struct Context<'a> {
     scale: f32,
     mask: Option<AttentionMask<'a>>,
     group: usize,
+    products: Products,
+    /// Values between the starts of two rows of scores.
+    scores_stride: usize,
 }
 
 impl Context<'_> {
@@ -232,45 +280,96 @@ impl Context<'_> {
         let Item { batch, first_row, out } = item;
         let q_stride = query_heads * d;
         let rows = out.len() / q_stride;
+        // The tiled products work on whole row tiles: the padding rows' queries are zero, their
+        // results unused.
+        let tiled_rows = rows.next_multiple_of(tiles::ROW_TILE);
+        let stride = self.scores_stride;
         let q_block = &self.q[(batch * queries + first_row) * q_stride..];
-        let kv_at = batch * kv_heads * keys * d;
-        let scores = &mut scratch.scores[..rows * keys];
+        let k_head_len = self.k.len() / (self.shape.batch * kv_heads).max(1);
         let sums = &mut scratch.sums[..rows];
         for head in 0..query_heads {
-            let kv_head = kv_at + head / self.group * keys * d;
+            let kv_index = batch * kv_heads + head / self.group;
+            let (k_head, v_head) = (&self.k[kv_index * k_head_len..], &self.v[kv_index * keys * d..]);
             // This head's query rows, contiguous.
-            let queries_in = &mut scratch.rows[..rows * d];
+            let queries_in = &mut scratch.rows[..tiled_rows * d];
             for (dst, src) in queries_in.chunks_exact_mut(d).zip(q_block.chunks(q_stride)) {
                 dst.copy_from_slice(&src[head * d..(head + 1) * d]);
             }
-            sgemm_on_calling_thread(
-                1.0,
-                Matrix::new(queries_in, rows, d, d)?,
-                Matrix::new(&self.k[kv_head..], d, keys, keys)?,
-                0.0,
-                MatrixMut::new(scores, rows, keys, keys)?,
-            )?;
-            for (i, (row, sum)) in scores.chunks_exact_mut(keys).zip(sums.iter_mut()).enumerate() {
+            let scores = &mut scratch.scores[..tiled_rows * stride];
+            match self.products {
+                Products::Tiled => {
+                    queries_in[rows * d..].fill(0.0);
+                    tiles::scores(queries_in, tiled_rows, d, k_head, tiles::key_tiles(keys), scores, stride);
+                }
+                Products::Blas => sgemm_on_calling_thread(
+                    1.0,
+                    Matrix::new(queries_in, rows, d, d)?,
+                    Matrix::new(k_head, d, keys, keys)?,
+                    0.0,
+                    MatrixMut::new(scores, rows, keys, stride)?,
+                )?,
+            }
+            for (i, (row, sum)) in scores.chunks_exact_mut(stride).zip(sums.iter_mut()).enumerate() {
                 let mask_row = self.mask.map(|m| {
                     let at =
                         (((batch % m.batch) * m.heads + head % m.heads) * m.rows + (first_row + i) % m.rows) * keys;
                     &m.values[at..at + keys]
                 });
-                *sum = exp_shifted_row(row, self.scale, mask_row);
+                *sum = exp_shifted_row(&mut row[..keys], self.scale, mask_row);
             }
-            let attended = &mut scratch.rows[..rows * d];
-            sgemm_on_calling_thread(
-                1.0,
-                Matrix::new(scores, rows, keys, keys)?,
-                Matrix::new(&self.v[kv_head..], keys, d, d)?,
-                0.0,
-                MatrixMut::new(attended, rows, d, d)?,
-            )?;
+            let attended = &mut scratch.rows[..tiled_rows * d];
+            match self.products {
+                Products::Tiled => tiles::weighted_sum(scores, stride, tiled_rows, keys, v_head, d, attended),
+                Products::Blas => sgemm_on_calling_thread(
+                    1.0,
+                    Matrix::new(scores, rows, keys, stride)?,
+                    Matrix::new(v_head, keys, d, d)?,
+                    0.0,
+                    MatrixMut::new(&mut attended[..rows * d], rows, d, d)?,
+                )?,
+            }
             for ((dst, src), sum) in out.chunks_exact_mut(q_stride).zip(attended.chunks_exact(d)).zip(sums.iter()) {
                 let inv = 1.0 / sum;
                 dst[head * d..(head + 1) * d].iter_mut().zip(src).for_each(|(o, a)| *o = a * inv);
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, salt: usize) -> Vec<f32> {
+        (0..n).map(|i| (((i * 7919 + salt * 104_729) % 2003) as f32 / 1001.5 - 1.0) * 1.5).collect()
+    }
+
+    /// The tiled products against the BLAS ones (the path CPUs without AVX2 and FMA take), on
+    /// blocks whose rows are not whole row tiles and keys not whole key tiles, with grouped
+    /// heads, a batch and a per-row mask.
+    #[test]
+    fn tiled_and_blas_products_agree() {
+        if !tiles::available(8) {
+            return;
+        }
+        for (batch, kv_heads, group, queries, keys, head_dim) in
+            [(1, 1, 1, 7, 5, 8), (2, 2, 3, 131, 37, 72), (1, 1, 2, 300, 290, 64), (3, 1, 1, 13, 16, 16)]
+        {
+            let shape = AttentionShape { batch, query_heads: kv_heads * group, kv_heads, queries, keys, head_dim };
+            let q = values(batch * queries * shape.query_heads * head_dim, 1);
+            let (k, v) = (values(batch * keys * kv_heads * head_dim, 2), values(batch * keys * kv_heads * head_dim, 3));
+            let mask_values: Vec<f32> = values(batch * queries * keys, 4)
+                .iter()
+                .map(|&x| if x < -1.2 { f32::NEG_INFINITY } else { x })
+                .collect();
+            let mask = AttentionMask { values: &mask_values, batch, heads: 1, rows: queries };
+            let (mut tiled, mut blas) = (vec![0f32; q.len()], vec![0f32; q.len()]);
+            attention_with(Products::Tiled, shape, &q, &k, &v, 0.4, Some(mask), &mut tiled).unwrap();
+            attention_with(Products::Blas, shape, &q, &k, &v, 0.4, Some(mask), &mut blas).unwrap();
+            for (i, (t, b)) in tiled.iter().zip(&blas).enumerate() {
+                assert!((t - b).abs() <= 1e-5 * (1.0 + b.abs()), "{shape:?} element {i}: {t} vs {b}");
+            }
+        }
     }
 }

@@ -4,11 +4,12 @@
 //! per element here), which makes attention's softmax and the MLP's tanh-GELU dominate a
 //! float32 forward pass. These kernels do that arithmetic on the host instead — the CPU
 //! backend shares memory with the host — with a vectorised exponential (AVX2 + FMA when the
-//! CPU has them, a portable loop otherwise) and the linked BLAS for matrix products. They are
-//! not bit-identical to MLX's kernels (the exact path never uses them); they are accurate to a
-//! few float32 ulps.
+//! CPU has them, a portable loop otherwise), register-tiled AVX2 + FMA products for attention
+//! and the linked BLAS for the other matrix products. They are not bit-identical to MLX's
+//! kernels (the exact path never uses them); they are accurate to a few float32 ulps.
 
 mod attention;
+mod attention_tiles;
 mod exp;
 mod gelu;
 mod parallel;
