@@ -1,10 +1,14 @@
 //! A vectorised float32 exponential (Cephes-style range reduction and polynomial; max relative
-//! error ≈ 2e-7 on the float32 range, 0 below −87.3, +∞ above 88.7).
+//! error ≈ 2e-7 on the float32 range, 0 below about −87.68, +∞ above 88.7).
 
-/// Clamp bounds: e^x is below the smallest normal float32 or above the largest one outside.
-const MIN_ARG: f32 = -87.336_55;
+/// Arguments are clamped to this: `2^n` for `n = round(x · log₂e)` is then at least `2^−127`,
+/// whose float32 bits (`(n + 127) << 23`) are those of 0: e^x is 0 below about −87.68.
+const MIN_ARG: f32 = -88.0;
 const MAX_ARG: f32 = 88.722_83;
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
+/// `1.5 · 2^23 + 127`: `x · log₂e + SHIFTER` in one rounding is `SHIFTER + n` for the nearest
+/// integer `n`, and its low mantissa bits hold `n + 127`, the biased exponent of `2^n`.
+const SHIFTER: f32 = 12_583_039.0;
 /// ln 2 split in a part exact in float32 and the rest, for an exact `x − n·ln2`.
 const LN2_HI: f32 = 0.693_359_4;
 const LN2_LO: f32 = -2.121_944_4e-4;
@@ -16,17 +20,16 @@ pub(crate) fn exp_scalar(x: f32) -> f32 {
     if x > MAX_ARG {
         return f32::INFINITY;
     }
-    if x < MIN_ARG {
-        return 0.0;
-    }
-    let n = (x * LOG2_E).round();
+    let x = if x < MIN_ARG { MIN_ARG } else { x }; // a NaN stays NaN
+    let shifted = x.mul_add(LOG2_E, SHIFTER);
+    let n = shifted - SHIFTER;
     let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
     let mut p = P[0];
     for c in &P[1..] {
         p = p.mul_add(r, *c);
     }
     let poly = p.mul_add(r * r, r) + 1.0;
-    poly * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    poly * f32::from_bits(shifted.to_bits() << 23)
 }
 
 /// Replaces every value `x` of `values` with `e^x`.
@@ -52,22 +55,21 @@ pub(crate) mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn exp8(x: __m256) -> __m256 {
         let over = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(MAX_ARG));
-        let y = exp8_nonpositive(_mm256_min_ps(x, _mm256_set1_ps(MAX_ARG)));
+        let y = exp8_nonpositive(_mm256_min_ps(_mm256_set1_ps(MAX_ARG), x));
         _mm256_blendv_ps(y, _mm256_set1_ps(f32::INFINITY), over)
     }
 
     /// `e^x` of 8 lanes no greater than [`MAX_ARG`] (e.g. values shifted by their maximum),
-    /// equal to [`exp8`] there; 0 below [`MIN_ARG`] (−∞ included). A larger lane gives an
+    /// equal to [`exp8`] there; 0 below about −87.68 (−∞ included). A larger lane gives an
     /// unspecified value.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn exp8_nonpositive(x: __m256) -> __m256 {
-        let under = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(MIN_ARG));
-        let x = _mm256_max_ps(x, _mm256_set1_ps(MIN_ARG));
-        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
-            x,
-            _mm256_set1_ps(LOG2_E),
-        ));
+        // `max` returns its second operand when either is NaN: a NaN lane stays NaN.
+        let x = _mm256_max_ps(_mm256_set1_ps(MIN_ARG), x);
+        let shifter = _mm256_set1_ps(SHIFTER);
+        let shifted = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2_E), shifter);
+        let n = _mm256_sub_ps(shifted, shifter);
         let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
         let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
         let mut p = _mm256_set1_ps(P[0]);
@@ -75,9 +77,8 @@ pub(crate) mod avx2 {
             p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(*c));
         }
         let poly = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0));
-        let bits = _mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)));
-        let y = _mm256_mul_ps(poly, _mm256_castsi256_ps(bits));
-        _mm256_blendv_ps(y, _mm256_setzero_ps(), under)
+        let two_to_n = _mm256_slli_epi32::<23>(_mm256_castps_si256(shifted));
+        _mm256_mul_ps(poly, _mm256_castsi256_ps(two_to_n))
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -118,6 +119,10 @@ mod tests {
             }
             assert_eq!(y, exp_scalar(x), "vector and scalar lanes agree at {x}");
         }
+        // NaN stays NaN, in the vector lanes and the remainder.
+        let mut nans = [f32::NAN; 9];
+        exp_in_place(&mut nans);
+        assert!(nans.iter().all(|v| v.is_nan()), "{nans:?}");
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -128,7 +133,7 @@ mod tests {
             return;
         }
         let mut xs: Vec<f32> = (-9000..=0).map(|i| i as f32 * 0.01).collect();
-        xs.extend([-0.0, MIN_ARG, MIN_ARG - 1e-5, -87.0, -1e4, -f32::MAX, f32::NEG_INFINITY, -1e-30]);
+        xs.extend([-0.0, MIN_ARG, MIN_ARG - 1e-5, -87.0, -87.68, -87.69, -1e4, -f32::MAX, f32::NEG_INFINITY, -1e-30]);
         xs.resize(xs.len().next_multiple_of(8), -1.0);
         for lanes in xs.chunks_exact(8) {
             let (mut general, mut nonpositive) = ([0f32; 8], [0f32; 8]);
@@ -140,7 +145,7 @@ mod tests {
             }
             assert_eq!(general.map(f32::to_bits), nonpositive.map(f32::to_bits), "at {lanes:?}");
             for (&x, &y) in lanes.iter().zip(&nonpositive) {
-                assert!(x >= MIN_ARG || y == 0.0, "e^{x} = {y} below the clamp");
+                assert!(x > -87.683 || y == 0.0, "e^{x} = {y} below the cut");
             }
         }
     }
