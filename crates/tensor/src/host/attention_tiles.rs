@@ -12,7 +12,7 @@ pub(crate) const ROW_TILE: usize = 6;
 pub(crate) const KEY_TILE: usize = 16;
 /// Keys per pass of `p v`: a 6-row strip of weights (2.3 KB) and the pass's values (24 KB at
 /// head dimension 64) stay in the 32 KB L1 cache across the value tiles (64–128 measured
-/// within 3% of one another; the whole row at once 30% slower).
+/// within 5% of one another; the whole row at once 30% slower).
 const VALUE_BLOCK: usize = 96;
 
 /// Whether the tiled products serve head dimension `head_dim` on this CPU: AVX2 and FMA, and
