@@ -109,15 +109,11 @@ fn attention_with(
     // Per head, values contiguous and keys packed in tiles (`[key tiles, head_dim, 16]`) for
     // the tiled products, or transposed (`[head_dim, keys]`) for the BLAS: both products then
     // read their right-hand side along its rows.
-    let k = match products {
-        Products::Tiled => packed_keys(k, keys, kv_heads, head_dim),
-        Products::Blas => keys_transposed(k, keys, kv_heads, head_dim),
+    let (k, scores_stride) = match products {
+        Products::Tiled => (packed_keys(k, keys, kv_heads, head_dim), tiles::key_tiles(keys) * tiles::KEY_TILE),
+        Products::Blas => (keys_transposed(k, keys, kv_heads, head_dim), keys),
     };
     let v = heads_first(v, keys, kv_heads, head_dim);
-    let scores_stride = match products {
-        Products::Tiled => tiles::key_tiles(keys) * tiles::KEY_TILE,
-        Products::Blas => keys,
-    };
     let context = Context { shape, q, k: &k, v: &v, scale, mask, group, products, scores_stride };
     if workers <= 1 {
         let mut scratch = Scratch::new(scores_stride, head_dim);
@@ -292,7 +288,7 @@ impl Context<'_> {
             let (k_head, v_head) = (&self.k[kv_index * k_head_len..], &self.v[kv_index * keys * d..]);
             // This head's query rows, contiguous.
             let queries_in = &mut scratch.rows[..tiled_rows * d];
-            for (dst, src) in queries_in.chunks_exact_mut(d).zip(q_block.chunks(q_stride)) {
+            for (dst, src) in queries_in[..rows * d].chunks_exact_mut(d).zip(q_block.chunks(q_stride)) {
                 dst.copy_from_slice(&src[head * d..(head + 1) * d]);
             }
             let scores = &mut scratch.scores[..tiled_rows * stride];
