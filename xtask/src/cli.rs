@@ -7,7 +7,7 @@ use crate::setup;
 
 pub fn main(command: &str, args: &[String]) -> Result<()> {
     setup::main()?;
-    run(cargo().args(["build", "--release", "--quiet", "-p", "vision", "--bin", "gemma-vision"]))?;
+    run(cargo().args(["build", "--release", "--quiet", "-p", "cli", "--bin", "gemma-vision"]))?;
     let binary = release_binary("gemma-vision");
     let status = std::process::Command::new(&binary)
         .arg(command)

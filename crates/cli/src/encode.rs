@@ -1,0 +1,46 @@
+//! `gemma-vision encode`: the soft tokens of image files into one safetensors file.
+
+use crate::args::{DtypeArg, ModelArgs};
+use clap::Args;
+use std::path::PathBuf;
+use tensor::Array;
+use vision::{EncoderOptions, VisionEncoder};
+
+/// Encode image files into one safetensors file.
+///
+/// Writes `features` ([Σ soft tokens, text_hidden], in the encoder's dtype) and `soft_tokens`
+/// (int32, one per image).
+#[derive(Debug, Args)]
+pub struct EncodeArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// An image file (JPEG, PNG, GIF, WebP, BMP, TIFF); repeat for several, encoded in order.
+    #[arg(long = "image", value_name = "FILE", required = true)]
+    images: Vec<PathBuf>,
+    /// The dtype to compute in.
+    #[arg(long, value_enum, default_value_t = DtypeArg::Native)]
+    dtype: DtypeArg,
+    /// Divide the features by √text_hidden, for a language model that scales every input
+    /// embedding (mlx-vlm does not).
+    #[arg(long)]
+    divide_by_embed_scale: bool,
+    /// The output file.
+    #[arg(long, value_name = "FILE.safetensors")]
+    out: PathBuf,
+}
+
+pub fn run(args: &EncodeArgs) -> Result<(), String> {
+    // A command runs alone in its process: keep MLX's freed intermediates mapped for reuse.
+    tensor::memory::retain_freed_host_memory();
+    let options = EncoderOptions {
+        compute_dtype: args.dtype.into(),
+        divide_by_embed_scale: args.divide_by_embed_scale,
+        ..EncoderOptions::default()
+    };
+    let encoder = VisionEncoder::load(&args.model.model, options).map_err(|e| e.to_string())?;
+    let features = encoder.encode_files(&args.images, args.model.max_soft_tokens).map_err(|e| e.to_string())?;
+    let counts: Vec<i32> = features.soft_tokens.iter().map(|&n| n as i32).collect();
+    let soft_tokens = Array::from_slice(&counts, &[counts.len() as i32]).map_err(|e| e.to_string())?;
+    tensor::save_safetensors(&args.out, &[("features", &features.features), ("soft_tokens", &soft_tokens)], None)
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,1 @@
+//! Element-wise binary ops (`add`, `multiply`) with MLX 0.32 CPU bits.

@@ -1,0 +1,21 @@
+//! [`Error`]: what a kernel refuses.
+
+/// A kernel's refusal of its arguments (extents that do not fit the slices, a shape it does
+/// not serve). Kernels never panic on bad arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// Slices or extents that do not agree.
+    #[error("{kernel}: {what}")]
+    Shape { kernel: &'static str, what: String },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A [`Error::Shape`] of `kernel`.
+    #[allow(dead_code, reason = "used by the kernels as they land")]
+    pub(crate) fn shape(kernel: &'static str, what: impl Into<String>) -> Error {
+        Error::Shape { kernel, what: what.into() }
+    }
+}

@@ -1,0 +1,33 @@
+//! CPU kernels that compute what MLX 0.32's CPU backend computes, bit for bit, over plain
+//! slices: no MLX, no FFI. Each kernel names the MLX primitive (or the mlx-vlm op sequence)
+//! whose bits it reproduces, for the dtypes it takes ([`Float`]: `f32` and `bf16`).
+//!
+//! MLX's CPU kernels on x86 run with a SIMD width of 1: every reduction (a matmul's k-sum, a
+//! softmax's normaliser, a norm's sum of squares) runs sequentially in index order, each
+//! product rounded before it is added. A kernel here keeps each output's own order of
+//! operations and vectorises across outputs or rows, never along one reduction; that is
+//! what lets it be exact and fast at once. Every kernel runs over all cores (rayon), with
+//! AVX2 + FMA where the CPU has it (detected at run time, [`cpu`]) and a portable loop
+//! otherwise; both give the same bits.
+//!
+//! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound.
+#![allow(unsafe_code, reason = "SIMD intrinsics (std::arch) behind run-time CPU feature checks")]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod attention;
+pub mod cpu;
+mod element;
+pub mod elementwise;
+mod error;
+pub mod exp;
+pub mod gelu;
+pub mod gemm;
+pub mod layer_norm;
+pub mod parallel;
+pub mod rms_norm;
+pub mod rope;
+pub mod vision_rms_norm;
+
+pub use element::{DType, Float, bf16_from_f32};
+pub use error::{Error, Result};
