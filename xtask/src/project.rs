@@ -77,16 +77,11 @@ pub fn linked_blas() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// The reference's Python, running on the same libmlx and the same BLAS as our binaries: the
-/// BLAS is preloaded so its cblas symbols serve MLX's float32 matmuls there too.
+/// The reference's Python, exactly as pip installs it: the stock MLX wheels with their bundled
+/// reference BLAS, nothing preloaded.
 pub fn oracle_python(script: &Path) -> Command {
     let mut cmd = Command::new(python());
     cmd.arg(script).current_dir(root());
-    if let Some(blas) = linked_blas() {
-        cmd.env("LD_PRELOAD", blas);
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        cmd.env("BLIS_NUM_THREADS", threads.to_string());
-    }
     cmd
 }
 

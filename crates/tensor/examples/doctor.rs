@@ -5,9 +5,9 @@ use std::time::Instant;
 use tensor::{Array, Device, Dtype};
 
 fn main() -> tensor::Result<()> {
-    let version = tensor::runtime::mlx_version()?;
+    let version = tensor::info::mlx_version()?;
     let device = Device::default_device()?;
-    let blas = tensor::runtime::blas();
+    let blas = tensor::info::blas();
     println!("MLX          {version} ({})", mlx_ffi::MLX_LIB_DIR);
     println!("device       {device:?} (GPU available: {})", Device::Gpu.is_available());
     println!(

@@ -1,9 +1,10 @@
 //! [`Array`]: an owned MLX array handle.
 
-use crate::runtime::{array_ctor, check};
+use crate::status::{LAST_ERROR, check, clear_error, init, take_error, without_mlx_c_location};
 use crate::{Dtype, Element, Error, Result};
 use mlx_ffi as ffi;
 use std::fmt;
+use std::panic::Location;
 
 /// An MLX array: a lazily evaluated n-dimensional tensor.
 ///
@@ -11,6 +12,9 @@ use std::fmt;
 /// `Drop` releases it. Shapes are `i32` as in MLX; axes may be negative (from the end).
 pub struct Array {
     raw: ffi::mlx_array,
+    /// Read once when the handle is adopted, so that an array of a dtype this crate does not
+    /// name cannot exist.
+    dtype: Dtype,
 }
 
 // SAFETY: an mlx array is a reference-counted C++ object whose counts are atomic; moving the
@@ -18,31 +22,38 @@ pub struct Array {
 unsafe impl Send for Array {}
 
 impl Array {
-    /// Takes ownership of a raw handle.
+    /// Takes ownership of a handle mlx-c just produced, reading its dtype. Fails (freeing the
+    /// handle) when the handle is empty or holds a dtype [`Dtype`] does not name.
     ///
     /// # Safety
     /// `raw` must be a handle from mlx-c that nothing else frees.
-    pub(crate) unsafe fn from_raw(raw: ffi::mlx_array) -> Array {
-        Array { raw }
+    #[track_caller]
+    pub(crate) unsafe fn adopt(raw: ffi::mlx_array, op: &'static str) -> Result<Array> {
+        let location = Location::caller();
+        if raw.ctx.is_null() {
+            return Err(Error::Mlx { op, message: "MLX returned no array".to_owned(), location });
+        }
+        // SAFETY: a live handle (checked non-empty above).
+        let code = unsafe { ffi::mlx_array_dtype(raw) };
+        match Dtype::from_raw(code) {
+            Ok(dtype) => Ok(Array { raw, dtype }),
+            Err(_) => {
+                // SAFETY: owned by us and not yet wrapped: freed exactly once, here.
+                unsafe { ffi::mlx_array_free(raw) };
+                Err(Error::Mlx { op, message: format!("MLX returned an array of unknown dtype {code}"), location })
+            }
+        }
     }
 
     pub(crate) fn as_raw(&self) -> ffi::mlx_array {
         self.raw
     }
 
-    pub(crate) fn as_mut_raw(&mut self) -> *mut ffi::mlx_array {
-        &mut self.raw
-    }
-
-    pub(crate) fn is_empty_handle(&self) -> bool {
-        self.raw.ctx.is_null()
-    }
-
     /// An array holding a copy of `data`, shaped `shape` (row-major).
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[i32]) -> Result<Array> {
         check_fills("from_slice", data.len(), shape)?;
-        array_ctor("from_slice", || unsafe {
+        Array::from_ctor("from_slice", || unsafe {
             ffi::mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, T::DTYPE.to_raw())
         })
     }
@@ -66,7 +77,7 @@ impl Array {
         let payload = Box::into_raw(boxed).cast::<std::ffi::c_void>();
         // SAFETY: `ptr` addresses `count` elements of `T`, owned by `payload` until MLX calls
         // `drop_vec::<T>(payload)`; moving the box does not move the vector's heap buffer.
-        array_ctor("from_vec", || unsafe {
+        Array::from_ctor("from_vec", || unsafe {
             ffi::mlx_array_new_data_managed_payload(
                 ptr,
                 shape.as_ptr(),
@@ -130,8 +141,7 @@ impl Array {
 
     /// The element type.
     pub fn dtype(&self) -> Dtype {
-        // The handle always carries one of mlx_dtype's values, each of which `Dtype` names.
-        Dtype::from_raw(unsafe { ffi::mlx_array_dtype(self.raw) }).unwrap_or(Dtype::C64)
+        self.dtype
     }
 
     /// Evaluates the array (and the graph it depends on).
@@ -224,6 +234,59 @@ impl Array {
     }
 }
 
+/// Construction from mlx-c calls: the chokepoint every array of this crate comes through.
+impl Array {
+    /// Runs one mlx-c call that writes a new array into its out-parameter. On failure the
+    /// (possibly allocated) output handle is freed and MLX's message returned.
+    #[track_caller]
+    pub(crate) fn from_op(op: &'static str, call: impl FnOnce(*mut ffi::mlx_array) -> i32) -> Result<Array> {
+        let location = Location::caller();
+        init();
+        clear_error();
+        // SAFETY: `mlx_array_new` makes an empty handle for the call to fill; it is freed here on
+        // failure, else adopted (which frees it if it cannot be used).
+        let mut raw = unsafe { ffi::mlx_array_new() };
+        if call(&mut raw) != 0 {
+            unsafe { ffi::mlx_array_free(raw) };
+            return Err(Error::Mlx { op, message: take_error(), location });
+        }
+        // SAFETY: the call succeeded: `raw` is ours.
+        let out = unsafe { Array::adopt(raw, op) }?;
+        Array::check_size(op, &out)?;
+        Ok(out)
+    }
+
+    /// Rejects an array whose data could not fit in memory: MLX's CPU allocator does not report
+    /// an impossible allocation; evaluating such an array would crash the process instead.
+    fn check_size(op: &'static str, array: &Array) -> Result<()> {
+        let bytes = element_count(&array.shape()).and_then(|n| n.checked_mul(array.dtype().size()));
+        let limit = crate::memory::max_array_bytes();
+        match bytes {
+            Some(bytes) if bytes <= limit => Ok(()),
+            _ => Err(Error::TooLarge { op, shape: array.shape(), dtype: array.dtype(), limit }),
+        }
+    }
+
+    /// Runs one mlx-c constructor that returns its handle directly and reports failure only
+    /// through the error handler.
+    #[track_caller]
+    pub(crate) fn from_ctor(op: &'static str, call: impl FnOnce() -> ffi::mlx_array) -> Result<Array> {
+        let location = Location::caller();
+        init();
+        clear_error();
+        let raw = call();
+        match LAST_ERROR.with(|slot| slot.borrow_mut().take()).map(without_mlx_c_location) {
+            Some(message) => {
+                // SAFETY: whatever handle mlx-c returned is ours to free.
+                unsafe { ffi::mlx_array_free(raw) };
+                Err(Error::Mlx { op, message, location })
+            }
+            // SAFETY: the handle was just returned to us by mlx-c.
+            None => unsafe { Array::adopt(raw, op) },
+        }
+    }
+}
+
 /// Checks that `len` values fill `shape` exactly (an [`Error::Shape`] naming `op` otherwise).
 fn check_fills(op: &'static str, len: usize, shape: &[i32]) -> Result<()> {
     let count = element_count(shape).ok_or_else(|| Error::Shape { op, detail: format!("invalid shape {shape:?}") })?;
@@ -246,7 +309,7 @@ impl Clone for Array {
         // SAFETY: a fresh handle set to share `self`'s array; cannot fail for a non-empty source.
         let mut raw = unsafe { ffi::mlx_array_new() };
         unsafe { ffi::mlx_array_set(&mut raw, self.raw) };
-        Array { raw }
+        Array { raw, dtype: self.dtype }
     }
 }
 

@@ -4,7 +4,7 @@
 //! stream for the default device (the GPU where the backend has one, else the CPU), or the
 //! device chosen with [`with_device`] for the duration of a closure.
 
-use crate::runtime::{check, init};
+use crate::status::{check, init};
 use crate::{Error, Result};
 use mlx_ffi as ffi;
 use std::cell::RefCell;

@@ -1,6 +1,5 @@
 //! MLX's fused kernels (`mlx.core.fast`).
 
-use crate::runtime::array_op;
 use crate::{Array, Result};
 use std::ffi::CString;
 
@@ -11,7 +10,7 @@ const NO_ARRAY: mlx_ffi::mlx_array = mlx_ffi::mlx_array { ctx: std::ptr::null_mu
 #[track_caller]
 pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
     let stream = crate::device::current_stream()?;
-    array_op("fast.rms_norm", |out| unsafe {
+    Array::from_op("fast.rms_norm", |out| unsafe {
         mlx_ffi::mlx_fast_rms_norm(out, x.as_raw(), weight.map_or(NO_ARRAY, Array::as_raw), eps, stream)
     })
 }
@@ -20,7 +19,7 @@ pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
 #[track_caller]
 pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: f32) -> Result<Array> {
     let stream = crate::device::current_stream()?;
-    array_op("fast.layer_norm", |out| unsafe {
+    Array::from_op("fast.layer_norm", |out| unsafe {
         mlx_ffi::mlx_fast_layer_norm(
             out,
             x.as_raw(),
@@ -60,7 +59,7 @@ pub fn scaled_dot_product_attention(
     };
     let mode = CString::new(mode).unwrap_or_default();
     let stream = crate::device::current_stream()?;
-    array_op("fast.scaled_dot_product_attention", |out| unsafe {
+    Array::from_op("fast.scaled_dot_product_attention", |out| unsafe {
         mlx_ffi::mlx_fast_scaled_dot_product_attention(
             out,
             q.as_raw(),

@@ -5,7 +5,7 @@
 //! - Every operation returns [`Result`]: MLX's failures (shape mismatches, bad dtypes, failed
 //!   loads) arrive as [`Error::Mlx`] carrying MLX's message, the op and the caller's location.
 //!   mlx-c's default handler, which prints and exits the process, is never active: ours is
-//!   installed once per process before the first MLX call (see [`runtime`]).
+//!   installed once per process before the first MLX call (see `status.rs`).
 //! - Python's scalar rules hold: a Rust number combined with an array takes the array's dtype
 //!   ("weak" scalars, [`Operand`]), so `x.mul(0.5)` on a bf16 `x` stays bf16.
 //!
@@ -32,14 +32,15 @@ mod error;
 pub mod fast;
 mod fingerprint;
 pub mod host;
+pub mod info;
 pub mod memory;
 mod ops;
-pub mod runtime;
 mod safetensors_file;
 mod safetensors_save;
 mod scalar;
 mod sharded;
 mod shared;
+mod status;
 mod vector;
 
 pub use array::Array;

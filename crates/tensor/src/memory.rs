@@ -1,7 +1,7 @@
 //! MLX's allocator statistics (bytes), for leak tests and reports.
 
 use crate::Result;
-use crate::runtime::check;
+use crate::status::check;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static MAX_ARRAY_BYTES: AtomicUsize = AtomicUsize::new(0);

@@ -1,6 +1,5 @@
 //! Reading safetensors files by memory map, straight into MLX arrays.
 
-use crate::runtime::array_ctor;
 use crate::{Array, Dtype, Error, Result};
 use memmap2::{MmapMut, MmapOptions};
 use std::collections::BTreeMap;
@@ -94,12 +93,12 @@ impl SafetensorsFile {
         let shape = &entry.info.shape;
         if bytes.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(dtype.size()) {
             // Empty or misaligned data: copy instead of mapping.
-            return array_ctor("load_safetensors", || unsafe {
+            return Array::from_ctor("load_safetensors", || unsafe {
                 mlx_ffi::mlx_array_new_data(bytes.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, dtype.to_raw())
             });
         }
         let keep_alive = Box::into_raw(Box::new(Arc::clone(&self.map))).cast::<c_void>();
-        array_ctor("load_safetensors", || unsafe {
+        Array::from_ctor("load_safetensors", || unsafe {
             mlx_ffi::mlx_array_new_data_managed_payload(
                 bytes.as_ptr().cast_mut().cast(),
                 shape.as_ptr(),
@@ -216,7 +215,7 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array
 /// into a fresh buffer when it is first evaluated. Kept to compare against the memory-mapped
 /// [`SafetensorsFile`] (see `benches/load.rs`); the mapped loader is the faster one here.
 pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array>> {
-    use crate::runtime::check;
+    use crate::status::check;
     use mlx_ffi as ffi;
     let path = path.as_ref();
     let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes())
@@ -228,22 +227,33 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
     let loaded = check("load_safetensors", || unsafe {
         ffi::mlx_load_safetensors(&mut arrays, &mut metadata, c_path.as_ptr(), stream)
     });
-    let result = loaded.map(|()| {
+    let result = loaded.and_then(|()| {
         let mut out = BTreeMap::new();
+        let mut failure = None;
         let iter = unsafe { ffi::mlx_map_string_to_array_iterator_new(arrays) };
         loop {
             let mut key: *const std::ffi::c_char = std::ptr::null();
-            // SAFETY: an empty handle the iterator fills; `Array` owns it.
-            let mut value = unsafe { Array::from_raw(ffi::mlx_array_new()) };
-            let status = unsafe { ffi::mlx_map_string_to_array_iterator_next(&mut key, value.as_mut_raw(), iter) };
+            // SAFETY: an empty handle the iterator fills, freed here unless adopted.
+            let mut raw = unsafe { ffi::mlx_array_new() };
+            let status = unsafe { ffi::mlx_map_string_to_array_iterator_next(&mut key, &mut raw, iter) };
             if status != 0 || key.is_null() {
+                unsafe { ffi::mlx_array_free(raw) };
                 break;
             }
             let name = unsafe { std::ffi::CStr::from_ptr(key) }.to_string_lossy().into_owned();
-            out.insert(name, value);
+            // SAFETY: the iterator filled `raw` with a new reference that is ours.
+            match unsafe { Array::adopt(raw, "load_safetensors") } {
+                Ok(value) => {
+                    out.insert(name, value);
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
         }
         unsafe { ffi::mlx_map_string_to_array_iterator_free(iter) };
-        out
+        failure.map_or(Ok(out), Err)
     });
     unsafe {
         ffi::mlx_map_string_to_array_free(arrays);

@@ -1,6 +1,6 @@
 //! A temporary mlx-c vector of arrays, for calls that take or return several.
 
-use crate::runtime::init;
+use crate::status::init;
 use crate::{Array, Error, Result};
 use mlx_ffi as ffi;
 use std::panic::Location;
@@ -45,11 +45,7 @@ impl VectorArray {
     pub(crate) fn to_arrays(&self) -> Result<Vec<Array>> {
         let len = unsafe { ffi::mlx_vector_array_size(self.raw) };
         (0..len)
-            .map(|i| {
-                crate::runtime::array_op("vector_array_get", |out| unsafe {
-                    ffi::mlx_vector_array_get(out, self.raw, i)
-                })
-            })
+            .map(|i| Array::from_op("vector_array_get", |out| unsafe { ffi::mlx_vector_array_get(out, self.raw, i) }))
             .collect()
     }
 }

@@ -3,7 +3,7 @@
 #[test]
 #[cfg(target_os = "linux")]
 fn float32_matmul_uses_the_linked_blas() {
-    let info = tensor::runtime::blas();
+    let info = tensor::info::blas();
     let provider = mlx_ffi::blas::cblas_provider().expect("cblas_sgemm is resolvable");
     let provider_name = provider.file_name().unwrap().to_string_lossy().into_owned();
     if info.name == "BLIS" {

@@ -84,7 +84,7 @@ type CblasSgemm = unsafe extern "C" fn(
 fn cblas_sgemm() -> Option<CblasSgemm> {
     static SGEMM: OnceLock<Option<CblasSgemm>> = OnceLock::new();
     *SGEMM.get_or_init(|| {
-        crate::runtime::init();
+        crate::status::init();
         // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name; the symbol, when present,
         // has the standard CBLAS signature.
         let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"cblas_sgemm".as_ptr()) };
@@ -153,7 +153,7 @@ pub(crate) fn sgemm_on_calling_thread(
     // Element (i, j) of a view: `data[i·stride + j]`, or `data[j·stride + i]` transposed.
     let strides = |view: &Matrix<'_>| if view.transposed { (1, view.stride) } else { (view.stride, 1) };
     let ((rs_a, cs_a), (rs_b, cs_b)) = (strides(&a), strides(&b));
-    crate::runtime::init();
+    crate::status::init();
     // SAFETY: as in `sgemm`: every view fits its slice for its extents and strides, and `c`
     // is a distinct mutable borrow.
     let done = unsafe {

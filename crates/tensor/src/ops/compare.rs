@@ -1,7 +1,6 @@
 //! Comparisons, logic and selection. Comparisons return bool arrays.
 
 use super::{binary_ops, unary_ops};
-use crate::runtime::array_op;
 use crate::{Array, Operand, Result};
 
 binary_ops! {
@@ -38,6 +37,6 @@ impl Array {
             (x, y)
         };
         let stream = crate::device::current_stream()?;
-        array_op("where", |out| unsafe { mlx_ffi::mlx_where(out, self.as_raw(), x.as_raw(), y.as_raw(), stream) })
+        Array::from_op("where", |out| unsafe { mlx_ffi::mlx_where(out, self.as_raw(), x.as_raw(), y.as_raw(), stream) })
     }
 }

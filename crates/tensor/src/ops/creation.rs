@@ -1,6 +1,5 @@
 //! Arrays made from nothing but a shape or a range.
 
-use crate::runtime::array_op;
 use crate::{Array, Dtype, Result};
 
 impl Array {
@@ -8,20 +7,24 @@ impl Array {
     #[track_caller]
     pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("arange", |out| unsafe { mlx_ffi::mlx_arange(out, start, stop, step, dtype.to_raw(), stream) })
+        Array::from_op("arange", |out| unsafe { mlx_ffi::mlx_arange(out, start, stop, step, dtype.to_raw(), stream) })
     }
 
     /// Zeros of `shape` and `dtype`.
     #[track_caller]
     pub fn zeros(shape: &[i32], dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("zeros", |out| unsafe { mlx_ffi::mlx_zeros(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream) })
+        Array::from_op("zeros", |out| unsafe {
+            mlx_ffi::mlx_zeros(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
+        })
     }
 
     /// Ones of `shape` and `dtype`.
     #[track_caller]
     pub fn ones(shape: &[i32], dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("ones", |out| unsafe { mlx_ffi::mlx_ones(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream) })
+        Array::from_op("ones", |out| unsafe {
+            mlx_ffi::mlx_ones(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
+        })
     }
 }

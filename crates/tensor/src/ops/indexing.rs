@@ -1,6 +1,5 @@
 //! Gathers.
 
-use crate::runtime::array_op;
 use crate::{Array, Result};
 
 impl Array {
@@ -9,6 +8,8 @@ impl Array {
     #[track_caller]
     pub fn take(&self, indices: &Array, axis: i32) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("take", |out| unsafe { mlx_ffi::mlx_take_axis(out, self.as_raw(), indices.as_raw(), axis, stream) })
+        Array::from_op("take", |out| unsafe {
+            mlx_ffi::mlx_take_axis(out, self.as_raw(), indices.as_raw(), axis, stream)
+        })
     }
 }

@@ -1,6 +1,5 @@
 //! Matrix products.
 
-use crate::runtime::array_op;
 use crate::vector::VectorArray;
 use crate::{Array, Result};
 use std::ffi::CString;
@@ -11,7 +10,7 @@ impl Array {
     #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("matmul", |out| unsafe { mlx_ffi::mlx_matmul(out, self.as_raw(), other.as_raw(), stream) })
+        Array::from_op("matmul", |out| unsafe { mlx_ffi::mlx_matmul(out, self.as_raw(), other.as_raw(), stream) })
     }
 
     /// `beta * self + alpha * (a @ b)` as one fused op (MLX `addmm`, `self` being the addend).
@@ -19,7 +18,7 @@ impl Array {
     #[track_caller]
     pub fn addmm(&self, a: &Array, b: &Array, alpha: f32, beta: f32) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("addmm", |out| unsafe {
+        Array::from_op("addmm", |out| unsafe {
             mlx_ffi::mlx_addmm(out, self.as_raw(), a.as_raw(), b.as_raw(), alpha, beta, stream)
         })
     }
@@ -31,6 +30,6 @@ impl Array {
             .map_err(|_| crate::Error::Shape { op: "einsum", detail: "subscripts contain a NUL byte".into() })?;
         let vector = VectorArray::new(operands)?;
         let stream = crate::device::current_stream()?;
-        array_op("einsum", |out| unsafe { mlx_ffi::mlx_einsum(out, subscripts.as_ptr(), vector.raw(), stream) })
+        Array::from_op("einsum", |out| unsafe { mlx_ffi::mlx_einsum(out, subscripts.as_ptr(), vector.raw(), stream) })
     }
 }

@@ -22,7 +22,7 @@ macro_rules! unary_ops {
                 #[track_caller]
                 pub fn $name(&self) -> crate::Result<crate::Array> {
                     let stream = crate::device::current_stream()?;
-                    crate::runtime::array_op(stringify!($name), |out| unsafe {
+                    $crate::Array::from_op(stringify!($name), |out| unsafe {
                         mlx_ffi::$ffi(out, self.as_raw(), stream)
                     })
                 }
@@ -41,7 +41,7 @@ macro_rules! binary_ops {
                 pub fn $name(&self, other: impl crate::Operand) -> crate::Result<crate::Array> {
                     let other = other.into_operand(self)?;
                     let stream = crate::device::current_stream()?;
-                    crate::runtime::array_op(stringify!($name), |out| unsafe {
+                    $crate::Array::from_op(stringify!($name), |out| unsafe {
                         mlx_ffi::$ffi(out, self.as_raw(), other.as_raw(), stream)
                     })
                 }

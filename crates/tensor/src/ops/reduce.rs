@@ -1,6 +1,5 @@
 //! Reductions over one or several axes.
 
-use crate::runtime::array_op;
 use crate::{Array, Result};
 
 macro_rules! reductions {
@@ -11,7 +10,7 @@ macro_rules! reductions {
                 #[track_caller]
                 pub fn $name(&self, axes: &[i32], keepdims: bool) -> Result<Array> {
                     let stream = crate::device::current_stream()?;
-                    array_op(stringify!($name), |out| unsafe {
+                    Array::from_op(stringify!($name), |out| unsafe {
                         mlx_ffi::$ffi(out, self.as_raw(), axes.as_ptr(), axes.len(), keepdims, stream)
                     })
                 }
@@ -40,6 +39,6 @@ impl Array {
     #[track_caller]
     pub fn argmax(&self, axis: i32, keepdims: bool) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("argmax", |out| unsafe { mlx_ffi::mlx_argmax_axis(out, self.as_raw(), axis, keepdims, stream) })
+        Array::from_op("argmax", |out| unsafe { mlx_ffi::mlx_argmax_axis(out, self.as_raw(), axis, keepdims, stream) })
     }
 }

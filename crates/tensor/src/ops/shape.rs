@@ -1,6 +1,5 @@
 //! Shape manipulation: reshape, transpose, slicing, joining, padding.
 
-use crate::runtime::array_op;
 use crate::vector::VectorArray;
 use crate::{Array, Error, Operand, Result};
 
@@ -9,7 +8,7 @@ impl Array {
     #[track_caller]
     pub fn reshape(&self, shape: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("reshape", |out| unsafe {
+        Array::from_op("reshape", |out| unsafe {
             mlx_ffi::mlx_reshape(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
         })
     }
@@ -18,7 +17,7 @@ impl Array {
     #[track_caller]
     pub fn transpose(&self, axes: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("transpose", |out| unsafe {
+        Array::from_op("transpose", |out| unsafe {
             mlx_ffi::mlx_transpose_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
         })
     }
@@ -34,14 +33,14 @@ impl Array {
     #[track_caller]
     pub fn expand_dims(&self, axis: i32) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("expand_dims", |out| unsafe { mlx_ffi::mlx_expand_dims(out, self.as_raw(), axis, stream) })
+        Array::from_op("expand_dims", |out| unsafe { mlx_ffi::mlx_expand_dims(out, self.as_raw(), axis, stream) })
     }
 
     /// Removes the given length-1 axes.
     #[track_caller]
     pub fn squeeze(&self, axes: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("squeeze", |out| unsafe {
+        Array::from_op("squeeze", |out| unsafe {
             mlx_ffi::mlx_squeeze_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
         })
     }
@@ -50,7 +49,7 @@ impl Array {
     #[track_caller]
     pub fn broadcast_to(&self, shape: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("broadcast_to", |out| unsafe {
+        Array::from_op("broadcast_to", |out| unsafe {
             mlx_ffi::mlx_broadcast_to(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
         })
     }
@@ -67,7 +66,7 @@ impl Array {
             });
         }
         let stream = crate::device::current_stream()?;
-        array_op("slice", |out| unsafe {
+        Array::from_op("slice", |out| unsafe {
             mlx_ffi::mlx_slice(
                 out,
                 self.as_raw(),
@@ -103,7 +102,7 @@ impl Array {
     pub fn concatenate(arrays: &[&Array], axis: i32) -> Result<Array> {
         let vector = VectorArray::new(arrays)?;
         let stream = crate::device::current_stream()?;
-        array_op("concatenate", |out| unsafe { mlx_ffi::mlx_concatenate_axis(out, vector.raw(), axis, stream) })
+        Array::from_op("concatenate", |out| unsafe { mlx_ffi::mlx_concatenate_axis(out, vector.raw(), axis, stream) })
     }
 
     /// Stacks arrays of one shape along a new axis.
@@ -111,7 +110,7 @@ impl Array {
     pub fn stack(arrays: &[&Array], axis: i32) -> Result<Array> {
         let vector = VectorArray::new(arrays)?;
         let stream = crate::device::current_stream()?;
-        array_op("stack", |out| unsafe { mlx_ffi::mlx_stack_axis(out, vector.raw(), axis, stream) })
+        Array::from_op("stack", |out| unsafe { mlx_ffi::mlx_stack_axis(out, vector.raw(), axis, stream) })
     }
 
     /// Splits along `axis` at the given indices.
@@ -119,7 +118,7 @@ impl Array {
     pub fn split(&self, indices: &[i32], axis: i32) -> Result<Vec<Array>> {
         let mut parts = VectorArray::empty();
         let stream = crate::device::current_stream()?;
-        crate::runtime::check("split", || unsafe {
+        crate::status::check("split", || unsafe {
             mlx_ffi::mlx_split_sections(
                 parts.as_mut_raw(),
                 self.as_raw(),
@@ -137,7 +136,7 @@ impl Array {
     pub fn pad(&self, axes: &[i32], low: &[i32], high: &[i32], value: impl Operand) -> Result<Array> {
         let value = value.into_operand(self)?;
         let stream = crate::device::current_stream()?;
-        array_op("pad", |out| unsafe {
+        Array::from_op("pad", |out| unsafe {
             mlx_ffi::mlx_pad(
                 out,
                 self.as_raw(),
@@ -158,6 +157,6 @@ impl Array {
     #[track_caller]
     pub fn contiguous(&self) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("contiguous", |out| unsafe { mlx_ffi::mlx_contiguous(out, self.as_raw(), false, stream) })
+        Array::from_op("contiguous", |out| unsafe { mlx_ffi::mlx_contiguous(out, self.as_raw(), false, stream) })
     }
 }

@@ -1,7 +1,6 @@
 //! Elementwise unary math and dtype conversion.
 
 use super::unary_ops;
-use crate::runtime::array_op;
 use crate::{Array, Dtype, Result};
 
 unary_ops! {
@@ -30,7 +29,7 @@ impl Array {
     #[track_caller]
     pub fn astype(&self, dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("astype", |out| unsafe { mlx_ffi::mlx_astype(out, self.as_raw(), dtype.to_raw(), stream) })
+        Array::from_op("astype", |out| unsafe { mlx_ffi::mlx_astype(out, self.as_raw(), dtype.to_raw(), stream) })
     }
 
     /// Clips to `[min, max]`; either bound may be absent. Bounds are arrays (MLX promotes mixed
@@ -39,7 +38,7 @@ impl Array {
     pub fn clip(&self, min: Option<&Array>, max: Option<&Array>) -> Result<Array> {
         let stream = crate::device::current_stream()?;
         let none = mlx_ffi::mlx_array { ctx: std::ptr::null_mut() };
-        array_op("clip", |out| unsafe {
+        Array::from_op("clip", |out| unsafe {
             mlx_ffi::mlx_clip(
                 out,
                 self.as_raw(),
@@ -54,6 +53,6 @@ impl Array {
     #[track_caller]
     pub fn softmax(&self, axis: i32, precise: bool) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        array_op("softmax", |out| unsafe { mlx_ffi::mlx_softmax_axis(out, self.as_raw(), axis, precise, stream) })
+        Array::from_op("softmax", |out| unsafe { mlx_ffi::mlx_softmax_axis(out, self.as_raw(), axis, precise, stream) })
     }
 }

@@ -1,0 +1,80 @@
+//! The process-wide MLX error handler and the one place where C statuses become `Result`s.
+//!
+//! [`init`] runs once per process (a `std::sync::Once`) before any other MLX call: it replaces
+//! mlx-c's default error handler (print, then `exit(-1)`) with one that stores the message in
+//! a thread-local slot, read back by the same thread's failing call ([`check`], and
+//! [`Array`](crate::Array)'s constructors). Every entry point of this crate calls it first, so
+//! no MLX constructor can run before it. Uses nothing but the FFI and [`Error`].
+
+use crate::{Error, Result};
+use mlx_ffi as ffi;
+use std::cell::RefCell;
+use std::ffi::{CStr, c_char, c_void};
+use std::panic::Location;
+use std::sync::Once;
+
+thread_local! {
+    pub(crate) static LAST_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// mlx-c calls this on the thread whose call failed, just before that call returns its
+/// failure status, so the message is read back by the same thread.
+unsafe extern "C" fn record_error(message: *const c_char, _data: *mut c_void) {
+    let text = if message.is_null() {
+        "unknown MLX error".to_owned()
+    } else {
+        // SAFETY: mlx-c passes a NUL-terminated buffer that lives for this call.
+        unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
+    };
+    // A panic must not unwind into C; `try_with` fails only during thread teardown.
+    let _ = LAST_ERROR.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            *slot = Some(text);
+        }
+    });
+}
+
+static INIT: Once = Once::new();
+
+/// Installs the error handler and configures the BLAS. Idempotent and cheap after the first call.
+pub(crate) fn init() {
+    INIT.call_once(|| {
+        // SAFETY: the handler is a plain function valid for the whole process; no data pointer.
+        unsafe { ffi::mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
+        ffi::blas::configure(blas_threads());
+    });
+}
+
+/// Threads each BLAS call gets by default: one per core.
+pub(crate) fn blas_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+pub(crate) fn take_error() -> String {
+    LAST_ERROR
+        .with(|slot| slot.borrow_mut().take())
+        .map(without_mlx_c_location)
+        .unwrap_or_else(|| "MLX reported a failure without a message".to_owned())
+}
+
+/// mlx-c appends " at <its source file>:<line>" to every message; our errors carry the
+/// caller's location instead.
+pub(crate) fn without_mlx_c_location(message: String) -> String {
+    match message.rfind(" at ") {
+        Some(at) if message[at..].contains("mlx/c/") => message[..at].to_owned(),
+        _ => message,
+    }
+}
+
+pub(crate) fn clear_error() {
+    LAST_ERROR.with(|slot| slot.borrow_mut().take());
+}
+
+/// Runs one mlx-c call that reports through a status code.
+#[track_caller]
+pub(crate) fn check(op: &'static str, call: impl FnOnce() -> i32) -> Result<()> {
+    let location = Location::caller();
+    init();
+    clear_error();
+    if call() == 0 { Ok(()) } else { Err(Error::Mlx { op, message: take_error(), location }) }
+}
