@@ -3,8 +3,9 @@
 #![allow(dead_code, reason = "each test file uses a subset")]
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use tensor::Array;
-use vision::{EncoderOptions, VisionEncoder};
+use vision::{EncoderOptions, Features, VisionEncoder};
 
 /// `tests/fixtures/<case>`.
 pub fn fixture(case: &str) -> PathBuf {
@@ -50,4 +51,42 @@ pub fn rewrite_weights(dir: &Path, edit: impl FnOnce(&mut Vec<(String, Array)>))
     edit(&mut tensors);
     let refs: Vec<(&str, &Array)> = tensors.iter().map(|(n, a)| (n.as_str(), a)).collect();
     tensor::save_safetensors(&path, &refs, None).unwrap();
+}
+
+/// Runs the tests of one binary that take it one at a time (so that a peak resident set
+/// measured by one is its own).
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Asserts that an encode produced values, all finite.
+pub fn assert_finite(features: &Features) {
+    let values = features.features.astype(tensor::Dtype::F32).unwrap().to_vec::<f32>().unwrap();
+    assert!(!values.is_empty() && values.iter().all(|v| v.is_finite()));
+}
+
+/// Peak resident set (kB) since the process started or [`reset_peak_rss`].
+pub fn peak_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    field("VmHWM:").unwrap_or(0)
+}
+
+/// The resident set now (kB).
+pub fn current_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets the peak resident set to the current one (`5` into `/proc/self/clear_refs`); false
+/// when the kernel does not allow it.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
