@@ -23,10 +23,14 @@ mod error;
 pub mod exp;
 pub mod gelu;
 pub mod gemm;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 pub mod layer_norm;
 pub mod parallel;
+pub mod power;
 pub mod rms_norm;
 pub mod rope;
+mod rows;
 pub mod vision_rms_norm;
 
 pub use element::{DType, Float, bf16_from_f32};

@@ -1,1 +1,248 @@
 //! `mx.fast.rms_norm` as MLX 0.32 computes it on the CPU (its fallback op sequence).
+//!
+//! The CPU has no fused RMS-norm kernel: `fast::rms_norm` runs its fallback, per row of `D`:
+//!
+//! ```text
+//! f = x.astype(float32)
+//! m = mean(square(f), -1)          // Σ f·f in index order from 0, then · float32(1/D)
+//! r = rsqrt(m + eps)               // 1.0f / sqrtf(·); eps a float32 array
+//! y = (f * r).astype(T)            // T = result_type(x, weight), or x's dtype without weight
+//! y = y * weight                   // in T, the weight cast to T; only with a weight
+//! ```
+//!
+//! [`rms_norm_scalar`] is that sequence element by element (the definition of the bits);
+//! [`rms_norm`] gives the same bits over all cores, 8 rows per AVX2 vector where available.
+
+use crate::{Float, Result, parallel, rows};
+
+const KERNEL: &str = "rms_norm";
+
+/// `fast.rms_norm(x, weight, eps)` over rows of `dim`: `x` `[rows, dim]` of any [`Float`]
+/// (float32 or bf16), `weight` `[dim]` already in the output dtype `T` (MLX casts it to
+/// `result_type(x, weight)`: bf16 weights with float32 `x` give `T = f32`), `out`
+/// `[rows, dim]` in `T`. MLX 0.32's CPU bits for every input, infinities included; a NaN
+/// gives NaN where MLX does (bf16: `0x7FC0`; float32: a row holding NaNs of several payloads
+/// may carry either, as the operand order the compiler picks decides in MLX too).
+///
+/// Fails with [`Error::Shape`](crate::Error::Shape) if `dim` is 0, `out` and `x` differ in
+/// length, `dim` does not divide it, or the weight does not have `dim` values.
+pub fn rms_norm<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) -> Result<()> {
+    check(x, weight, dim, out)?;
+    parallel::for_row_blocks(out, dim, rows::min_rows(dim), |first, out| {
+        let start = first * dim;
+        rows_block(&x[start..start + out.len()], weight, eps, dim, out);
+    });
+    Ok(())
+}
+
+/// [`rms_norm`] computed as MLX's op sequence reads, one element at a time on this thread:
+/// the definition of the bits. Same arguments and errors.
+pub fn rms_norm_scalar<X: Float, T: Float>(
+    x: &[X],
+    weight: Option<&[T]>,
+    eps: f32,
+    dim: usize,
+    out: &mut [T],
+) -> Result<()> {
+    check(x, weight, dim, out)?;
+    rows_portable(x, weight, eps, dim, out);
+    Ok(())
+}
+
+fn check<X, T>(x: &[X], weight: Option<&[T]>, dim: usize, out: &[T]) -> Result<()> {
+    rows::rows(KERNEL, x.len(), out.len(), dim)?;
+    rows::parameter(KERNEL, "weight", weight.map(<[T]>::len), dim)
+}
+
+/// Whole rows of `x` and `out` (checked), by the fastest path the CPU has.
+fn rows_block<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+        unsafe { avx2::rows(x, weight, eps, dim, out) };
+        return;
+    }
+    rows_portable(x, weight, eps, dim, out);
+}
+
+/// Row by row, element by element: the op sequence.
+fn rows_portable<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+    let inverse_dim = rows::inverse_count(dim);
+    for (x, out) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+        let mut sum = 0f32;
+        for v in x {
+            let f = v.to_f32();
+            sum += f * f;
+        }
+        let r = 1.0 / (sum * inverse_dim + eps).sqrt();
+        for (i, (o, v)) in out.iter_mut().zip(x).enumerate() {
+            *o = scale(v.to_f32(), r, weight.map(|w| w[i]));
+        }
+    }
+}
+
+/// One output: `T(f · r)`, then `T(· × w)` with a weight.
+#[inline(always)]
+fn scale<T: Float>(f: f32, r: f32, weight: Option<T>) -> T {
+    let y = T::from_f32(f * r);
+    match weight {
+        Some(w) => T::from_f32(y.to_f32() * w.to_f32()),
+        None => y,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::scale;
+    use crate::lanes::{load8, round8, row_pointers, row_sums8, store8, to_array};
+    use crate::{Float, rows};
+    use std::arch::x86_64::*;
+
+    /// Groups of 8 rows: the 8 sums of squares in one vector (a row per lane), then each row
+    /// scaled 8 columns at a time.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn rows<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+        let count = x.len() / dim;
+        let inverse_dim = _mm256_set1_ps(rows::inverse_count(dim));
+        for first in (0..count).step_by(8) {
+            let pointers = row_pointers(x, dim, first);
+            // SAFETY: each pointer starts a row of `dim` values of `x`.
+            let sums = unsafe { row_sums8(&pointers, dim, |f| _mm256_mul_ps(f, f)) };
+            let mean = _mm256_mul_ps(sums, inverse_dim);
+            let r = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(_mm256_add_ps(mean, _mm256_set1_ps(eps))));
+            for (row, r) in (first..count).zip(to_array(r)) {
+                let span = row * dim..(row + 1) * dim;
+                scale_row(&x[span.clone()], r, weight, &mut out[span]);
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn scale_row<X: Float, T: Float>(x: &[X], r: f32, weight: Option<&[T]>, out: &mut [T]) {
+        let rv = _mm256_set1_ps(r);
+        let n = x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len));
+        let mut c = 0;
+        while c + 8 <= n {
+            // SAFETY: `c + 8 <= n` and `n` bounds `x`, `out` and the weight.
+            unsafe {
+                let y = round8::<T>(_mm256_mul_ps(load8(x.as_ptr().add(c)), rv));
+                let y = match weight {
+                    Some(w) => _mm256_mul_ps(y, load8(w.as_ptr().add(c))),
+                    None => y,
+                };
+                store8(out.as_mut_ptr().add(c), y);
+            }
+            c += 8;
+        }
+        for c in c..n {
+            out[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+    use half::bf16;
+    use proptest::prelude::*;
+
+    fn special() -> Vec<f32> {
+        vec![
+            0.0,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::from_bits(1),
+            f32::MIN_POSITIVE,
+            1e-30,
+            3e19,
+            f32::MAX,
+            -1.0,
+            1.0,
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = f32> {
+        prop_oneof![
+            6 => -4f32..4.0,
+            1 => any::<u32>().prop_map(f32::from_bits),
+            1 => prop::sample::select(special()),
+        ]
+    }
+
+    /// The bits, every NaN as one: a row with NaNs of several payloads may carry either.
+    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
+        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
+    }
+
+    /// Both paths (and the parallel entry point) against the twin.
+    fn check_paths<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize) {
+        let mut want = vec![T::default(); x.len()];
+        rms_norm_scalar(x, weight, eps, dim, &mut want).unwrap();
+        let mut got = vec![T::default(); x.len()];
+        rms_norm(x, weight, eps, dim, &mut got).unwrap();
+        assert_eq!(bits(&got), bits(&want), "rms_norm");
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::has_avx2_fma() {
+            let mut lanes = vec![T::default(); x.len()];
+            // SAFETY: AVX2 + FMA are present.
+            unsafe { avx2::rows(x, weight, eps, dim, &mut lanes) };
+            assert_eq!(bits(&lanes), bits(&want), "avx2");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_extents() {
+        let x = [1f32; 12];
+        let mut out = [0f32; 12];
+        for (dim, w) in [(0, None), (5, None), (4, Some(&[1f32; 3][..]))] {
+            assert!(matches!(rms_norm(&x, w, 1e-6, dim, &mut out), Err(Error::Shape { .. })));
+            assert!(matches!(rms_norm_scalar(&x, w, 1e-6, dim, &mut out), Err(Error::Shape { .. })));
+        }
+        assert!(matches!(rms_norm(&x, None, 1e-6, 4, &mut out[..8]), Err(Error::Shape { .. })));
+        rms_norm::<f32, f32>(&[], None, 1e-6, 4, &mut []).unwrap();
+    }
+
+    #[test]
+    fn a_known_row() {
+        let mut out = [0f32; 4];
+        rms_norm(&[1f32, -1.0, 1.0, -1.0], Some(&[2f32, 2.0, 1.0, 0.5]), 0.0, 4, &mut out).unwrap();
+        assert_eq!(out, [2.0, -2.0, 1.0, -0.5]);
+    }
+
+    #[test]
+    fn e2b_rows_split_over_threads() {
+        let (rows, dim) = (203, 768);
+        let x: Vec<bf16> = (0..rows * dim).map(|i| bf16::from_f32(((i * 7919) % 1013) as f32 / 97.0 - 5.0)).collect();
+        let w: Vec<bf16> = (0..dim).map(|i| bf16::from_f32(0.5 + (i % 13) as f32 / 8.0)).collect();
+        check_paths(&x, Some(&w), 1e-6, dim);
+        check_paths::<bf16, bf16>(&x, None, 1e-6, dim);
+        let wf: Vec<f32> = w.iter().map(|v| v.to_f32()).collect();
+        check_paths(&x, Some(&wf), 1e-6, dim);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn paths_agree_on_random_rows(
+            rows in 1usize..21,
+            dim in prop_oneof![1usize..20, Just(64), Just(72), Just(768)],
+            seed in prop::collection::vec(value(), 64),
+            weighted in any::<bool>(),
+            eps in prop::sample::select(vec![1e-6f32, 1e-5, 0.0]),
+        ) {
+            let x: Vec<f32> = (0..rows * dim).map(|i| seed[(i * 31 + i / 7) % seed.len()] * (1 + i % 3) as f32).collect();
+            let w: Vec<f32> = (0..dim).map(|i| seed[(i * 17 + 5) % seed.len()]).collect();
+            let w = weighted.then_some(&w[..]);
+            check_paths(&x, w, eps, dim);
+            let xb: Vec<bf16> = x.iter().map(|&v| crate::bf16_from_f32(v)).collect();
+            let wb: Option<Vec<bf16>> = w.map(|w| w.iter().map(|&v| crate::bf16_from_f32(v)).collect());
+            check_paths(&xb, wb.as_deref(), eps, dim);
+            check_paths(&xb, w, eps, dim);
+        }
+    }
+}

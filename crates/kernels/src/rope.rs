@@ -1,1 +1,311 @@
 //! mlx-vlm's `apply_multidimensional_rope` (gemma4 vision), op by op in the input dtype.
+//!
+//! The reference splits each head of `D` channels into partitions (gemma4: two of `D/2`, one
+//! per image axis; the 1-D fallback: one of `D`) and rotates each partition `u` of `c`
+//! channels, with `h = c/2`, by its position's tables:
+//!
+//! ```text
+//! rotate_half(u) = concatenate([-u[h:], u[:h]])
+//! u' = u * cos + rotate_half(u) * sin          // each op rounds to T (MLX element-wise ops)
+//! ```
+//!
+//! `cos` and `sin` are the reference's tables already cast to `T` (`[tokens, c]` each:
+//! `concatenate([cos a, cos a]).astype(T)`), as `layers::RopeTables` builds them with MLX.
+//! No step fuses: the products round to `T` before the sum, so there is no FMA.
+//!
+//! [`rope_scalar`] is that sequence element by element (the definition of the bits);
+//! [`rope`] and [`rope_in_place`] give the same bits over all cores, 8 channels per AVX2
+//! vector where available.
+
+use crate::{Error, Float, Result, parallel, rows};
+
+const KERNEL: &str = "rope";
+
+/// One partition's tables: `cos` and `sin`, `[tokens, channels]` row-major in the dtype of
+/// the values they rotate (`channels` even and positive).
+#[derive(Debug, Clone, Copy)]
+pub struct RopeTables<'a, T> {
+    cos: &'a [T],
+    sin: &'a [T],
+    channels: usize,
+}
+
+impl<'a, T: Float> RopeTables<'a, T> {
+    /// Tables of `channels` per token. Fails with [`Error::Shape`] if `channels` is 0 or odd,
+    /// the two tables differ in length, or `channels` does not divide it.
+    pub fn new(cos: &'a [T], sin: &'a [T], channels: usize) -> Result<RopeTables<'a, T>> {
+        if channels == 0 || !channels.is_multiple_of(2) {
+            return Err(Error::shape(KERNEL, format!("a partition of {channels} channels (must be even, > 0)")));
+        }
+        if cos.len() != sin.len() || !cos.len().is_multiple_of(channels) {
+            return Err(Error::shape(
+                KERNEL,
+                format!("cos of {} and sin of {} values are not rows of {channels}", cos.len(), sin.len()),
+            ));
+        }
+        Ok(RopeTables { cos, sin, channels })
+    }
+}
+
+impl<T> RopeTables<'_, T> {
+    /// Channels per token.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Tokens (rows) the tables hold.
+    pub fn tokens(&self) -> usize {
+        self.cos.len() / self.channels
+    }
+}
+
+/// `apply_multidimensional_rope` of `x` `[tokens, heads, head_dim]` (token-major: the
+/// reference's `[B, L, N, D]` with `tokens = B·L`) into `out` (same shape): partition `d` of
+/// every head of token `t` is rotated by row `t` of `parts[d]`, the partitions laid out one
+/// after another along the head. MLX 0.32's CPU bits (float32, bf16), infinities included; a
+/// NaN gives NaN (in float32 the sign of a NaN may differ, as MLX's own is the compiler's).
+///
+/// Fails with [`Error::Shape`] if the partitions' channels do not add up to `head_dim`, a
+/// table does not have `tokens` rows, or `x` and `out` are not `[tokens, heads, head_dim]`.
+pub fn rope<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopeTables<T>], out: &mut [T]) -> Result<()> {
+    check(x.len(), out.len(), heads, head_dim, parts)?;
+    out.copy_from_slice(x);
+    rotate_all(out, heads, head_dim, parts);
+    Ok(())
+}
+
+/// [`rope`] in place.
+pub fn rope_in_place<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) -> Result<()> {
+    check(x.len(), x.len(), heads, head_dim, parts)?;
+    rotate_all(x, heads, head_dim, parts);
+    Ok(())
+}
+
+/// [`rope`] computed as the op sequence reads, one element at a time on this thread: the
+/// definition of the bits. Same arguments and errors.
+pub fn rope_scalar<T: Float>(
+    x: &[T],
+    heads: usize,
+    head_dim: usize,
+    parts: &[RopeTables<T>],
+    out: &mut [T],
+) -> Result<()> {
+    check(x.len(), out.len(), heads, head_dim, parts)?;
+    out.copy_from_slice(x);
+    for (row, head) in out.chunks_exact_mut(head_dim).enumerate() {
+        rotate_head_portable(head, row / heads, parts);
+    }
+    Ok(())
+}
+
+/// Checks the extents; returns nothing, the kernels derive `tokens` from the lengths.
+pub(crate) fn check<T>(
+    input: usize,
+    output: usize,
+    heads: usize,
+    head_dim: usize,
+    parts: &[RopeTables<T>],
+) -> Result<()> {
+    let width = heads.checked_mul(head_dim).unwrap_or(0);
+    let heads_rows = rows::rows(KERNEL, input, output, width)?;
+    let channels: usize = parts.iter().map(|p| p.channels).sum();
+    if parts.is_empty() || channels != head_dim {
+        return Err(Error::shape(KERNEL, format!("partitions of {channels} channels in all for heads of {head_dim}")));
+    }
+    if let Some(p) = parts.iter().find(|p| p.tokens() != heads_rows) {
+        return Err(Error::shape(KERNEL, format!("tables of {} tokens for {heads_rows} tokens", p.tokens())));
+    }
+    Ok(())
+}
+
+/// Every head of `x` (checked extents), over all cores.
+fn rotate_all<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) {
+    parallel::for_row_blocks(x, head_dim, rows::min_rows(head_dim), |first, block| {
+        for (i, head) in block.chunks_exact_mut(head_dim).enumerate() {
+            rotate_head(head, (first + i) / heads, parts);
+        }
+    });
+}
+
+/// Rotates one head of token `token` in place (extents checked by the caller), by the
+/// fastest path the CPU has.
+#[inline]
+pub(crate) fn rotate_head<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+        unsafe { avx2::rotate_head(head, token, parts) };
+        return;
+    }
+    rotate_head_portable(head, token, parts);
+}
+
+/// One head, element by element.
+fn rotate_head_portable<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+    let mut offset = 0;
+    for part in parts {
+        let c = part.channels;
+        let half = c / 2;
+        let (cos, sin) = (&part.cos[token * c..(token + 1) * c], &part.sin[token * c..(token + 1) * c]);
+        let u = &mut head[offset..offset + c];
+        for j in 0..half {
+            (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);
+        }
+        offset += c;
+    }
+}
+
+/// Channels `j` and `j + h` of a partition: `a = u[j]`, `b = u[j + h]`:
+/// `T(T(a·cos_j) + T(T(−b)·sin_j))` and `T(T(b·cos_{j+h}) + T(a·sin_{j+h}))`.
+#[inline(always)]
+fn rotate_pair<T: Float>(a: T, b: T, cos: [T; 2], sin: [T; 2]) -> (T, T) {
+    let (fa, fb) = (a.to_f32(), b.to_f32());
+    let minus_b = T::from_f32(-fb).to_f32();
+    let low = T::from_f32(T::from_f32(fa * cos[0].to_f32()).to_f32() + T::from_f32(minus_b * sin[0].to_f32()).to_f32());
+    let high = T::from_f32(T::from_f32(fb * cos[1].to_f32()).to_f32() + T::from_f32(fa * sin[1].to_f32()).to_f32());
+    (low, high)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{RopeTables, rotate_pair};
+    use crate::Float;
+    use crate::lanes::{load8, round8, store8};
+    use std::arch::x86_64::*;
+
+    /// One head: each partition's low and high halves 8 channels at a time.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn rotate_head<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+        let mut offset = 0;
+        for part in parts {
+            let c = part.channels;
+            let half = c / 2;
+            let (cos, sin) = (&part.cos[token * c..(token + 1) * c], &part.sin[token * c..(token + 1) * c]);
+            let u = &mut head[offset..offset + c];
+            let mut j = 0;
+            while j + 8 <= half {
+                // SAFETY: `j + 8 <= half`: channels `j..j+8` and `j+half..j+half+8` are in `u`,
+                // `cos` and `sin` (all of `c = 2·half` values).
+                unsafe {
+                    let a = load8(u.as_ptr().add(j));
+                    let b = load8(u.as_ptr().add(j + half));
+                    let (cos_low, cos_high) = (load8(cos.as_ptr().add(j)), load8(cos.as_ptr().add(j + half)));
+                    let (sin_low, sin_high) = (load8(sin.as_ptr().add(j)), load8(sin.as_ptr().add(j + half)));
+                    let minus_b = round8::<T>(_mm256_xor_ps(b, _mm256_set1_ps(-0.0)));
+                    let low = _mm256_add_ps(
+                        round8::<T>(_mm256_mul_ps(a, cos_low)),
+                        round8::<T>(_mm256_mul_ps(minus_b, sin_low)),
+                    );
+                    let high =
+                        _mm256_add_ps(round8::<T>(_mm256_mul_ps(b, cos_high)), round8::<T>(_mm256_mul_ps(a, sin_high)));
+                    store8(u.as_mut_ptr().add(j), low);
+                    store8(u.as_mut_ptr().add(j + half), high);
+                }
+                j += 8;
+            }
+            for j in j..half {
+                (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);
+            }
+            offset += c;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::bf16;
+    use proptest::prelude::*;
+
+    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
+        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
+    }
+
+    /// Tables as the reference builds them (angles `pos / 100^(2j/c)`), cast to `T`.
+    fn tables<T: Float>(tokens: usize, channels: usize, axis: usize) -> (Vec<T>, Vec<T>) {
+        let half = channels / 2;
+        let (mut cos, mut sin) = (Vec::new(), Vec::new());
+        for t in 0..tokens {
+            let position = if axis == 0 { t % 7 } else { t / 7 } as f32;
+            for k in 0..channels {
+                let a = position / 100f32.powf(2.0 * (k % half) as f32 / channels as f32);
+                cos.push(T::from_f32(a.cos()));
+                sin.push(T::from_f32(a.sin()));
+            }
+        }
+        (cos, sin)
+    }
+
+    fn check_paths<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) {
+        let mut want = vec![T::default(); x.len()];
+        rope_scalar(x, heads, head_dim, parts, &mut want).unwrap();
+        let mut got = vec![T::default(); x.len()];
+        rope(x, heads, head_dim, parts, &mut got).unwrap();
+        assert_eq!(bits(&got), bits(&want));
+        let mut in_place = x.to_vec();
+        rope_in_place(&mut in_place, heads, head_dim, parts).unwrap();
+        assert_eq!(bits(&in_place), bits(&want));
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::has_avx2_fma() {
+            let mut lanes = x.to_vec();
+            for (row, head) in lanes.chunks_exact_mut(head_dim).enumerate() {
+                // SAFETY: AVX2 + FMA are present.
+                unsafe { avx2::rotate_head(head, row / heads, parts) };
+            }
+            assert_eq!(bits(&lanes), bits(&want), "avx2");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_extents() {
+        let (cos, sin) = tables::<f32>(3, 4, 0);
+        let part = RopeTables::new(&cos, &sin, 4).unwrap();
+        assert!(RopeTables::new(&cos, &sin, 3).is_err());
+        assert!(RopeTables::new(&cos, &sin[1..], 4).is_err());
+        assert!(RopeTables::new(&cos, &sin, 0).is_err());
+        let x = [1f32; 3 * 2 * 8];
+        let mut out = [0f32; 3 * 2 * 8];
+        rope(&x, 2, 8, &[part, part], &mut out).unwrap();
+        assert!(matches!(rope(&x, 2, 8, &[part], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(rope(&x, 3, 8, &[part, part], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(rope(&x, 2, 8, &[part, part], &mut out[1..]), Err(Error::Shape { .. })));
+        assert!(matches!(rope(&x, 0, 8, &[part, part], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(rope::<f32>(&x, 2, 8, &[], &mut out), Err(Error::Shape { .. })));
+    }
+
+    #[test]
+    fn rotates_pairs_by_the_angle() {
+        // One token, one head of one partition of 2: (a, b) -> (a cos − b sin, b cos + a sin).
+        let (cos, sin) = ([0.0f32, 0.0], [1.0f32, 1.0]);
+        let part = RopeTables::new(&cos, &sin, 2).unwrap();
+        let mut out = [0f32; 2];
+        rope(&[3.0, 5.0], 1, 2, &[part], &mut out).unwrap();
+        assert_eq!(out, [-5.0, 3.0]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn paths_agree(
+            tokens in 1usize..30,
+            heads in 1usize..5,
+            (head_dim, axes) in prop::sample::select(vec![(64usize, 2usize), (72, 2), (8, 2), (2, 1), (36, 1), (64, 1), (24, 3)]),
+            values in prop::collection::vec(prop_oneof![
+                8 => -8f32..8.0,
+                1 => any::<u32>().prop_map(f32::from_bits),
+                1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e38, 1e-40]),
+            ], 61),
+        ) {
+            let c = head_dim / axes;
+            let x: Vec<f32> = (0..tokens * heads * head_dim).map(|i| values[i % values.len()]).collect();
+            let f32_tables: Vec<(Vec<f32>, Vec<f32>)> = (0..axes).map(|d| tables(tokens, c, d)).collect();
+            let parts: Vec<RopeTables<f32>> = f32_tables.iter().map(|(cs, sn)| RopeTables::new(cs, sn, c).unwrap()).collect();
+            check_paths(&x, heads, head_dim, &parts);
+            let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+            let b_tables: Vec<(Vec<bf16>, Vec<bf16>)> = (0..axes).map(|d| tables(tokens, c, d)).collect();
+            let parts: Vec<RopeTables<bf16>> = b_tables.iter().map(|(cs, sn)| RopeTables::new(cs, sn, c).unwrap()).collect();
+            check_paths(&xb, heads, head_dim, &parts);
+        }
+    }
+}
