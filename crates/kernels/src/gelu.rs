@@ -14,9 +14,11 @@
 //! [`gelu_approx_scalar`] is that sequence for one value (the definition of the bits). In bf16
 //! the GELU is a function of 65,536 inputs: [`gelu_approx_mul`] looks it up in a table made
 //! once per process by the scalar sequence itself, then multiplies by `up` (8 lanes per AVX2
-//! vector). In float32 it runs the sequence per element, over all cores.
+//! vector). In float32 it runs the sequence per element over all cores, the C library's
+//! `tanhf` per element and the cubes by [`cube_as_pow`](crate::power::cube_as_pow) (`powf`'s
+//! bits without calling it for most values).
 
-use crate::power::pow;
+use crate::power::{cube_as_pow_slice, pow};
 use crate::{Error, Float, Result, parallel, rows};
 use half::bf16;
 use std::any::TypeId;
@@ -27,14 +29,20 @@ const KERNEL: &str = "gelu_approx";
 /// `gelu_approx(x)` for one value of dtype `T`, op by op as MLX computes it (see the module
 /// documentation): the definition of the bits of this module's kernels.
 pub fn gelu_approx_scalar<T: Float>(x: T) -> T {
+    let f = x.to_f32();
+    gelu_approx_from_cube(x, pow(f, T::from_f32(3.0).to_f32()))
+}
+
+/// The GELU of `x` given `cube = powf(f32(x), 3)`, the rest of the op sequence.
+#[inline(always)]
+fn gelu_approx_from_cube<T: Float>(x: T, cube: f32) -> T {
     let round = |v: f32| T::from_f32(v).to_f32();
     // Python floats become float32 (then T) weak scalars, as MLX makes `array(0.044715, T)`.
     let cubic_coefficient = round(0.044715f64 as f32);
     let scale = round((2.0 / std::f64::consts::PI).sqrt() as f32);
     let (half, one) = (round(0.5), round(1.0));
     let f = x.to_f32();
-    let cube = round(pow(f, round(3.0)));
-    let cubic = round(cube * cubic_coefficient);
+    let cubic = round(round(cube) * cubic_coefficient);
     let inner = round(round(f + cubic) * scale);
     let gate = round(round(inner.tanh()) + one);
     T::from_f32(round(f * half) * gate)
@@ -49,11 +57,13 @@ pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
     let table = bf16_table_for::<T>();
     parallel::for_row_blocks(out, 1, rows::PARALLEL_MIN_ELEMENTS, |start, block| {
         let x = &x[start..start + block.len()];
-        for (o, &v) in block.iter_mut().zip(x) {
-            *o = match table {
-                Some(table) => T::from_f32(lookup(table, v)),
-                None => gelu_approx_scalar(v),
-            };
+        match table {
+            Some(table) => {
+                for (o, &v) in block.iter_mut().zip(x) {
+                    *o = T::from_f32(lookup(table, v));
+                }
+            }
+            None => by_sequence(x, block, |_, g| g),
         }
     });
     Ok(())
@@ -71,11 +81,7 @@ pub fn gelu_approx_mul<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<
         let (gate, up) = (&gate[span.clone()], &up[span]);
         match table {
             Some(table) => gated_by_table(table, gate, up, block),
-            None => {
-                for ((o, &g), &u) in block.iter_mut().zip(gate).zip(up) {
-                    *o = T::from_f32(gelu_approx_scalar(g).to_f32() * u.to_f32());
-                }
-            }
+            None => by_sequence(gate, block, |i, g| T::from_f32(g.to_f32() * up[i].to_f32())),
         }
     });
     Ok(())
@@ -89,6 +95,24 @@ pub fn gelu_approx_mul_scalar<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> 
         *o = T::from_f32(gelu_approx_scalar(g).to_f32() * u.to_f32());
     }
     Ok(())
+}
+
+/// `out[i] = then(i, gelu_approx(x[i]))` by the op sequence, the cubes taken 8 at a time
+/// with [`cube_as_pow_slice`] (`powf`'s bits) and `tanhf` called per element.
+fn by_sequence<T: Float>(x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
+    const CHUNK: usize = 256;
+    let mut widened = [0f32; CHUNK];
+    let mut cubes = [0f32; CHUNK];
+    for (c, (x, out)) in x.chunks(CHUNK).zip(out.chunks_mut(CHUNK)).enumerate() {
+        let n = x.len();
+        for (w, v) in widened.iter_mut().zip(x) {
+            *w = v.to_f32();
+        }
+        cube_as_pow_slice(&widened[..n], &mut cubes[..n]);
+        for (i, ((o, &v), &cube)) in out.iter_mut().zip(x).zip(&cubes[..n]).enumerate() {
+            *o = then(c * CHUNK + i, gelu_approx_from_cube(v, cube));
+        }
+    }
 }
 
 fn check(gate: usize, up: usize, out: usize) -> Result<()> {
