@@ -1,1 +1,290 @@
 //! `mlx.nn.gelu_approx` (the tanh GELU) times the up projection, op by op in the input dtype.
+//!
+//! gemma4's `VisionMLP` computes `gelu_approx(gate) * up`, with MLX ops in `T` (each op
+//! rounds to `T`, every Python scalar a weak scalar rounded to `T`: in bf16 0.5, 0.796875,
+//! 0.044677734375, 1 and the exponent 3):
+//!
+//! ```text
+//! cube  = power(x, 3)                 // C library powf(x, 3.0f), rounded to T
+//! inner = (x + 0.044715 * cube) * sqrt(2/π)
+//! g     = (0.5 * x) * (1 + tanh(inner))   // C library tanhf, rounded to T
+//! out   = g * up
+//! ```
+//!
+//! [`gelu_approx_scalar`] is that sequence for one value (the definition of the bits). In bf16
+//! the GELU is a function of 65,536 inputs: [`gelu_approx_mul`] looks it up in a table made
+//! once per process by the scalar sequence itself, then multiplies by `up` (8 lanes per AVX2
+//! vector). In float32 it runs the sequence per element over all cores, the C library's
+//! `tanhf` per element and the cubes by [`cube_as_pow`](crate::power::cube_as_pow) (`powf`'s
+//! bits without calling it for most values).
+
+use crate::power::{cube_as_pow_slice, pow};
+use crate::{Error, Float, Result, parallel, rows};
+use half::bf16;
+use std::any::TypeId;
+use std::sync::OnceLock;
+
+const KERNEL: &str = "gelu_approx";
+
+/// `gelu_approx(x)` for one value of dtype `T`, op by op as MLX computes it (see the module
+/// documentation): the definition of the bits of this module's kernels.
+pub fn gelu_approx_scalar<T: Float>(x: T) -> T {
+    let f = x.to_f32();
+    gelu_approx_from_cube(x, pow(f, T::from_f32(3.0).to_f32()))
+}
+
+/// The GELU of `x` given `cube = powf(f32(x), 3)`, the rest of the op sequence.
+#[inline(always)]
+fn gelu_approx_from_cube<T: Float>(x: T, cube: f32) -> T {
+    let round = |v: f32| T::from_f32(v).to_f32();
+    // Python floats become float32 (then T) weak scalars, as MLX makes `array(0.044715, T)`.
+    let cubic_coefficient = round(0.044715f64 as f32);
+    let scale = round((2.0 / std::f64::consts::PI).sqrt() as f32);
+    let (half, one) = (round(0.5), round(1.0));
+    let f = x.to_f32();
+    let cubic = round(round(cube) * cubic_coefficient);
+    let inner = round(round(f + cubic) * scale);
+    let gate = round(round(inner.tanh()) + one);
+    T::from_f32(round(f * half) * gate)
+}
+
+/// `out[i] = gelu_approx(x[i])` in `T` (float32 or bf16): MLX 0.32's CPU bits. `x` and `out`
+/// have one length, else [`Error::Shape`].
+pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
+    if x.len() != out.len() {
+        return Err(Error::shape(KERNEL, format!("input of {} values, output of {}", x.len(), out.len())));
+    }
+    let table = bf16_table_for::<T>();
+    parallel::for_row_blocks(out, 1, rows::PARALLEL_MIN_ELEMENTS, |start, block| {
+        let x = &x[start..start + block.len()];
+        match table {
+            Some(table) => {
+                for (o, &v) in block.iter_mut().zip(x) {
+                    *o = T::from_f32(lookup(table, v));
+                }
+            }
+            None => by_sequence(x, block, |_, g| g),
+        }
+    });
+    Ok(())
+}
+
+/// `out[i] = gelu_approx(gate[i]) * up[i]` in `T` (float32 or bf16), the gated activation of
+/// gemma4's vision MLP: MLX 0.32's CPU bits (the product rounded to `T`; bf16 NaNs `0x7FC0`,
+/// a float32 NaN's payload is not specified). The three slices have one length, else
+/// [`Error::Shape`]. Over all cores; bf16 through a table of the GELU of every bf16 value.
+pub fn gelu_approx_mul<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
+    check(gate.len(), up.len(), out.len())?;
+    let table = bf16_table_for::<T>();
+    parallel::for_row_blocks(out, 1, rows::PARALLEL_MIN_ELEMENTS, |start, block| {
+        let span = start..start + block.len();
+        let (gate, up) = (&gate[span.clone()], &up[span]);
+        match table {
+            Some(table) => gated_by_table(table, gate, up, block),
+            None => by_sequence(gate, block, |i, g| T::from_f32(g.to_f32() * up[i].to_f32())),
+        }
+    });
+    Ok(())
+}
+
+/// [`gelu_approx_mul`] by the scalar sequence, one element at a time on this thread (no
+/// table): the definition of the bits. Same arguments and errors.
+pub fn gelu_approx_mul_scalar<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
+    check(gate.len(), up.len(), out.len())?;
+    for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+        *o = T::from_f32(gelu_approx_scalar(g).to_f32() * u.to_f32());
+    }
+    Ok(())
+}
+
+/// `out[i] = then(i, gelu_approx(x[i]))` by the op sequence, the cubes taken 8 at a time
+/// with [`cube_as_pow_slice`] (`powf`'s bits) and `tanhf` called per element.
+fn by_sequence<T: Float>(x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
+    const CHUNK: usize = 256;
+    let mut widened = [0f32; CHUNK];
+    let mut cubes = [0f32; CHUNK];
+    for (c, (x, out)) in x.chunks(CHUNK).zip(out.chunks_mut(CHUNK)).enumerate() {
+        let n = x.len();
+        for (w, v) in widened.iter_mut().zip(x) {
+            *w = v.to_f32();
+        }
+        cube_as_pow_slice(&widened[..n], &mut cubes[..n]);
+        for (i, ((o, &v), &cube)) in out.iter_mut().zip(x).zip(&cubes[..n]).enumerate() {
+            *o = then(c * CHUNK + i, gelu_approx_from_cube(v, cube));
+        }
+    }
+}
+
+fn check(gate: usize, up: usize, out: usize) -> Result<()> {
+    if gate != up || gate != out {
+        return Err(Error::shape(KERNEL, format!("gate of {gate} values, up of {up}, output of {out}")));
+    }
+    Ok(())
+}
+
+/// The bf16 GELU of every bf16 value (indexed by its bits; entries are bf16 bits).
+type Table = [u16; 1 << 16];
+
+/// The table when `T` is bf16.
+fn bf16_table_for<T: Float>() -> Option<&'static Table> {
+    (TypeId::of::<T>() == TypeId::of::<bf16>()).then(bf16_table)
+}
+
+fn bf16_table() -> &'static Table {
+    static TABLE: OnceLock<Box<Table>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Box::new([0u16; 1 << 16]);
+        for (bits, entry) in (0..=u16::MAX).zip(table.iter_mut()) {
+            *entry = gelu_approx_scalar(bf16::from_bits(bits)).to_bits();
+        }
+        table
+    })
+}
+
+/// The GELU of `x` (a bf16, as `T`) from the table, widened to float32.
+#[inline(always)]
+fn lookup<T: Float>(table: &Table, x: T) -> f32 {
+    // `x` is a bf16 whenever there is a table: its float32 has the bf16 bits on top.
+    let bits = (x.to_f32().to_bits() >> 16) as usize;
+    f32::from_bits(u32::from(table[bits & 0xFFFF]) << 16)
+}
+
+/// `T(table[gate] · up)` over one block (`T` is bf16), by the fastest path the CPU has.
+fn gated_by_table<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
+        unsafe { avx2::gated_by_table(table, gate, up, out) };
+        return;
+    }
+    gated_by_table_portable(table, gate, up, out);
+}
+
+fn gated_by_table_portable<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+    for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+        *o = T::from_f32(lookup(table, g) * u.to_f32());
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Table, lookup};
+    use crate::Float;
+    use crate::lanes::{load8, store8};
+    use std::arch::x86_64::*;
+
+    /// 8 table lookups, then one product and rounding per 8 lanes.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn gated_by_table<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+        let n = gate.len().min(up.len()).min(out.len());
+        let mut c = 0;
+        while c + 8 <= n {
+            let g: [f32; 8] = std::array::from_fn(|i| lookup(table, gate[c + i]));
+            // SAFETY: `c + 8 <= n` bounds `up` and `out`; `g` holds 8 floats.
+            unsafe {
+                let y = _mm256_mul_ps(_mm256_loadu_ps(g.as_ptr()), load8(up.as_ptr().add(c)));
+                store8(out.as_mut_ptr().add(c), y);
+            }
+            c += 8;
+        }
+        for c in c..n {
+            out[c] = T::from_f32(lookup(table, gate[c]) * up[c].to_f32());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
+        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
+    }
+
+    #[test]
+    fn bf16_constants_are_the_weak_scalars() {
+        let round = |v: f32| bf16::from_f32(v).to_f32();
+        assert_eq!(round(0.044715f64 as f32), 0.044_677_734);
+        assert_eq!(round((2.0 / std::f64::consts::PI).sqrt() as f32), 0.796_875);
+    }
+
+    #[test]
+    fn near_the_exact_gelu() {
+        for i in -600..600 {
+            let x = i as f32 / 100.0;
+            let exact = 0.5
+                * f64::from(x)
+                * (1.0
+                    + ((2.0 / std::f64::consts::PI).sqrt() * (f64::from(x) + 0.044715 * f64::from(x).powi(3))).tanh());
+            let got = f64::from(gelu_approx_scalar(x));
+            assert!((got - exact).abs() < 1e-6 * (1.0 + exact.abs()), "gelu({x}) = {got}, want {exact}");
+        }
+        assert_eq!(gelu_approx_scalar(f32::INFINITY), f32::INFINITY);
+        assert_eq!(gelu_approx_scalar(-0.0f32).to_bits(), 0x8000_0000);
+        assert!(gelu_approx_scalar(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn the_table_is_the_scalar_sequence_on_every_bf16() {
+        let table = bf16_table();
+        for bits in 0..=u16::MAX {
+            let x = bf16::from_bits(bits);
+            assert_eq!(table[usize::from(bits)], gelu_approx_scalar(x).to_bits(), "gelu(bf16 {bits:#06x})");
+        }
+        let xs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let mut out = vec![bf16::ZERO; xs.len()];
+        gelu_approx(&xs, &mut out).unwrap();
+        assert!(xs.iter().zip(&out).all(|(&x, y)| gelu_approx_scalar(x).to_bits() == y.to_bits()));
+    }
+
+    #[test]
+    fn rejects_bad_extents() {
+        let mut out = [0f32; 4];
+        assert!(matches!(gelu_approx_mul(&[1f32; 4], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(gelu_approx_mul(&[1f32; 3], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(gelu_approx(&[1f32; 3], &mut out), Err(Error::Shape { .. })));
+    }
+
+    fn check_paths<T: Float>(gate: &[T], up: &[T]) {
+        let mut want = vec![T::default(); gate.len()];
+        gelu_approx_mul_scalar(gate, up, &mut want).unwrap();
+        let mut got = vec![T::default(); gate.len()];
+        gelu_approx_mul(gate, up, &mut got).unwrap();
+        assert_eq!(bits(&got), bits(&want));
+        if let Some(table) = bf16_table_for::<T>() {
+            let mut portable = vec![T::default(); gate.len()];
+            gated_by_table_portable(table, gate, up, &mut portable);
+            assert_eq!(bits(&portable), bits(&want), "portable");
+            #[cfg(target_arch = "x86_64")]
+            if crate::cpu::has_avx2_fma() {
+                let mut lanes = vec![T::default(); gate.len()];
+                // SAFETY: AVX2 + FMA are present.
+                unsafe { avx2::gated_by_table(table, gate, up, &mut lanes) };
+                assert_eq!(bits(&lanes), bits(&want), "avx2");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn paths_agree(
+            pairs in prop::collection::vec((
+                prop_oneof![
+                    6 => -8f32..8.0,
+                    1 => any::<u32>().prop_map(f32::from_bits),
+                    1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 3e19, -3e19]),
+                ],
+                prop_oneof![4 => -4f32..4.0, 1 => any::<u32>().prop_map(f32::from_bits)],
+            ), 0..300),
+        ) {
+            let (gate, up): (Vec<f32>, Vec<f32>) = pairs.into_iter().unzip();
+            check_paths(&gate, &up);
+            let gb: Vec<bf16> = gate.iter().map(|&v| crate::bf16_from_f32(v)).collect();
+            let ub: Vec<bf16> = up.iter().map(|&v| crate::bf16_from_f32(v)).collect();
+            check_paths(&gb, &ub);
+        }
+    }
+}

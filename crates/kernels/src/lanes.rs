@@ -13,6 +13,13 @@ fn is<T: 'static, U: 'static>() -> bool {
     TypeId::of::<T>() == TypeId::of::<U>()
 }
 
+/// Whether `T` is `f32` or `bf16`, the types whose lanes this module moves without going
+/// through [`Float`]'s conversions.
+#[inline(always)]
+pub(crate) fn native<T: 'static>() -> bool {
+    is::<T, f32>() || is::<T, bf16>()
+}
+
 /// The 8 values at `p` widened to float32.
 ///
 /// # Safety
@@ -94,6 +101,26 @@ pub(crate) unsafe fn store8<T: Float>(p: *mut T, v: __m256) {
             // SAFETY: `i < 8`; the caller gives 8 writable values.
             unsafe { p.add(i).write(T::from_f32(*lane)) };
         }
+    }
+}
+
+/// Stores 8 lanes that are exact widenings of `T` values (loaded by [`load8`], or selected
+/// among such) back to those values, bit for bit: no rounding, NaN payloads kept (for the
+/// [`native`] types; others go through [`Float::from_f32`]).
+///
+/// # Safety
+/// `p` is valid for writing 8 consecutive `T`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn store8_exact<T: Float>(p: *mut T, v: __m256) {
+    if is::<T, bf16>() {
+        let bits = _mm256_srli_epi32::<16>(_mm256_castps_si256(v));
+        let packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256::<1>(bits));
+        // SAFETY: `T` is `bf16`: 16 writable bytes.
+        unsafe { _mm_storeu_si128(p.cast::<__m128i>(), packed) }
+    } else {
+        // SAFETY: the caller's guarantee; narrowing an exact widening is exact for f32.
+        unsafe { store8(p, v) }
     }
 }
 

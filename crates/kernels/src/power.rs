@@ -1,10 +1,12 @@
-//! MLX's float32 `power` on the CPU: `std::pow(float, float)`, the C library's `powf`, and a
-//! fast exact `power(x, 2)` for the norms that square with `power` rather than `square`.
+//! MLX's float32 `power` on the CPU: `std::pow(float, float)`, the C library's `powf`, and
+//! fast exact `power(x, 2)` and `power(x, 3)` for the norms (which square with `power` rather
+//! than `square`) and the GELU (`x**3`).
 //!
 //! `powf(x, 2)` is not always `x * x`: glibc's `powf` rounds an approximation of `x²` (good
 //! to about 2⁻³³ relative), not `x²` itself, so the two differ when `x²` lies that close to a
 //! midpoint between floats (≈ 0.04 % of all float32). [`square_as_pow`] returns `x * x` where
-//! `x²` is provably far from any midpoint and calls `powf` otherwise (≈ 1.5 % of values).
+//! `x²` is provably far from any midpoint and calls `powf` otherwise (≈ 1.5 % of values);
+//! [`cube_as_pow`] likewise for `x³` (computed exactly in double-double).
 
 /// `powf(x, y)` from the C library, as MLX's `power` on float32 (and on bf16, through float)
 /// calls it. The exponent passes through [`std::hint::black_box`] so that the compiler cannot
@@ -18,12 +20,17 @@ pub fn pow(x: f32, y: f32) -> f32 {
 /// In this range `x·x − fl(x·x)` is exact in float32 and the threshold below is exact.
 const SMALLEST: f32 = 1.0 / (1u64 << 40) as f32;
 const LARGEST: f32 = (1u64 << 40) as f32;
+/// Cubes with `|x|` in `[2⁻³⁰, 2³⁰]` (or `x = ±0`) are checked; the others go to `powf`. In
+/// this range the double-double `x³` is exact and the threshold below is exact.
+const CUBE_SMALLEST: f32 = 1.0 / (1u64 << 30) as f32;
+const CUBE_LARGEST: f32 = (1u64 << 30) as f32;
 /// `fl(x²)` is accepted when the rounding error `|x² − fl(x²)|` is below
 /// `2^E · (2⁻²⁴ − 2⁻³⁰)` (`2^E ≤ fl(x²)` its power of two): half an ulp less `2^(E−30)`, so
 /// `x²` is at least `2^(E−30)` (≥ 2⁻³¹ relative) from the nearest midpoint, 4.5× the largest
 /// distance at which glibc's `powf(x, 2)` was seen to round the other way (2⁻³³·¹⁸, measured
-/// over every float32; the ignored test `square_as_pow_is_powf_on_every_float32` rechecks it
-/// against the C library at hand).
+/// over every float32; for `powf(x, 3)` 2⁻³²·⁹¹, 3.8×; the ignored tests
+/// `…_is_powf_on_every_float32` recheck both against the C library at hand). The same rule
+/// serves `x³`.
 const HALF_ULP_LESS_MARGIN: f32 = 1.0 / (1u64 << 24) as f32 - 1.0 / (1u64 << 30) as f32;
 
 /// `pow(x, 2)` ([`pow`]) with the same bits, fast: `x * x` when that is provably what `powf`
@@ -35,15 +42,55 @@ pub fn square_as_pow(x: f32) -> f32 {
     if x == 0.0 || square_is_settled(x, rounded, exact - f64::from(rounded)) { rounded } else { pow(x, 2.0) }
 }
 
+/// `pow(x, 3)` ([`pow`]) with the same bits, fast: the float32 rounding of the exact `x³`
+/// when that is provably what `powf` returns, `powf` otherwise. See the module documentation.
+#[inline]
+pub fn cube_as_pow(x: f32) -> f32 {
+    let x64 = f64::from(x);
+    let square = x64 * x64;
+    let high = square * x64;
+    let low = square.mul_add(x64, -high);
+    let rounded = high as f32;
+    let error = (high - f64::from(rounded)) + low;
+    if x == 0.0 || is_settled(x.abs(), CUBE_SMALLEST..=CUBE_LARGEST, rounded, error) { rounded } else { pow(x, 3.0) }
+}
+
+/// `out[i] = pow(x[i], 3)` ([`cube_as_pow`]) for slices of one length (the shorter bounds
+/// the work), 8 lanes per AVX2 vector where available.
+pub(crate) fn cube_as_pow_slice(x: &[f32], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx2_fma() {
+        use std::arch::x86_64::{_mm256_loadu_ps, _mm256_storeu_ps};
+        while i + 8 <= n {
+            // SAFETY: the CPU has AVX2 and FMA (checked above); `i + 8 <= n` bounds both slices.
+            unsafe {
+                _mm256_storeu_ps(out.as_mut_ptr().add(i), avx2::cube_as_pow8(_mm256_loadu_ps(x.as_ptr().add(i))))
+            };
+            i += 8;
+        }
+    }
+    for i in i..n {
+        out[i] = cube_as_pow(x[i]);
+    }
+}
+
 /// Whether `rounded = fl(x²)` with rounding error `error = x² − rounded` is far enough from a
 /// midpoint for `powf(x, 2)` to round the same way (false for NaN and out-of-range `x`).
 #[inline]
 fn square_is_settled(x: f32, rounded: f32, error: f64) -> bool {
-    let magnitude = x.abs();
+    is_settled(x.abs(), SMALLEST..=LARGEST, rounded, error)
+}
+
+/// Whether `rounded`, the float32 nearest a power `p` of `x` (`|x|` = `magnitude`) with
+/// `error = p − rounded`, is far enough from a midpoint for `powf` to round `p` the same way.
+#[inline]
+fn is_settled(magnitude: f32, range: std::ops::RangeInclusive<f32>, rounded: f32, error: f64) -> bool {
     let power_of_two = f32::from_bits(rounded.to_bits() & 0x7F80_0000);
     // At a power of two the floats below are twice as dense: the midpoint under it is nearer.
     let on_power_of_two = rounded.to_bits() & 0x007F_FFFF == 0;
-    (SMALLEST..=LARGEST).contains(&magnitude)
+    range.contains(&magnitude)
         && error.abs() < f64::from(power_of_two * HALF_ULP_LESS_MARGIN)
         && !(on_power_of_two && error < 0.0)
 }
@@ -52,8 +99,67 @@ fn square_is_settled(x: f32, rounded: f32, error: f64) -> bool {
 pub(crate) mod avx2 {
     //! [`square_as_pow`](super::square_as_pow) on 8 lanes.
 
-    use super::{HALF_ULP_LESS_MARGIN, LARGEST, SMALLEST, pow};
+    use super::{CUBE_LARGEST, CUBE_SMALLEST, HALF_ULP_LESS_MARGIN, LARGEST, SMALLEST, pow};
     use std::arch::x86_64::*;
+
+    /// `powf(x, 3)` of each lane: the float32 rounding of the exact cube where settled (as the
+    /// scalar rule), `powf` for the other lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn cube_as_pow8(x: __m256) -> __m256 {
+        let mut settled = 0;
+        let mut rounded = [_mm_setzero_ps(); 2];
+        for (half, (out, lanes)) in
+            rounded.iter_mut().zip([_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x)]).enumerate()
+        {
+            let x64 = _mm256_cvtps_pd(lanes);
+            let square = _mm256_mul_pd(x64, x64);
+            let high = _mm256_mul_pd(square, x64);
+            let low = _mm256_fmsub_pd(square, x64, high);
+            *out = _mm256_cvtpd_ps(high);
+            let error = _mm256_add_pd(_mm256_sub_pd(high, _mm256_cvtps_pd(*out)), low);
+            let power_of_two = _mm_and_ps(*out, _mm_castsi128_ps(_mm_set1_epi32(0x7F80_0000)));
+            let threshold = _mm256_cvtps_pd(_mm_mul_ps(power_of_two, _mm_set1_ps(HALF_ULP_LESS_MARGIN)));
+            let small = _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_andnot_pd(_mm256_set1_pd(-0.0), error), threshold);
+            let below = _mm256_cmp_pd::<_CMP_LT_OQ>(error, _mm256_setzero_pd());
+            let mantissa = _mm_and_si128(_mm_castps_si128(*out), _mm_set1_epi32(0x007F_FFFF));
+            let on_power_of_two = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(mantissa, _mm_setzero_si128())));
+            let lane_bits = _mm256_movemask_pd(small) & !(on_power_of_two & _mm256_movemask_pd(below));
+            settled |= lane_bits << (4 * half);
+        }
+        let magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
+        let in_range = _mm256_movemask_ps(_mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_GE_OQ>(magnitude, _mm256_set1_ps(CUBE_SMALLEST)),
+            _mm256_cmp_ps::<_CMP_LE_OQ>(magnitude, _mm256_set1_ps(CUBE_LARGEST)),
+        ));
+        let zero = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(x, _mm256_setzero_ps()));
+        let settled = (settled & in_range) | zero;
+        let rounded = _mm256_set_m128(rounded[1], rounded[0]);
+        if settled == 0xFF {
+            return rounded;
+        }
+        with_powf(x, rounded, settled, 3.0)
+    }
+
+    /// `rounded` with the lanes not in the `settled` bit mask replaced by `powf(x, y)`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn with_powf(x: __m256, rounded: __m256, settled: i32, y: f32) -> __m256 {
+        let mut lanes = [0f32; 8];
+        let mut inputs = [0f32; 8];
+        // SAFETY: both arrays hold 8 floats.
+        unsafe {
+            _mm256_storeu_ps(lanes.as_mut_ptr(), rounded);
+            _mm256_storeu_ps(inputs.as_mut_ptr(), x);
+        }
+        for (i, (lane, &input)) in lanes.iter_mut().zip(&inputs).enumerate() {
+            if settled & (1 << i) == 0 {
+                *lane = pow(input, y);
+            }
+        }
+        // SAFETY: `lanes` holds 8 floats.
+        unsafe { _mm256_loadu_ps(lanes.as_ptr()) }
+    }
 
     /// `powf(x, 2)` of each lane: `x * x` where settled (as the scalar rule), `powf` for the
     /// other lanes.
@@ -81,20 +187,7 @@ pub(crate) mod avx2 {
         if mask == 0xFF {
             return rounded;
         }
-        let mut lanes = [0f32; 8];
-        let mut inputs = [0f32; 8];
-        // SAFETY: both arrays hold 8 floats.
-        unsafe {
-            _mm256_storeu_ps(lanes.as_mut_ptr(), rounded);
-            _mm256_storeu_ps(inputs.as_mut_ptr(), x);
-        }
-        for (i, (lane, &input)) in lanes.iter_mut().zip(&inputs).enumerate() {
-            if mask & (1 << i) == 0 {
-                *lane = pow(input, 2.0);
-            }
-        }
-        // SAFETY: `lanes` holds 8 floats.
-        unsafe { _mm256_loadu_ps(lanes.as_ptr()) }
+        with_powf(x, rounded, mask, 2.0)
     }
 }
 
@@ -129,12 +222,11 @@ mod tests {
         xs
     }
 
-    fn check(xs: &[f32]) {
-        for &x in xs {
-            let want = pow(x, 2.0);
-            let got = square_as_pow(x);
-            assert!(got.to_bits() == want.to_bits(), "square_as_pow({x:e}) = {got:e}, powf = {want:e}");
-        }
+    /// The scalar and the 8-lane function of power `y` (2 or 3) against `powf` on `xs`;
+    /// the number of mismatches.
+    fn mismatches(xs: &[f32], y: f32) -> usize {
+        let scalar = if y == 2.0 { square_as_pow } else { cube_as_pow };
+        let mut off = xs.iter().filter(|&&x| scalar(x).to_bits() != pow(x, y).to_bits()).count();
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::has_avx2_fma() {
             use std::arch::x86_64::*;
@@ -142,12 +234,19 @@ mod tests {
                 let mut lanes = [1f32; 8];
                 lanes[..chunk.len()].copy_from_slice(chunk);
                 // SAFETY: AVX2 + FMA are present; `lanes` holds 8 floats.
-                let out = unsafe { crate::lanes::to_array(avx2::square_as_pow8(_mm256_loadu_ps(lanes.as_ptr()))) };
-                for (x, y) in lanes.iter().zip(&out) {
-                    assert_eq!(y.to_bits(), pow(*x, 2.0).to_bits(), "square_as_pow8({x:e})");
-                }
+                let out = unsafe {
+                    let v = _mm256_loadu_ps(lanes.as_ptr());
+                    crate::lanes::to_array(if y == 2.0 { avx2::square_as_pow8(v) } else { avx2::cube_as_pow8(v) })
+                };
+                off += lanes.iter().zip(&out).filter(|(x, r)| r.to_bits() != pow(**x, y).to_bits()).count();
             }
         }
+        off
+    }
+
+    fn check(xs: &[f32]) {
+        assert_eq!(mismatches(xs, 2.0), 0, "squares");
+        assert_eq!(mismatches(xs, 3.0), 0, "cubes");
     }
 
     #[test]
@@ -161,39 +260,36 @@ mod tests {
 
     #[test]
     fn pow_is_the_library_powf_not_a_product() {
-        // At least one input whose `powf(x, 2)` is not `x * x`: the compiler kept the call.
+        // Inputs whose `powf(x, 2)` is not `x * x`: the compiler kept the call.
         let xs: Vec<f32> = (0..1 << 20).map(|i| f32::from_bits(0x3F80_0000 + i)).collect();
         let differing = xs.iter().filter(|&&x| pow(x, 2.0).to_bits() != (x * x).to_bits()).count();
         assert!(differing > 0, "powf(x, 2) equals x * x on all of [1, 1.125)");
         check(&xs);
     }
 
-    /// Every float32 (4·10⁹ `powf` calls; `cargo test --release -- --ignored`).
-    #[test]
-    #[ignore = "exhaustive over 2^32 inputs: minutes in release"]
-    fn square_as_pow_is_powf_on_every_float32() {
+    fn every_float32(y: f32) -> u64 {
         use rayon::prelude::*;
         let chunk = 1u64 << 20;
-        let mismatches: u64 = (0..(1u64 << 32) / chunk)
+        (0..(1u64 << 32) / chunk)
             .into_par_iter()
             .map(|c| {
                 let xs: Vec<f32> = (c * chunk..(c + 1) * chunk).map(|b| f32::from_bits(b as u32)).collect();
-                let scalar = xs.iter().filter(|&&x| square_as_pow(x).to_bits() != pow(x, 2.0).to_bits()).count();
-                let mut lanes_off = 0;
-                #[cfg(target_arch = "x86_64")]
-                if crate::cpu::has_avx2_fma() {
-                    use std::arch::x86_64::*;
-                    for lanes in xs.chunks_exact(8) {
-                        // SAFETY: AVX2 + FMA are present; 8 floats per chunk.
-                        let out =
-                            unsafe { crate::lanes::to_array(avx2::square_as_pow8(_mm256_loadu_ps(lanes.as_ptr()))) };
-                        lanes_off +=
-                            lanes.iter().zip(&out).filter(|(x, y)| y.to_bits() != pow(**x, 2.0).to_bits()).count();
-                    }
-                }
-                (scalar + lanes_off) as u64
+                mismatches(&xs, y) as u64
             })
-            .sum();
-        assert_eq!(mismatches, 0);
+            .sum()
+    }
+
+    /// Every float32 (8·10⁹ `powf` calls; `cargo test --release -- --ignored`).
+    #[test]
+    #[ignore = "exhaustive over 2^32 inputs: minutes in release"]
+    fn square_as_pow_is_powf_on_every_float32() {
+        assert_eq!(every_float32(2.0), 0);
+    }
+
+    /// Every float32 (8·10⁹ `powf` calls; `cargo test --release -- --ignored`).
+    #[test]
+    #[ignore = "exhaustive over 2^32 inputs: minutes in release"]
+    fn cube_as_pow_is_powf_on_every_float32() {
+        assert_eq!(every_float32(3.0), 0);
     }
 }
