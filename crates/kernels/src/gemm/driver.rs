@@ -12,7 +12,7 @@
 use super::arithmetic::{BiasPlacement, clip};
 use super::epilogue::Epilogue;
 use super::matrix::MatRef;
-use super::microkernel::{MR, MicroKernel, NR, TILE};
+use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
 use super::pack::{pack_a, pack_b_panel};
 use super::{GemmOptions, check_arguments};
 use crate::{Float, Result};
@@ -21,8 +21,8 @@ use std::cell::RefCell;
 
 /// Largest k block: a `kc × NR` panel of `b` (16 KiB) stays in L1 while the tile loop runs.
 const KC_MAX: usize = 256;
-/// Largest row block: its packed `a` (`mc × kc`, 96 KiB) stays in L2.
-const MC_MAX: usize = 96;
+/// Largest row block (its packed `a`, `mc × kc`, 48 KiB, stays in L2).
+const MC_MAX: usize = 48;
 /// Bytes of packed `b` per column block (kept within the last-level cache).
 const PACKED_B_BYTES: usize = 12 << 20;
 
@@ -45,8 +45,9 @@ impl Blocking {
     /// The blocking [`gemm`](super::gemm) uses for an `m × k` by `k × n` product on this
     /// machine's thread count.
     pub fn for_shape(m: usize, k: usize, n: usize) -> Blocking {
-        let tasks = 4 * crate::parallel::threads();
-        let mc = m.div_ceil(tasks).clamp(1, MC_MAX);
+        // Row blocks small enough that the threads finish together (rayon balances many
+        // tasks), large enough that each reuses a packed panel of `b` over many tiles.
+        let mc = m.div_ceil(2 * crate::parallel::threads()).clamp(1, MC_MAX);
         let nc = (PACKED_B_BYTES / (4 * k.max(1))).max(NR).min(n.max(1));
         Blocking::new(mc, KC_MAX, nc)
     }
@@ -75,6 +76,7 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     let k_blocks = k.div_ceil(blocking.kc);
     let kc = k.div_ceil(k_blocks);
     let nc = blocking.nc.min(n.next_multiple_of(NR));
+    let tile_kernel = kernel.resolve();
     let mut packed_b = vec![0.0f32; k * nc];
     for j0 in (0..n).step_by(nc) {
         let cols = nc.min(n - j0);
@@ -87,7 +89,7 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
         let block = ColumnBlock { j0, cols, packed_b, k, kc };
         out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
             let i0 = t * blocking.mc;
-            row_block(kernel, &a, options.a_clip, &block, &epilogue, i0, rows, n);
+            row_block(tile_kernel, &a, options.a_clip, &block, &epilogue, i0, rows, n);
         });
     }
     Ok(())
@@ -105,7 +107,7 @@ struct ColumnBlock<'a> {
 /// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`.
 #[allow(clippy::too_many_arguments, reason = "the loop state of one task, each argument distinct")]
 fn row_block<A: Float, O: Float>(
-    kernel: MicroKernel,
+    kernel: TileKernel,
     a: &MatRef<'_, A>,
     a_clip: Option<(f32, f32)>,
     block: &ColumnBlock<'_>,
@@ -133,10 +135,8 @@ fn row_block<A: Float, O: Float>(
                 let b_panel = &block.packed_b[jp * k * NR + p0 * NR..][..kcur * NR];
                 for ip in 0..row_panels {
                     let tile = &mut tiles[jp * row_panels + ip];
-                    if first {
-                        epilogue.init(jg, cols, tile);
-                    }
-                    kernel.run(kcur, &packed_a[ip * kcur * MR..], b_panel, tile);
+                    let accumulate = !first || epilogue.init(jg, cols, tile);
+                    kernel.run(kcur, &packed_a[ip * kcur * MR..], b_panel, tile, accumulate);
                     if last {
                         let r0 = ip * MR;
                         epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);

@@ -14,9 +14,10 @@ pub(crate) struct Epilogue<'a, O> {
 }
 
 impl<O: Float> Epilogue<'_, O> {
-    /// The accumulators of a tile before its first k step: the bias of columns
-    /// `j0..j0 + cols` in every row when it goes before the sum, else zeros.
-    pub(crate) fn init(&self, j0: usize, cols: usize, tile: &mut [f32; TILE]) {
+    /// Prepares the accumulators of a tile before its first k step: with the bias before the
+    /// sum, writes the bias of columns `j0..j0 + cols` into every row and returns `true` (the
+    /// kernel starts from the tile); otherwise returns `false` (the kernel starts from zeros).
+    pub(crate) fn init(&self, j0: usize, cols: usize, tile: &mut [f32; TILE]) -> bool {
         match (self.placement, self.bias) {
             (BiasPlacement::BeforeSum, Some(bias)) => {
                 let mut row = [0.0f32; NR];
@@ -26,8 +27,9 @@ impl<O: Float> Epilogue<'_, O> {
                 for dst in tile.chunks_exact_mut(NR) {
                     dst.copy_from_slice(&row);
                 }
+                true
             }
-            _ => tile.fill(0.0),
+            _ => false,
         }
     }
 

@@ -6,6 +6,7 @@
 //! `kc × NR`. All kernels give the same bits.
 
 use super::{microkernel_avx2, microkernel_portable};
+use std::fmt;
 
 /// Rows of the register tile.
 pub(crate) const MR: usize = 6;
@@ -32,20 +33,44 @@ impl MicroKernel {
     /// Every kernel this CPU can run (the portable one always).
     pub fn available() -> Vec<MicroKernel> {
         let mut kernels = vec![MicroKernel::Portable];
-        if microkernel_avx2::is_available() {
+        if microkernel_avx2::resolve().is_some() {
             kernels.push(MicroKernel::Avx2);
         }
         kernels
     }
 
-    /// `tile += a · b` over `kc` steps (see the module docs); `a` holds at least `kc · MR`
-    /// values, `b` at least `kc · NR`.
-    #[inline]
-    pub(crate) fn run(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE]) {
-        let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
+    /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
+    pub(crate) fn resolve(self) -> TileKernel {
         match self {
-            MicroKernel::Avx2 if microkernel_avx2::is_available() => microkernel_avx2::tile(a, b, tile),
-            _ => microkernel_portable::tile(a, b, tile),
+            MicroKernel::Avx2 => microkernel_avx2::resolve().unwrap_or(TileKernel(microkernel_portable::tile)),
+            MicroKernel::Portable => TileKernel(microkernel_portable::tile),
         }
+    }
+}
+
+/// A micro-kernel's tile function: `f(kc, a, b, c, accumulate)` updates the `MR × NR` tile at `c`
+/// with `kc` steps of the packed panels `a` (`kc × MR`) and `b` (`kc × NR`), starting from the
+/// tile's values when `accumulate`, from zeros otherwise.
+///
+/// Only the kernel modules make one, for a function the running CPU executes; calling it is
+/// sound whenever the pointers are valid for those extents.
+#[derive(Clone, Copy)]
+pub(crate) struct TileKernel(pub(crate) unsafe fn(usize, *const f32, *const f32, *mut f32, bool));
+
+impl TileKernel {
+    /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps; `a` holds at least `kc · MR`
+    /// values, `b` at least `kc · NR`.
+    #[inline(always)]
+    pub(crate) fn run(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
+        let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
+        // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
+        // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function touches.
+        unsafe { (self.0)(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate) }
+    }
+}
+
+impl fmt::Debug for TileKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TileKernel")
     }
 }

@@ -32,8 +32,18 @@ pub(crate) fn pack_a<A: Float, O: Float>(
         if rows < MR {
             out.fill(0.0);
         }
-        if a.col_stride() == 1 {
-            // Row-major rows: each row is contiguous along k.
+        if a.col_stride() == 1 && rows == MR {
+            // Row-major rows, each contiguous along k: gather the panel's rows k by k.
+            let row = |r: usize| {
+                let start = (first + r) * a.row_stride() + p0;
+                &a.data()[start..start + kc]
+            };
+            let src: [&[A]; MR] = std::array::from_fn(row);
+            match clip {
+                None => gather_rows::<A, O>(&src, out, None),
+                Some(bounds) => gather_rows::<A, O>(&src, out, Some(bounds)),
+            }
+        } else if a.col_stride() == 1 {
             for r in 0..rows {
                 let start = (first + r) * a.row_stride() + p0;
                 let src = &a.data()[start..start + kc];
@@ -56,6 +66,18 @@ pub(crate) fn pack_a<A: Float, O: Float>(
                     out[k * MR + r] = operand::<A, O>(a.at(first + r, p0 + k), clip);
                 }
             }
+        }
+    }
+}
+
+/// `out[k · MR + r] = src[r][k]` for a full panel of `MR` rows of equal length.
+#[inline(always)]
+fn gather_rows<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
+    let len = out.len() / MR;
+    let src = src.map(|row| &row[..len]);
+    for (k, dst) in out.chunks_exact_mut(MR).enumerate() {
+        for (d, row) in dst.iter_mut().zip(src) {
+            *d = operand::<A, O>(row[k], clip);
         }
     }
 }
