@@ -1,1 +1,125 @@
-//! Matrix products with MLX 0.32 CPU bits: `matmul` and `addmm` for float32 (the reference BLAS's sequential k-sum) and bf16 (`simd_gemm`).
+//! Matrix products with MLX 0.32's CPU bits: `matmul` and `addmm` (α = β = 1) for float32 (the
+//! reference BLAS the stock wheel bundles: a sequential k-sum, each product rounded before it
+//! is added) and bf16 (`gemms/simd_gemm.h`: the same sum in an `f32` accumulator, rounded to
+//! bf16 once), with MLX's `clip` of the left operand and of the output fused in.
+//!
+//! One accumulator per output runs over k in order, a separate multiply then add (never an
+//! FMA), so one register-tiled micro-kernel serves both dtypes and only the final store
+//! differs. The kernel vectorises across the outputs of a tile, never along k; between k
+//! blocks the accumulators pass through an `f32` buffer, which changes no bit.
+//!
+//! - [`matrix`]: [`MatRef`], strided views and MLX's classification of them.
+//! - [`arithmetic`]: the shared scalar rules (clip, casts, where the bias goes).
+//! - [`reference`](reference()): the scalar twin that defines the bits.
+//! - `pack`, `microkernel_*`, `epilogue`, `driver`: the fast path (packing to `f32` panels,
+//!   the AVX2 and portable micro-kernels, the store, the cache blocking and threads).
+
+mod arithmetic;
+mod driver;
+mod epilogue;
+mod matrix;
+mod microkernel;
+mod microkernel_avx2;
+mod microkernel_portable;
+mod pack;
+mod reference;
+#[cfg(test)]
+mod tests;
+
+pub use driver::Blocking;
+pub use matrix::{MatRef, MlxLayout};
+pub use microkernel::MicroKernel;
+pub use reference::reference;
+
+use crate::{Error, Float, Result};
+
+/// What [`gemm`] fuses around the product, each as MLX computes it.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmOptions<'a, O> {
+    /// Clamp every element of `a` to `[lo, hi]` as MLX's `clip` does (`maximum` then
+    /// `minimum`, a NaN element kept, a NaN bound taken) before the product, in `a`'s dtype:
+    /// for bf16 `a` the bounds should be bf16 values (as mlx-vlm's clip scalars are).
+    pub a_clip: Option<(f32, f32)>,
+    /// MLX `addmm(bias, a, b)` with α = β = 1 (a biased `nn.Linear`, `b` = Wᵀ): the addend of
+    /// each output row, `[N]`, in the output dtype. Where it enters the sum is MLX's (see
+    /// [`gemm`]).
+    pub bias: Option<&'a [O]>,
+    /// MLX `clip` of each stored output, in the output dtype.
+    pub out_clip: Option<(O, O)>,
+}
+
+impl<O> Default for GemmOptions<'_, O> {
+    fn default() -> Self {
+        GemmOptions { a_clip: None, bias: None, out_clip: None }
+    }
+}
+
+/// `out [M, N]` (row-major) `= a [M, K] · b [K, N]` with the bits of MLX 0.32's CPU `matmul`
+/// (or `addmm` with [`GemmOptions::bias`]) on the stock wheel, for `O`'s dtype:
+///
+/// - Both operands are first cast to `O` (MLX casts matmul operands to the result dtype:
+///   bf16 → f32 is exact; f32 → bf16 rounds), after `a`'s clip.
+/// - Each output: `acc = 0; for k in 0..K { acc = acc + round(a[i,k]·b[k,j]) }` in `f32`.
+/// - bf16 output: `bf16(acc)`, or `bf16(acc + bias[j])` (`simd_gemm`'s `alpha·acc + beta·c`).
+/// - float32 output (the reference BLAS through `cblas_sgemm`): `acc`; with a bias,
+///   `acc + bias[j]` after the full sum when `b` is column-contiguous (`W.T` of a row-major
+///   `W`: the BLAS's dot-product loop), but with the accumulator *starting* at `bias[j]` when
+///   `b` is row-contiguous or strided (its axpy loop accumulates into the output). See
+///   [`MatRef::mlx_layout`].
+/// - `K = 0`: zeros, or the bias copied (MLX fills the output with the addend).
+/// - Then [`GemmOptions::out_clip`].
+///
+/// A float32 result that is NaN may differ from MLX's in its NaN payload or sign (x86 keeps
+/// the payload of whichever NaN operand comes first); bf16 NaNs are always `0x7FC0`.
+///
+/// Runs over all cores; the bits do not depend on the number of threads or the blocking.
+pub fn gemm<A: Float, B: Float, O: Float>(
+    a: MatRef<'_, A>,
+    b: MatRef<'_, B>,
+    out: &mut [O],
+    options: &GemmOptions<'_, O>,
+) -> Result<()> {
+    driver::run(MicroKernel::detect(), Blocking::for_shape(a.rows(), a.cols(), b.cols()), a, b, out, options)
+}
+
+/// [`gemm`] with a chosen micro-kernel and blocking (for tests and benchmarks: every choice
+/// gives the same bits).
+pub fn gemm_with<A: Float, B: Float, O: Float>(
+    kernel: MicroKernel,
+    blocking: Blocking,
+    a: MatRef<'_, A>,
+    b: MatRef<'_, B>,
+    out: &mut [O],
+    options: &GemmOptions<'_, O>,
+) -> Result<()> {
+    driver::run(kernel, blocking, a, b, out, options)
+}
+
+/// The checks shared by every entry point: inner dimensions agree, `out` holds `M · N`, the
+/// bias holds `N`.
+pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
+    a: &MatRef<'_, A>,
+    b: &MatRef<'_, B>,
+    out: &[O],
+    options: &GemmOptions<'_, O>,
+) -> Result<()> {
+    if a.cols() != b.rows() {
+        return Err(Error::shape(
+            "gemm",
+            format!("a is {} × {} but b is {} × {}", a.rows(), a.cols(), b.rows(), b.cols()),
+        ));
+    }
+    let len = a.rows().checked_mul(b.cols()).ok_or_else(|| Error::shape("gemm", "M × N overflows"))?;
+    if out.len() != len {
+        return Err(Error::shape(
+            "gemm",
+            format!("out holds {} elements, {} × {} needs {len}", out.len(), a.rows(), b.cols()),
+        ));
+    }
+    if let Some(bias) = options.bias
+        && bias.len() != b.cols()
+    {
+        return Err(Error::shape("gemm", format!("bias holds {} elements, N is {}", bias.len(), b.cols())));
+    }
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! The scalar rules every GEMM path shares: MLX's `clip`, the operand casts, and where MLX's CPU
+//! matmul adds the bias.
+
+use super::matrix::{MatRef, MlxLayout};
+use crate::{DType, Float};
+
+/// MLX's `clip(x, lo, hi)` on values of one dtype: `minimum(maximum(x, lo), hi)` with
+/// `maximum(a, b) = isnan(a) ? a : (a > b ? a : b)` and `minimum(a, b) = isnan(a) ? a : (a < b ?
+/// a : b)` (`backend/cpu/simd/base_simd.h`): a NaN input stays, a NaN bound replaces the input.
+#[inline(always)]
+pub(crate) fn clip_f32(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x.is_nan() || x > lo { x } else { lo };
+    if x.is_nan() || x < hi { x } else { hi }
+}
+
+/// [`clip_f32`] on a [`Float`], comparing exact `f32` values and keeping the chosen value's bits.
+#[inline(always)]
+pub(crate) fn clip<T: Float>(x: T, lo: T, hi: T) -> T {
+    let (xf, lof, hif) = (x.to_f32(), lo.to_f32(), hi.to_f32());
+    let x = if xf.is_nan() || xf > lof { x } else { lo };
+    let xf = x.to_f32();
+    if xf.is_nan() || xf < hif { x } else { hi }
+}
+
+/// An element of an operand as the product reads it: clipped in its own dtype (when asked),
+/// then cast to the output dtype `O` as MLX's matmul casts both operands to the result dtype,
+/// then widened to `f32` exactly.
+#[inline(always)]
+pub(crate) fn operand<T: Float, O: Float>(x: T, clip: Option<(f32, f32)>) -> f32 {
+    let x = match clip {
+        Some((lo, hi)) => clip_f32(x.to_f32(), lo, hi),
+        None => x.to_f32(),
+    };
+    O::from_f32(x).to_f32()
+}
+
+/// Where MLX's CPU matmul puts `addmm`'s addend `c` (α = β = 1) relative to the k-sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BiasPlacement {
+    /// The accumulator starts at 0 and `c` is added once after the full sum:
+    /// `round(acc + c)`. bf16 (`simd_gemm`: `alpha·acc + beta·c`), and float32 when `b` is
+    /// column-contiguous (the reference BLAS's `TRANSA = 'T'` loop: `C = ALPHA·TEMP + BETA·C`).
+    AfterSum,
+    /// The accumulator starts at `c` and every product is added to it: float32 when `b` is
+    /// row-contiguous or strided (the reference BLAS's `TRANSA = 'N'` loop accumulates into `C`).
+    BeforeSum,
+}
+
+impl BiasPlacement {
+    /// The placement MLX 0.32's CPU matmul uses for output dtype `O` and right operand `b`.
+    pub(crate) fn for_product<O: Float, B: Float>(b: &MatRef<'_, B>) -> BiasPlacement {
+        match (O::DTYPE, b.mlx_layout()) {
+            (DType::F32, MlxLayout::RowContiguous | MlxLayout::Strided) => BiasPlacement::BeforeSum,
+            _ => BiasPlacement::AfterSum,
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The loops around the micro-kernel: cache blocking (BLIS's five loops) and the split over
+//! threads.
+//!
+//! For each block of `nc` output columns, `b` is packed once (all of k, in parallel over its
+//! panels) and shared; the rows are then split into blocks of `mc` rows, one task each, in
+//! parallel. A task packs its rows of `a` one k block (`kc`) at a time and runs the
+//! micro-kernel over every tile of its block; between k blocks the tiles' accumulators wait in
+//! an `f32` buffer, and after the last one the epilogue stores them. Every output is computed
+//! by exactly one task, in the same order whatever the blocking, so neither the blocking nor
+//! the number of threads changes a bit.
+
+use super::arithmetic::{BiasPlacement, clip};
+use super::epilogue::Epilogue;
+use super::matrix::MatRef;
+use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
+use super::pack::{pack_a, pack_b_panel};
+use super::{GemmOptions, check_arguments};
+use crate::{Float, Result};
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// Largest k block: a `kc × NR` panel of `b` (16 KiB) stays in L1 while the tile loop runs.
+const KC_MAX: usize = 256;
+/// Largest row block (its packed `a`, `mc × kc`, 48 KiB, stays in L2).
+const MC_MAX: usize = 48;
+/// Bytes of packed `b` per column block (kept within the last-level cache).
+const PACKED_B_BYTES: usize = 12 << 20;
+
+/// The cache blocking of one product: rows per task (`mc`, a multiple of the tile's rows), the
+/// longest k block (`kc`; k is split into equal blocks no longer than this) and the columns
+/// packed at a time (`nc`, a multiple of the tile's columns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocking {
+    mc: usize,
+    kc: usize,
+    nc: usize,
+}
+
+impl Blocking {
+    /// A blocking with at least the given extents, rounded up to whole tiles.
+    pub fn new(mc: usize, kc: usize, nc: usize) -> Blocking {
+        Blocking { mc: mc.max(1).next_multiple_of(MR), kc: kc.max(1), nc: nc.max(1).next_multiple_of(NR) }
+    }
+
+    /// The blocking [`gemm`](super::gemm) uses for an `m × k` by `k × n` product on this
+    /// machine's thread count.
+    pub fn for_shape(m: usize, k: usize, n: usize) -> Blocking {
+        // Row blocks small enough that the threads finish together (rayon balances many
+        // tasks), large enough that each reuses a packed panel of `b` over many tiles.
+        let mc = m.div_ceil(2 * crate::parallel::threads()).clamp(1, MC_MAX);
+        let nc = (PACKED_B_BYTES / (4 * k.max(1))).max(NR).min(n.max(1));
+        Blocking::new(mc, KC_MAX, nc)
+    }
+}
+
+/// The fast path of [`gemm`](super::gemm).
+pub(crate) fn run<A: Float, B: Float, O: Float>(
+    kernel: MicroKernel,
+    blocking: Blocking,
+    a: MatRef<'_, A>,
+    b: MatRef<'_, B>,
+    out: &mut [O],
+    options: &GemmOptions<'_, O>,
+) -> Result<()> {
+    check_arguments(&a, &b, out, options)?;
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let epilogue =
+        Epilogue { bias: options.bias, placement: BiasPlacement::for_product::<O, B>(&b), out_clip: options.out_clip };
+    if k == 0 {
+        empty_product(out, n, &epilogue);
+        return Ok(());
+    }
+    let k_blocks = k.div_ceil(blocking.kc);
+    let kc = k.div_ceil(k_blocks);
+    let nc = blocking.nc.min(n.next_multiple_of(NR));
+    let tile_kernel = kernel.resolve();
+    let mut packed_b = vec![0.0f32; k * nc];
+    for j0 in (0..n).step_by(nc) {
+        let cols = nc.min(n - j0);
+        let panels = cols.div_ceil(NR);
+        let packed_b = &mut packed_b[..panels * k * NR];
+        packed_b.par_chunks_mut(k * NR).enumerate().for_each(|(p, dst)| {
+            pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst);
+        });
+        let packed_b = &*packed_b;
+        let block = ColumnBlock { j0, cols, packed_b, k, kc };
+        out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
+            let i0 = t * blocking.mc;
+            row_block(tile_kernel, &a, options.a_clip, &block, &epilogue, i0, rows, n);
+        });
+    }
+    Ok(())
+}
+
+/// One packed block of `b`'s columns, shared by the row tasks.
+struct ColumnBlock<'a> {
+    j0: usize,
+    cols: usize,
+    packed_b: &'a [f32],
+    k: usize,
+    kc: usize,
+}
+
+/// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`.
+#[allow(clippy::too_many_arguments, reason = "the loop state of one task, each argument distinct")]
+fn row_block<A: Float, O: Float>(
+    kernel: TileKernel,
+    a: &MatRef<'_, A>,
+    a_clip: Option<(f32, f32)>,
+    block: &ColumnBlock<'_>,
+    epilogue: &Epilogue<'_, O>,
+    i0: usize,
+    out: &mut [O],
+    n: usize,
+) {
+    let rows = out.len() / n;
+    let row_panels = rows.div_ceil(MR);
+    let col_panels = block.cols.div_ceil(NR);
+    let (k, kc) = (block.k, block.kc);
+    let packed_a_len = row_panels * kc * MR;
+    with_scratch(packed_a_len + row_panels * col_panels * TILE, |scratch| {
+        let (packed_a, tiles) = scratch.split_at_mut(packed_a_len);
+        let (tiles, _) = tiles.as_chunks_mut::<TILE>();
+        for p0 in (0..k).step_by(kc) {
+            let kcur = kc.min(k - p0);
+            let (first, last) = (p0 == 0, p0 + kcur == k);
+            pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), packed_a);
+            for jp in 0..col_panels {
+                let jl = jp * NR;
+                let cols = NR.min(block.cols - jl);
+                let jg = block.j0 + jl;
+                let b_panel = &block.packed_b[jp * k * NR + p0 * NR..][..kcur * NR];
+                for ip in 0..row_panels {
+                    let tile = &mut tiles[jp * row_panels + ip];
+                    let accumulate = !first || epilogue.init(jg, cols, tile);
+                    kernel.run(kcur, &packed_a[ip * kcur * MR..], b_panel, tile, accumulate);
+                    if last {
+                        let r0 = ip * MR;
+                        epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// MLX's product with `K = 0`: zeros, or the bias copied into every row; then the clip.
+fn empty_product<O: Float>(out: &mut [O], n: usize, epilogue: &Epilogue<'_, O>) {
+    for row in out.chunks_exact_mut(n) {
+        for (j, d) in row.iter_mut().enumerate() {
+            let value = epilogue.bias.map_or(O::default(), |bias| bias[j]);
+            *d = match epilogue.out_clip {
+                Some((lo, hi)) => clip(value, lo, hi),
+                None => value,
+            };
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's packing and accumulator buffer, kept between products.
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls `f` with `len` floats of this thread's scratch (contents unspecified).
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffer) => {
+            if buffer.len() < len {
+                buffer.resize(len, 0.0);
+            }
+            f(&mut buffer[..len])
+        }
+        Err(_) => f(&mut vec![0.0; len]),
+    })
+}

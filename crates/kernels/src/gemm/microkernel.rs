@@ -1,0 +1,76 @@
+//! The register tile and the choice of micro-kernel that computes it.
+//!
+//! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
+//! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
+//! the product rounded first. `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
+//! `kc × NR`. All kernels give the same bits.
+
+use super::{microkernel_avx2, microkernel_portable};
+use std::fmt;
+
+/// Rows of the register tile.
+pub(crate) const MR: usize = 6;
+/// Columns of the register tile (two AVX vectors).
+pub(crate) const NR: usize = 16;
+/// Accumulators of one tile.
+pub(crate) const TILE: usize = MR * NR;
+
+/// Which micro-kernel computes the tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MicroKernel {
+    /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`).
+    Avx2,
+    /// Plain Rust over fixed-size arrays (auto-vectorised at the baseline target).
+    Portable,
+}
+
+impl MicroKernel {
+    /// AVX2 when [`cpu::has_avx2_fma`](crate::cpu::has_avx2_fma) allows it, else portable.
+    pub fn detect() -> MicroKernel {
+        if crate::cpu::has_avx2_fma() { MicroKernel::Avx2 } else { MicroKernel::Portable }
+    }
+
+    /// Every kernel this CPU can run (the portable one always).
+    pub fn available() -> Vec<MicroKernel> {
+        let mut kernels = vec![MicroKernel::Portable];
+        if microkernel_avx2::resolve().is_some() {
+            kernels.push(MicroKernel::Avx2);
+        }
+        kernels
+    }
+
+    /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
+    pub(crate) fn resolve(self) -> TileKernel {
+        match self {
+            MicroKernel::Avx2 => microkernel_avx2::resolve().unwrap_or(TileKernel(microkernel_portable::tile)),
+            MicroKernel::Portable => TileKernel(microkernel_portable::tile),
+        }
+    }
+}
+
+/// A micro-kernel's tile function: `f(kc, a, b, c, accumulate)` updates the `MR × NR` tile at `c`
+/// with `kc` steps of the packed panels `a` (`kc × MR`) and `b` (`kc × NR`), starting from the
+/// tile's values when `accumulate`, from zeros otherwise.
+///
+/// Only the kernel modules make one, for a function the running CPU executes; calling it is
+/// sound whenever the pointers are valid for those extents.
+#[derive(Clone, Copy)]
+pub(crate) struct TileKernel(pub(crate) unsafe fn(usize, *const f32, *const f32, *mut f32, bool));
+
+impl TileKernel {
+    /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps; `a` holds at least `kc · MR`
+    /// values, `b` at least `kc · NR`.
+    #[inline(always)]
+    pub(crate) fn run(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
+        let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
+        // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
+        // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function touches.
+        unsafe { (self.0)(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate) }
+    }
+}
+
+impl fmt::Debug for TileKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TileKernel")
+    }
+}

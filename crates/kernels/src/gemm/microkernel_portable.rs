@@ -1,0 +1,38 @@
+//! The portable micro-kernel: the tile's accumulators in fixed-size arrays, left to the
+//! compiler's auto-vectoriser (across the tile's columns; each accumulator's k order stays).
+
+use super::microkernel::{MR, NR, TILE};
+
+/// [`TileKernel`](super::microkernel::TileKernel)'s contract over raw parts.
+///
+/// # Safety
+/// `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads, `c` for `MR · NR` reads and
+/// writes, the three not overlapping `c`.
+pub(crate) unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
+    // SAFETY: the extents are the caller's guarantee.
+    let (a, b, c) = unsafe {
+        (std::slice::from_raw_parts(a, kc * MR), std::slice::from_raw_parts(b, kc * NR), &mut *c.cast::<[f32; TILE]>())
+    };
+    tile_slices(a, b, c, accumulate);
+}
+
+/// `c = (accumulate ? c : 0) + a · b`, `a` = `kc × MR` and `b` = `kc × NR` packed (k-major).
+fn tile_slices(a: &[f32], b: &[f32], c: &mut [f32; TILE], accumulate: bool) {
+    let mut acc = [[0.0f32; NR]; MR];
+    if accumulate {
+        for (row, src) in acc.iter_mut().zip(c.chunks_exact(NR)) {
+            row.copy_from_slice(src);
+        }
+    }
+    for (a_k, b_k) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+        for (row, &x) in acc.iter_mut().zip(a_k) {
+            for (acc, &y) in row.iter_mut().zip(b_k) {
+                let product = x * y;
+                *acc += product;
+            }
+        }
+    }
+    for (dst, row) in c.chunks_exact_mut(NR).zip(&acc) {
+        dst.copy_from_slice(row);
+    }
+}

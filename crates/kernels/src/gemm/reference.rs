@@ -1,0 +1,52 @@
+//! The scalar twin of MLX's CPU matmul: three loops, one accumulator per output over k in
+//! order. It defines the bits [`gemm`](super::gemm) reproduces; the fast paths are tested
+//! against it.
+
+use super::arithmetic::{BiasPlacement, clip, operand};
+use super::{GemmOptions, MatRef, check_arguments};
+use crate::{Float, Result};
+
+/// `out = a · b` with MLX 0.32's CPU bits for `O`'s dtype, computed the slow way: for each
+/// output `(i, j)`, `acc = init; for k in 0..K { acc = acc + a[i,k]·b[k,j] }` in `f32`, the
+/// product rounded before the add (no FMA), then the bias (after the sum or as `init`, see
+/// [`gemm`](super::gemm)), the cast to `O` and the output clip. Same contract and errors as
+/// [`gemm`](super::gemm).
+pub fn reference<A: Float, B: Float, O: Float>(
+    a: MatRef<'_, A>,
+    b: MatRef<'_, B>,
+    out: &mut [O],
+    options: &GemmOptions<'_, O>,
+) -> Result<()> {
+    check_arguments(&a, &b, out, options)?;
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    let placement = BiasPlacement::for_product::<O, B>(&b);
+    for i in 0..m {
+        for j in 0..n {
+            let bias = options.bias.map(|bias| bias[j]);
+            let value = if k == 0 {
+                // MLX's empty product: the output is the addend copied (`addmm`) or zeros.
+                bias.unwrap_or_default()
+            } else {
+                let mut acc = match (placement, bias) {
+                    (BiasPlacement::BeforeSum, Some(c)) => c.to_f32(),
+                    _ => 0.0f32,
+                };
+                for p in 0..k {
+                    let x = operand::<A, O>(a.at(i, p), options.a_clip);
+                    let y = operand::<B, O>(b.at(p, j), None);
+                    let product = x * y;
+                    acc += product;
+                }
+                match (placement, bias) {
+                    (BiasPlacement::AfterSum, Some(c)) => O::from_f32(acc + c.to_f32()),
+                    _ => O::from_f32(acc),
+                }
+            };
+            out[i * n + j] = match options.out_clip {
+                Some((lo, hi)) => clip(value, lo, hi),
+                None => value,
+            };
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The fast paths against the scalar twin, and the twin against hand-computed cases.
+
+use super::*;
+use crate::bf16_from_f32;
+use half::bf16;
+use proptest::prelude::*;
+
+/// Values that stress the rules: ordinary ones, and NaN, ±inf, −0, denormals, values whose
+/// products overflow or underflow.
+fn value() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        12 => -4.0f32..4.0,
+        2 => (-30i32..30, -1.0f32..1.0).prop_map(|(e, m)| m * 2f32.powi(e)),
+        1 => prop::sample::select(vec![
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+            1e-40,
+            -3e-39,
+            f32::MIN_POSITIVE,
+            1e30,
+            -3e38,
+            1e-30,
+        ]),
+    ]
+}
+
+/// How an operand is laid out in memory.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    RowMajor,
+    /// Stored as the transpose, viewed through `t()` (MLX's `W.T`).
+    Transposed,
+    /// Row-major with two unused elements after every row.
+    Padded,
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![Just(Layout::RowMajor), Just(Layout::Transposed), Just(Layout::Padded)]
+}
+
+/// A `rows × cols` operand holding `values` (row-major order) in `layout`: its storage.
+fn storage<T: Float>(values: &[f32], rows: usize, cols: usize, layout: Layout) -> Vec<T> {
+    let at = |i: usize, j: usize| T::from_f32(values[i * cols + j]);
+    match layout {
+        Layout::RowMajor => (0..rows * cols).map(|x| at(x / cols.max(1), x % cols.max(1))).collect(),
+        Layout::Transposed => (0..rows * cols).map(|x| at(x % rows.max(1), x / rows.max(1))).collect(),
+        Layout::Padded => (0..rows * (cols + 2))
+            .map(|x| if x % (cols + 2) < cols { at(x / (cols + 2), x % (cols + 2)) } else { T::from_f32(f32::NAN) })
+            .collect(),
+    }
+}
+
+fn view<T: Float>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
+    match layout {
+        Layout::RowMajor => MatRef::row_major(data, rows, cols).unwrap(),
+        Layout::Transposed => MatRef::row_major(data, cols, rows).unwrap().t(),
+        Layout::Padded => MatRef::strided(data, rows, cols, cols + 2, 1).unwrap(),
+    }
+}
+
+/// Bits equal, any NaN equal to any NaN (float32 NaN payloads are not part of the contract).
+fn same<O: Float>(x: O, y: O) -> bool {
+    let (x, y) = (x.to_f32(), y.to_f32());
+    (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+}
+
+/// One random product: shape, values, layouts, options.
+#[derive(Debug, Clone)]
+struct Case {
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    bias: Option<Vec<f32>>,
+    a_clip: Option<(f32, f32)>,
+    out_clip: Option<(f32, f32)>,
+    a_layout: Layout,
+    b_layout: Layout,
+    blocking: (usize, usize, usize),
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..20, 0usize..40, 1usize..40)
+        .prop_flat_map(|(m, k, n)| {
+            (
+                Just((m, k, n)),
+                prop::collection::vec(value(), m * k),
+                prop::collection::vec(value(), k * n),
+                prop::option::of(prop::collection::vec(value(), n)),
+                prop::option::of((-3.0f32..0.0, 0.0f32..3.0)),
+                prop::option::of((-3.0f32..0.0, 0.0f32..3.0)),
+                (layout(), layout()),
+                (1usize..20, 1usize..12, 1usize..40),
+            )
+        })
+        .prop_map(|((m, k, n), a, b, bias, a_clip, out_clip, (a_layout, b_layout), blocking)| Case {
+            m,
+            k,
+            n,
+            a,
+            b,
+            bias,
+            a_clip,
+            out_clip,
+            a_layout,
+            b_layout,
+            blocking,
+        })
+}
+
+/// Runs `case` with operand dtypes `A`, `B` and output `O` through the twin and through every
+/// kernel with the case's blocking and the default one; all must agree.
+fn check<A: Float, B: Float, O: Float>(case: &Case) -> Result<(), TestCaseError> {
+    let Case { m, k, n, .. } = *case;
+    let a_data = storage::<A>(&case.a, m, k, case.a_layout);
+    let b_data = storage::<B>(&case.b, k, n, case.b_layout);
+    let a = view(&a_data, m, k, case.a_layout);
+    let b = view(&b_data, k, n, case.b_layout);
+    let round = |x: f32| O::from_f32(x).to_f32();
+    // Clip bounds in the operand's and output's dtypes, as mlx-vlm's scalars are.
+    let a_clip = case.a_clip.map(|(lo, hi)| (A::from_f32(lo).to_f32(), A::from_f32(hi).to_f32()));
+    let bias: Option<Vec<O>> = case.bias.as_ref().map(|bias| bias.iter().map(|&x| O::from_f32(x)).collect());
+    let options = GemmOptions {
+        a_clip,
+        bias: bias.as_deref(),
+        out_clip: case.out_clip.map(|(lo, hi)| (O::from_f32(round(lo)), O::from_f32(round(hi)))),
+    };
+    let mut expected = vec![O::default(); m * n];
+    reference(a, b, &mut expected, &options).unwrap();
+    let (mc, kc, nc) = case.blocking;
+    for kernel in MicroKernel::available() {
+        for blocking in [Blocking::new(mc, kc, nc), Blocking::for_shape(m, k, n)] {
+            let mut out = vec![O::from_f32(7.0); m * n];
+            gemm_with(kernel, blocking, a, b, &mut out, &options).unwrap();
+            for (i, (&x, &y)) in out.iter().zip(&expected).enumerate() {
+                prop_assert!(same(x, y), "{kernel:?} {blocking:?}: out[{i}] = {x:?}, reference {y:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn float32_matches_the_reference(case in case()) {
+        check::<f32, f32, f32>(&case)?;
+    }
+
+    #[test]
+    fn bf16_matches_the_reference(case in case()) {
+        check::<bf16, bf16, bf16>(&case)?;
+    }
+
+    #[test]
+    fn mixed_dtypes_match_the_reference(case in case()) {
+        check::<f32, bf16, f32>(&case)?;
+        check::<bf16, f32, f32>(&case)?;
+        check::<f32, f32, bf16>(&case)?;
+    }
+}
+
+#[test]
+fn the_reference_sums_in_order_with_rounded_products() {
+    // 1e8 + 1 rounds back to 1e8 in f32: the order of the sum shows in the result.
+    let a = [1e8f32, 1.0, -1e8];
+    let b = [1.0f32, 1.0, 1.0];
+    let mut out = [0.0f32];
+    let (a, b) = (MatRef::row_major(&a, 1, 3).unwrap(), MatRef::row_major(&b, 3, 1).unwrap());
+    reference(a, b, &mut out, &GemmOptions::default()).unwrap();
+    assert_eq!(out[0], 0.0);
+    // Without FMA: (1 + 2^-12)² rounds before the add of −1 − 2^-11; an FMA would keep 2^-24.
+    let x = 1.0 + 2f32.powi(-12);
+    let a = [x, -1.0 - 2f32.powi(-11)];
+    let b = [x, 1.0];
+    let (a, b) = (MatRef::row_major(&a, 1, 2).unwrap(), MatRef::row_major(&b, 2, 1).unwrap());
+    reference(a, b, &mut out, &GemmOptions::default()).unwrap();
+    assert_eq!(out[0], 0.0);
+}
+
+#[test]
+fn the_float32_bias_goes_after_the_sum_only_for_a_column_contiguous_b() {
+    // Products 1e8 then −1e8, bias 1: after the sum 0 + 1 = 1; before it, 1 + 1e8 rounds to 1e8.
+    let a = [1e8f32, -1e8];
+    let w = [1.0f32, 1.0]; // W [1, 2]: b = W.T is column-contiguous; its copy [2, 1] row-major.
+    let bias = [1.0f32];
+    let options = GemmOptions { bias: Some(&bias), ..GemmOptions::default() };
+    let a = MatRef::row_major(&a, 1, 2).unwrap();
+    let transposed = MatRef::row_major(&w, 1, 2).unwrap().t();
+    let row_major = MatRef::row_major(&w, 2, 1).unwrap();
+    assert_eq!(transposed.mlx_layout(), MlxLayout::ColContiguous);
+    assert_eq!(row_major.mlx_layout(), MlxLayout::RowContiguous);
+    let mut out = [0.0f32];
+    reference(a, transposed, &mut out, &options).unwrap();
+    assert_eq!(out[0], 1.0);
+    reference(a, row_major, &mut out, &options).unwrap();
+    assert_eq!(out[0], 0.0);
+    // bf16 adds it after the sum whatever the layout (before it, 1 + 2^25 would round to 2^25).
+    let a16: Vec<bf16> = [2f32.powi(25), -2f32.powi(25)].iter().map(|&x| bf16_from_f32(x)).collect();
+    let w16 = [bf16_from_f32(1.0); 2];
+    let bias16 = [bf16_from_f32(1.0)];
+    let options = GemmOptions { bias: Some(&bias16[..]), ..GemmOptions::default() };
+    let mut out16 = [bf16::ZERO];
+    let a16 = MatRef::row_major(&a16, 1, 2).unwrap();
+    reference(a16, MatRef::row_major(&w16, 2, 1).unwrap(), &mut out16, &options).unwrap();
+    assert_eq!(out16[0].to_f32(), 1.0);
+}
+
+#[test]
+fn an_empty_sum_gives_zeros_or_the_bias_copied() {
+    let a: [f32; 0] = [];
+    let bias = [-0.0f32, 2.5];
+    let mut out = [9.0f32; 6];
+    let (a, b) = (MatRef::row_major(&a, 3, 0).unwrap(), MatRef::row_major(&a, 0, 2).unwrap());
+    gemm(a, b, &mut out, &GemmOptions::default()).unwrap();
+    assert!(out.iter().all(|x| x.to_bits() == 0));
+    gemm(a, b, &mut out, &GemmOptions { bias: Some(&bias), ..GemmOptions::default() }).unwrap();
+    assert_eq!(out.map(f32::to_bits), [0x8000_0000, 2.5f32.to_bits()].repeat(3)[..]);
+}
+
+#[test]
+fn mismatched_extents_are_errors() {
+    let x = [0.0f32; 6];
+    let a = MatRef::row_major(&x, 2, 3).unwrap();
+    let mut out = [0.0f32; 4];
+    assert!(gemm(a, a, &mut out, &GemmOptions::default()).is_err());
+    assert!(gemm(a, a.t(), &mut out[..3], &GemmOptions::default()).is_err());
+    let bias = [0.0f32; 3];
+    assert!(gemm(a, a.t(), &mut out, &GemmOptions { bias: Some(&bias), ..GemmOptions::default() }).is_err());
+    assert!(MatRef::row_major(&x, 4, 2).is_err());
+    assert!(MatRef::strided(&x, 2, 3, 4, 1).is_err());
+    assert!(MatRef::strided(&x, 2, 3, usize::MAX, 1).is_err());
+}
