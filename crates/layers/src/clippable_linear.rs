@@ -1,6 +1,6 @@
 //! [`ClippableLinear`]: gemma4's `ClippableLinear`.
 
-use crate::{Linear, Result, Weights};
+use crate::{Projection, Result, Weights};
 use tensor::{Array, SharedArray};
 
 /// The four 0-d clip bounds of a [`ClippableLinear`], in the checkpoint's dtype.
@@ -24,7 +24,7 @@ impl ClipBounds {
     }
 }
 
-/// A bias-free [`Linear`] with optional clamping of its input and output, as
+/// A bias-free linear map ([`Projection`]: dense or quantized) with optional clamping of its input and output, as
 /// `mlx_vlm.models.gemma4.vision.ClippableLinear`:
 /// `clip(x, input_min, input_max)` → `x @ W.T` → `clip(y, output_min, output_max)`, where the
 /// clips happen only when the layer was built with clipping.
@@ -32,28 +32,30 @@ impl ClipBounds {
 /// The bounds are arrays, so MLX promotes: with bf16 activations and f32 bounds the clipped
 /// input, and everything after it, is f32 (the reference does not cast, and neither does this).
 ///
-/// Keys: `linear.weight` `[out, in]`; with clipping also the four 0-d bounds of [`ClipBounds`].
+/// Keys: `linear.weight` `[out, in]` (quantized: `linear.{weight,scales,biases}`); with clipping
+/// also the four 0-d bounds of [`ClipBounds`].
 #[derive(Debug, Clone)]
 pub struct ClippableLinear {
-    linear: Linear,
+    linear: Projection,
     clip: Option<ClipBounds>,
 }
 
 impl ClippableLinear {
     /// A clippable linear from its linear map and, when clipping, its bounds.
-    pub fn new(linear: Linear, clip: Option<ClipBounds>) -> ClippableLinear {
-        ClippableLinear { linear, clip }
+    pub fn new(linear: impl Into<Projection>, clip: Option<ClipBounds>) -> ClippableLinear {
+        ClippableLinear { linear: linear.into(), clip }
     }
 
-    /// Loads `linear.weight` `[out_dim, in_dim]` and, when `clipped`, the four bounds.
+    /// Loads the `linear` map `[out_dim, in_dim]` (see [`Projection::load`]) and, when
+    /// `clipped`, the four bounds.
     pub fn load(weights: &Weights, in_dim: i32, out_dim: i32, clipped: bool) -> Result<ClippableLinear> {
-        let linear = Linear::load(&weights.pp("linear"), in_dim, out_dim, false)?;
+        let linear = Projection::load(&weights.pp("linear"), in_dim, out_dim, false)?;
         let clip = if clipped { Some(ClipBounds::load(weights)?) } else { None };
         Ok(ClippableLinear::new(linear, clip))
     }
 
     /// The wrapped linear map.
-    pub fn linear(&self) -> &Linear {
+    pub fn linear(&self) -> &Projection {
         &self.linear
     }
 

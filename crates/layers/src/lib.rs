@@ -13,6 +13,8 @@
 //! | block | reference |
 //! |---|---|
 //! | [`Linear`] | `mlx.nn.Linear` |
+//! | [`QuantizedLinear`] | `mlx.nn.QuantizedLinear` |
+//! | [`Projection`] | either, as the checkpoint stores the map |
 //! | [`ClippableLinear`] | `gemma4.vision.ClippableLinear` |
 //! | [`RmsNorm`] | `gemma4.vision.RMSNorm`, `gemma4.language.RMSNormNoScale` |
 //! | [`VisionRmsNorm`] | `gemma4.vision.VisionRMSNorm`, `VisionRMSNormNoScale` |
@@ -45,6 +47,9 @@ mod host_heads;
 mod layer_norm;
 mod linear;
 mod memory_store;
+mod projection;
+mod quantization;
+mod quantized_linear;
 mod rms_norm;
 mod rope;
 mod vision_attention;
@@ -64,6 +69,9 @@ pub use host_attention::HostAttention;
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
 pub use memory_store::MemoryStore;
+pub use projection::Projection;
+pub use quantization::{Quantization, QuantizationMode, QuantizationPlan};
+pub use quantized_linear::QuantizedLinear;
 pub use rms_norm::RmsNorm;
 pub use rope::{RopeTables, rotate_half};
 pub use vision_attention::{AttentionWeights, VisionAttention};

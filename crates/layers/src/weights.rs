@@ -1,6 +1,6 @@
 //! [`Weights`]: a prefix-scoped, checked view of a [`WeightStore`].
 
-use crate::{Error, Result, WeightStore};
+use crate::{Error, Quantization, QuantizationPlan, Result, WeightStore};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -15,19 +15,39 @@ use tensor::{Dtype, SharedArray, TensorInfo};
 /// [`get`](Weights::get) checks that the tensor exists, has the expected shape and a float
 /// dtype, and returns it evaluated. Tensors keep their stored dtype (mlx-vlm loads without a
 /// cast) unless a compute dtype is set with [`with_compute_dtype`](Weights::with_compute_dtype),
-/// in which case each is converted once, here.
+/// in which case each float tensor is converted once, here. Packed quantized tensors are
+/// read with [`get_packed`](Weights::get_packed), which checks an exact dtype and never
+/// converts; which modules are quantized comes from the view's [`QuantizationPlan`].
 #[derive(Clone)]
 pub struct Weights {
     store: Arc<dyn WeightStore>,
     prefix: String,
     compute_dtype: Option<Dtype>,
+    quantization: Arc<QuantizationPlan>,
     used: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Weights {
     /// A view of the whole store, with an empty record of used keys.
     pub fn new(store: Arc<dyn WeightStore>) -> Weights {
-        Weights { store, prefix: String::new(), compute_dtype: None, used: Arc::default() }
+        Weights {
+            store,
+            prefix: String::new(),
+            compute_dtype: None,
+            quantization: Arc::default(),
+            used: Arc::default(),
+        }
+    }
+
+    /// The same view with the checkpoint's quantized modules (default: none).
+    pub fn with_quantization(mut self, plan: Arc<QuantizationPlan>) -> Weights {
+        self.quantization = plan;
+        self
+    }
+
+    /// How the module at this view's prefix is quantized, if the plan lists it.
+    pub fn quantization(&self) -> Option<Quantization> {
+        self.quantization.get(&self.prefix)
     }
 
     /// The same view with tensors converted to `dtype` when loaded (`None`: stored dtype).
@@ -71,19 +91,44 @@ impl Weights {
     /// scalar) and a float dtype ([`Error::Dtype`]). Converted to the compute dtype if one is
     /// set. Marks the key used.
     pub fn get(&self, name: &str, expected_shape: &[i32]) -> Result<SharedArray> {
+        let (key, stored) = self.read(name, expected_shape, &|d| d.is_float(), "a float type")?;
+        let array = match self.compute_dtype {
+            Some(dtype) if dtype != stored.dtype() => stored.astype(dtype)?,
+            _ => stored,
+        };
+        self.hand_out(key, array)
+    }
+
+    /// The tensor `name` below this prefix in exactly the dtype `dtype` (a packed quantized
+    /// weight, uint32; the uint8 scales of the floating-point quantization modes), never
+    /// converted to the compute dtype. Checks and records like [`get`](Weights::get).
+    pub fn get_packed(&self, name: &str, expected_shape: &[i32], dtype: Dtype) -> Result<SharedArray> {
+        let (key, stored) = self.read(name, expected_shape, &|d| d == dtype, &dtype.to_string())?;
+        self.hand_out(key, stored)
+    }
+
+    /// Reads `name` after checking presence, shape and dtype (`accept`, described as
+    /// `expected` in errors), before and after loading.
+    fn read(
+        &self,
+        name: &str,
+        expected_shape: &[i32],
+        accept: &dyn Fn(Dtype) -> bool,
+        expected: &str,
+    ) -> Result<(String, tensor::Array)> {
         let key = self.key(name);
         if !self.store.contains(&key) {
             return Err(Error::Missing { name: key });
         }
         let info = self.store.info(&key)?;
-        check(&key, expected_shape, &info.shape, &info.dtype)?;
+        check(&key, expected_shape, &info.shape, &info.dtype, accept, expected)?;
         let stored = self.store.load(&key)?;
         // A store's info and its data must agree; a renaming view could get this wrong.
-        check(&key, expected_shape, &stored.shape(), &Ok(stored.dtype()))?;
-        let array = match self.compute_dtype {
-            Some(dtype) if dtype != stored.dtype() => stored.astype(dtype)?,
-            _ => stored,
-        };
+        check(&key, expected_shape, &stored.shape(), &Ok(stored.dtype()), accept, expected)?;
+        Ok((key, stored))
+    }
+
+    fn hand_out(&self, key: String, array: tensor::Array) -> Result<SharedArray> {
         let array = SharedArray::new(array)?;
         self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(key);
         Ok(array)
@@ -109,18 +154,21 @@ impl Weights {
     }
 }
 
-fn check(key: &str, expected_shape: &[i32], shape: &[i32], dtype: &std::result::Result<Dtype, String>) -> Result<()> {
+fn check(
+    key: &str,
+    expected_shape: &[i32],
+    shape: &[i32],
+    dtype: &std::result::Result<Dtype, String>,
+    accept: &dyn Fn(Dtype) -> bool,
+    expected: &str,
+) -> Result<()> {
     match dtype {
-        Ok(dtype) if dtype.is_float() => {}
+        Ok(dtype) if accept(*dtype) => {}
         Ok(other) => {
-            return Err(Error::Dtype {
-                name: key.to_owned(),
-                expected: "a float type".into(),
-                actual: other.to_string(),
-            });
+            return Err(Error::Dtype { name: key.to_owned(), expected: expected.into(), actual: other.to_string() });
         }
         Err(name) => {
-            return Err(Error::Dtype { name: key.to_owned(), expected: "a float type".into(), actual: name.clone() });
+            return Err(Error::Dtype { name: key.to_owned(), expected: expected.into(), actual: name.clone() });
         }
     }
     if shape != expected_shape {
@@ -134,6 +182,7 @@ impl fmt::Debug for Weights {
         f.debug_struct("Weights")
             .field("prefix", &self.prefix)
             .field("compute_dtype", &self.compute_dtype)
+            .field("quantized_modules", &self.quantization.modules().len())
             .field("used", &self.used_keys().len())
             .finish_non_exhaustive()
     }

@@ -1,17 +1,19 @@
-//! A checkpoint stored as one safetensors file or as shards listed by an index.
+//! A checkpoint stored as one safetensors file, as shards listed by an index, or as several
+//! files read together.
 
 use crate::{Array, Error, Result, SafetensorsFile, TensorInfo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// The tensors of a checkpoint: a single `*.safetensors` file, or the shards named by a
+/// The tensors of a checkpoint: a single `*.safetensors` file, the shards named by a
 /// Hugging Face index (`model.safetensors.index.json`, whose `weight_map` maps each tensor
-/// name to a shard file in the same directory).
+/// name to a shard file in the same directory), or a list of files read together ([`from_files`](ShardedSafetensors::from_files)).
 ///
-/// Shards are opened on first use, so reading a few tensors of a large checkpoint touches
-/// only the shards (and pages) that hold them. A shard that is missing or malformed is an
-/// error when one of its tensors is requested, naming the shard.
+/// Opened from an index, shards are opened on first use, so reading a few tensors of a large
+/// checkpoint touches only the shards (and pages) that hold them; a shard that is missing or
+/// malformed is an error when one of its tensors is requested, naming the shard. Opened from a
+/// list of files, every header is read at once (the data stays mapped, not read).
 #[derive(Debug)]
 pub struct ShardedSafetensors {
     source: PathBuf,
@@ -20,6 +22,9 @@ pub struct ShardedSafetensors {
     /// For a single file: its header, read at open.
     single: Option<Arc<SafetensorsFile>>,
     opened: Mutex<BTreeMap<PathBuf, Arc<SafetensorsFile>>>,
+    /// Names found in more than one file of [`from_files`](ShardedSafetensors::from_files):
+    /// (name, the file whose tensor is hidden, the file whose tensor is read).
+    shadowed: Vec<(String, PathBuf, PathBuf)>,
 }
 
 impl ShardedSafetensors {
@@ -36,6 +41,7 @@ impl ShardedSafetensors {
                 weight_map,
                 single: Some(file),
                 opened: Mutex::new(BTreeMap::new()),
+                shadowed: Vec::new(),
             })
         }
     }
@@ -64,7 +70,55 @@ impl ShardedSafetensors {
             weight_map,
             single: None,
             opened: Mutex::new(BTreeMap::new()),
+            shadowed: Vec::new(),
         })
+    }
+
+    /// The tensors of `files` read together, in order, as a Python dict is updated file by file
+    /// (`weights.update(mx.load(f))`): a name held by several files resolves to the last of
+    /// them, and each such clash is listed by [`shadowed`](ShardedSafetensors::shadowed).
+    /// Every header is read and validated now. `source` names the whole (a directory or an
+    /// index) in errors about names no file holds.
+    pub fn from_files(source: impl AsRef<Path>, files: &[PathBuf]) -> Result<ShardedSafetensors> {
+        let mut weight_map: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let mut opened = BTreeMap::new();
+        let mut shadowed = Vec::new();
+        for path in files {
+            let file = Arc::new(SafetensorsFile::open(path)?);
+            for name in file.names() {
+                if let Some(hidden) = weight_map.insert(name.to_owned(), path.clone())
+                    && hidden != *path
+                {
+                    shadowed.push((name.to_owned(), hidden, path.clone()));
+                }
+            }
+            opened.insert(path.clone(), file);
+        }
+        Ok(ShardedSafetensors {
+            source: source.as_ref().to_path_buf(),
+            weight_map,
+            single: None,
+            opened: Mutex::new(opened),
+            shadowed,
+        })
+    }
+
+    /// Names held by more than one of the files given to
+    /// [`from_files`](ShardedSafetensors::from_files): (name, the file whose tensor is hidden,
+    /// the file whose tensor is read), in the order found.
+    pub fn shadowed(&self) -> &[(String, PathBuf, PathBuf)] {
+        &self.shadowed
+    }
+
+    /// The file that holds `name` (for an index: the shard it names), if any.
+    pub fn file_of(&self, name: &str) -> Option<&Path> {
+        self.weight_map.get(name).map(PathBuf::as_path)
+    }
+
+    /// Every file the tensors come from, sorted, each once.
+    pub fn files(&self) -> Vec<&Path> {
+        let files: std::collections::BTreeSet<&Path> = self.weight_map.values().map(PathBuf::as_path).collect();
+        files.into_iter().collect()
     }
 
     /// The file or index this was opened from.

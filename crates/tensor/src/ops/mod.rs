@@ -9,6 +9,7 @@ mod compare;
 mod creation;
 mod indexing;
 mod linalg;
+mod quantized;
 mod reduce;
 mod shape;
 mod unary;
