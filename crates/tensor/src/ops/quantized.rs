@@ -5,7 +5,7 @@
 //! and `bits` left `None` take MLX's defaults for the mode (affine 64/4, mxfp4 32/4, nvfp4
 //! 16/4, mxfp8 32/8). MLX validates every combination and reports its own message.
 
-use crate::runtime::{array_op, check};
+use crate::status::check;
 use crate::vector::VectorArray;
 use crate::{Array, Error, Result};
 use std::ffi::CString;
@@ -43,8 +43,8 @@ impl Array {
         let mode = mode_string("quantized_matmul", mode)?;
         let stream = crate::device::current_stream()?;
         // SAFETY: every handle is a live array (or the null array mlx-c documents as "no
-        // biases"); `mode` outlives the call; the output handle is owned by `array_op`.
-        array_op("quantized_matmul", |out| unsafe {
+        // biases"); `mode` outlives the call; the output handle is owned by `Array::from_op`.
+        Array::from_op("quantized_matmul", |out| unsafe {
             mlx_ffi::mlx_quantized_matmul(
                 out,
                 self.as_raw(),
@@ -106,7 +106,7 @@ impl Array {
         let stream = crate::device::current_stream()?;
         let no_dtype = mlx_ffi::mlx_optional_dtype { value: mlx_ffi::MLX_FLOAT32, has_value: false };
         // SAFETY: as in `quantized_matmul`.
-        array_op("dequantize", |out| unsafe {
+        Array::from_op("dequantize", |out| unsafe {
             mlx_ffi::mlx_dequantize(
                 out,
                 self.as_raw(),
