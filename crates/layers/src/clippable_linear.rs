@@ -1,6 +1,7 @@
 //! [`ClippableLinear`]: gemma4's `ClippableLinear`.
 
-use crate::{Projection, Result, Weights};
+use crate::linear::FusedClips;
+use crate::{Execution, Projection, Result, Weights};
 use tensor::{Array, SharedArray};
 
 /// The four 0-d clip bounds of a [`ClippableLinear`], in the checkpoint's dtype.
@@ -64,8 +65,23 @@ impl ClippableLinear {
         self.clip.as_ref()
     }
 
-    /// `[clip] → linear → [clip]`.
+    /// The same layer computed by `execution` (a quantized map always runs on MLX).
+    pub fn with_execution(self, execution: Execution) -> ClippableLinear {
+        ClippableLinear { linear: self.linear.with_execution(execution), ..self }
+    }
+
+    /// `[clip] → linear → [clip]`; on the host, one product with both clips fused where the
+    /// dtypes allow.
     pub fn forward(&self, x: &Array) -> Result<Array> {
+        if let Projection::Dense(linear) = &self.linear {
+            let clips = FusedClips {
+                input: self.clip.as_ref().map(|b| (&*b.input_min, &*b.input_max)),
+                output: self.clip.as_ref().map(|b| (&*b.output_min, &*b.output_max)),
+            };
+            if let Some(y) = linear.forward_on_host(x, clips)? {
+                return Ok(y);
+            }
+        }
         match &self.clip {
             Some(bounds) => {
                 let x = x.clip(Some(&bounds.input_min), Some(&bounds.input_max))?;

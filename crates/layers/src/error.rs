@@ -9,6 +9,9 @@ pub enum Error {
     /// An MLX operation or a file access failed.
     #[error(transparent)]
     Tensor(#[from] tensor::Error),
+    /// A host kernel refused its arguments.
+    #[error(transparent)]
+    Kernel(#[from] kernels::Error),
     /// A weight the block needs is not in the store (`name` is the full key).
     #[error("weight `{name}` is missing")]
     Missing { name: String },

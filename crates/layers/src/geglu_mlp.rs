@@ -1,7 +1,8 @@
 //! [`GegluMlp`]: gemma4's `VisionMLP`.
 
-use crate::{Arithmetic, ClippableLinear, Error, Result, Weights, gelu_approx};
-use tensor::{Array, Dtype};
+use crate::host::{self, HostFloat, with_host_float};
+use crate::{ClippableLinear, Execution, Result, Weights, gelu_approx};
+use tensor::Array;
 
 /// The gated feed-forward of the gemma4 vision encoder (`VisionMLP`):
 /// `down(gelu_approx(gate(x)) * up(x))`, each projection a [`ClippableLinear`].
@@ -13,13 +14,13 @@ pub struct GegluMlp {
     gate_proj: ClippableLinear,
     up_proj: ClippableLinear,
     down_proj: ClippableLinear,
-    arithmetic: Arithmetic,
+    execution: Execution,
 }
 
 impl GegluMlp {
-    /// An MLP from its three projections, computing [`Arithmetic::Reference`].
+    /// An MLP from its three projections, computed by MLX.
     pub fn new(gate_proj: ClippableLinear, up_proj: ClippableLinear, down_proj: ClippableLinear) -> GegluMlp {
-        GegluMlp { gate_proj, up_proj, down_proj, arithmetic: Arithmetic::Reference }
+        GegluMlp { gate_proj, up_proj, down_proj, execution: Execution::Mlx }
     }
 
     /// Loads `gate_proj`, `up_proj` and `down_proj`.
@@ -31,41 +32,38 @@ impl GegluMlp {
         ))
     }
 
-    /// The same MLP computing `arithmetic`. With [`Arithmetic::HostFloat32`] the gated GELU
-    /// runs on the host over the evaluated gate and up projections (float32 inputs only).
-    pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> GegluMlp {
-        self.arithmetic = arithmetic;
-        self
+    /// The same MLP computed by `execution` (its projections and the gated GELU).
+    pub fn with_execution(self, execution: Execution) -> GegluMlp {
+        GegluMlp {
+            gate_proj: self.gate_proj.with_execution(execution),
+            up_proj: self.up_proj.with_execution(execution),
+            down_proj: self.down_proj.with_execution(execution),
+            execution,
+        }
     }
 
     /// `x` `[…, hidden]` → `[…, hidden]`.
     pub fn forward(&self, x: &Array) -> Result<Array> {
         let gate = self.gate_proj.forward(x)?;
         let up = self.up_proj.forward(x)?;
-        let gated = match self.arithmetic {
-            Arithmetic::Reference => gelu_approx(&gate)?.mul(&up)?,
-            Arithmetic::HostFloat32 => gelu_tanh_mul_on_host(&gate, &up)?,
+        let gated = match self.execution {
+            Execution::Host if gate.dtype() == up.dtype() && gate.shape() == up.shape() => {
+                with_host_float!(gate.dtype(), T => gelu_mul_on_host::<T>(&gate, &up)).transpose()?
+            }
+            _ => None,
+        };
+        let gated = match gated {
+            Some(gated) => gated,
+            None => gelu_approx(&gate)?.mul(&up)?,
         };
         self.down_proj.forward(&gated)
     }
 }
 
-/// `gelu_approx(gate) * up` for float32 `gate` and `up` of one shape, computed on the host.
-fn gelu_tanh_mul_on_host(gate: &Array, up: &Array) -> Result<Array> {
-    if gate.dtype() != Dtype::F32 || up.dtype() != Dtype::F32 || gate.shape() != up.shape() {
-        return Err(Error::Input {
-            block: "host GELU",
-            what: format!(
-                "gate {:?} {:?} and up {:?} {:?} must be float32 of one shape",
-                gate.shape(),
-                gate.dtype(),
-                up.shape(),
-                up.dtype()
-            ),
-        });
-    }
-    Array::eval_all(&[gate, up])?;
-    let mut out = vec![0f32; gate.size()];
-    gate.with_slice(|g: &[f32]| up.with_slice(|u: &[f32]| tensor::host::gelu_tanh_mul(g, u, &mut out)))??;
-    Ok(Array::from_vec(out, &gate.shape())?)
+/// `gelu_approx(gate) * up` by `kernels::gelu` (same dtype `T` and shape, checked by the caller).
+fn gelu_mul_on_host<T: HostFloat>(gate: &Array, up: &Array) -> Result<Array> {
+    let mut out = host::output::<T>(gate.size());
+    host::with_two::<T, T, _>(gate, up, |g, u| Ok(kernels::gelu::gelu_approx_mul(g, u, &mut out)?))?;
+    host::record("gelu");
+    host::from_host(out, &gate.shape())
 }

@@ -22,8 +22,7 @@
 //! | [`gelu_approx`] | `mlx.nn.gelu_approx` |
 //! | [`GegluMlp`] | `gemma4.vision.VisionMLP` |
 //! | [`RopeTables`] | `gemma4.vision.apply_multidimensional_rope` |
-//! | [`FusedSdpa`] | `models.base.ensure_fused_sdpa` |
-//! | [`HostAttention`] | the same function on the host (float32 CPU fast path) |
+//! | [`ensure_fused_sdpa`] | `models.base.ensure_fused_sdpa` |
 //! | [`VisionAttention`] | `gemma4.vision.VisionAttention` |
 //! | [`VisionBlock`] | `gemma4.vision.VisionTransformerBlock` |
 //!
@@ -31,21 +30,23 @@
 //! caller's own renaming view) through [`Weights`], which checks every tensor's presence, shape
 //! and dtype, names the full key in its errors, optionally converts to a compute dtype once at
 //! load, and records what was used so that unused checkpoint tensors can be refused.
-//! Attention runs through an [`AttentionKernel`]; the default, [`FusedSdpa`], is the reference's.
-//! Blocks default to [`Arithmetic::Reference`]; [`Arithmetic::HostFloat32`] trades bit-exactness
-//! for speed on MLX's CPU backend in float32.
+//!
+//! Blocks compute with MLX's ops by default ([`Execution::Mlx`], any backend). On MLX's CPU
+//! backend, [`Execution::Host`] runs the same functions as the `kernels` crate's host kernels,
+//! which reproduce MLX's CPU bits over every core (float32 and bf16; other dtypes stay on MLX);
+//! [`take_kernels_run`] says which kernels ran.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-mod arithmetic;
-mod attention_kernel;
 mod clippable_linear;
 mod error;
+mod execution;
+mod fused_sdpa;
 mod geglu_mlp;
 mod gelu;
-mod host_attention;
-mod host_heads;
+mod host;
 mod layer_norm;
 mod linear;
+mod matmul;
 mod memory_store;
 mod projection;
 mod quantization;
@@ -59,15 +60,16 @@ mod vision_rms_norm;
 mod weight_store;
 mod weights;
 
-pub use arithmetic::Arithmetic;
-pub use attention_kernel::{AttentionKernel, FUSED_HEAD_DIMS, FusedSdpa, ensure_fused_sdpa};
 pub use clippable_linear::{ClipBounds, ClippableLinear};
 pub use error::{Error, Result};
+pub use execution::Execution;
+pub use fused_sdpa::{FUSED_HEAD_DIMS, ensure_fused_sdpa};
 pub use geglu_mlp::GegluMlp;
 pub use gelu::gelu_approx;
-pub use host_attention::HostAttention;
+pub use host::take_kernels_run;
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
+pub use matmul::matmul;
 pub use memory_store::MemoryStore;
 pub use projection::Projection;
 pub use quantization::{Quantization, QuantizationMode, QuantizationPlan};

@@ -1,6 +1,6 @@
 //! [`Projection`]: a linear map stored dense or quantized.
 
-use crate::{Linear, Quantization, QuantizedLinear, Result, Weights};
+use crate::{Execution, Linear, Quantization, QuantizedLinear, Result, Weights};
 use tensor::Array;
 
 /// A linear map as a checkpoint stores it: a float weight ([`Linear`], `mlx.nn.Linear`) or a
@@ -30,6 +30,14 @@ impl Projection {
         match self {
             Projection::Dense(_) => None,
             Projection::Quantized(q) => Some(q.quantization()),
+        }
+    }
+
+    /// The same map computed by `execution` (a quantized map always runs on MLX).
+    pub fn with_execution(self, execution: Execution) -> Projection {
+        match self {
+            Projection::Dense(linear) => Projection::Dense(linear.with_execution(execution)),
+            quantized @ Projection::Quantized(_) => quantized,
         }
     }
 

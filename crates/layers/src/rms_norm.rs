@@ -1,7 +1,8 @@
 //! [`RmsNorm`]: MLX's fused RMS normalisation.
 
-use crate::{Arithmetic, Error, Result, Weights};
-use tensor::{Array, Dtype, SharedArray, fast};
+use crate::host::{self, is_host_float, promote, with_host_float};
+use crate::{Execution, Result, Weights};
+use tensor::{Array, SharedArray, fast};
 
 /// `fast.rms_norm(x, weight, eps)` over the last axis, as gemma4's `RMSNorm` (weight used
 /// as-is, no `+1`) and, without a weight, `RMSNormNoScale` (`fast.rms_norm(x, None, eps)`).
@@ -12,18 +13,18 @@ use tensor::{Array, Dtype, SharedArray, fast};
 pub struct RmsNorm {
     weight: Option<SharedArray>,
     eps: f32,
-    arithmetic: Arithmetic,
+    execution: Execution,
 }
 
 impl RmsNorm {
     /// A norm with scale `weight` `[dim]`.
     pub fn new(weight: SharedArray, eps: f32) -> RmsNorm {
-        RmsNorm { weight: Some(weight), eps, arithmetic: Arithmetic::Reference }
+        RmsNorm { weight: Some(weight), eps, execution: Execution::Mlx }
     }
 
     /// The parameter-free variant (`fast.rms_norm(x, None, eps)`).
     pub fn no_scale(eps: f32) -> RmsNorm {
-        RmsNorm { weight: None, eps, arithmetic: Arithmetic::Reference }
+        RmsNorm { weight: None, eps, execution: Execution::Mlx }
     }
 
     /// Loads `weight` `[dim]`.
@@ -36,40 +37,41 @@ impl RmsNorm {
         self.eps
     }
 
-    /// The same norm computing `arithmetic`. With [`Arithmetic::HostFloat32`] it evaluates `x`
-    /// (float32 only) and normalises its rows on the host over every core
-    /// ([`tensor::host::rms_norm_rows`]): the same function, the mean summed in another order.
-    pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> RmsNorm {
-        self.arithmetic = arithmetic;
+    /// The same norm computed by `execution`.
+    pub fn with_execution(mut self, execution: Execution) -> RmsNorm {
+        self.execution = execution;
         self
     }
 
     /// Normalises `x` `[…, dim]` over its last axis.
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        match self.arithmetic {
-            Arithmetic::Reference => Ok(fast::rms_norm(x, self.weight.as_deref(), self.eps)?),
-            Arithmetic::HostFloat32 => self.forward_on_host(x),
+        if self.execution == Execution::Host
+            && let Some(y) = self.forward_on_host(x)?
+        {
+            return Ok(y);
         }
+        Ok(fast::rms_norm(x, self.weight.as_deref(), self.eps)?)
     }
 
-    fn forward_on_host(&self, x: &Array) -> Result<Array> {
-        let shape = x.shape();
-        let weight = self.weight.as_deref().map(|w| w.astype(Dtype::F32)).transpose()?;
-        let dim = shape.last().copied().unwrap_or(0) as usize;
-        let weight_fits = weight.as_ref().is_none_or(|w| w.shape() == [dim as i32]);
-        if x.dtype() != Dtype::F32 || dim == 0 || !weight_fits {
-            return Err(Error::Input {
-                block: "host RMS norm",
-                what: format!(
-                    "x {shape:?} {:?} must be float32 with a non-empty last axis matching the weight {:?}",
-                    x.dtype(),
-                    weight.as_ref().map(Array::shape)
-                ),
-            });
+    /// `kernels::rms_norm`, when `x` and the weight are host floats (`None` otherwise).
+    fn forward_on_host(&self, x: &Array) -> Result<Option<Array>> {
+        let out_dtype = match &self.weight {
+            Some(w) if is_host_float(w.dtype()) => promote(x.dtype(), w.dtype()),
+            Some(_) => return Ok(None),
+            None => x.dtype(),
+        };
+        if !is_host_float(x.dtype()) || !is_host_float(out_dtype) {
+            return Ok(None);
         }
-        let weight = weight.map(|w| w.to_vec::<f32>()).transpose()?;
-        let mut out = vec![0f32; x.size()];
-        x.with_slice(|x: &[f32]| tensor::host::rms_norm_rows(x, dim, weight.as_deref(), self.eps, &mut out))??;
-        Ok(Array::from_vec(out, &shape)?)
+        let shape = x.shape();
+        let dim = *shape.last().unwrap_or(&0) as usize;
+        let y = with_host_float!(x.dtype(), X => with_host_float!(out_dtype, T => {
+            let weight = self.weight.as_ref().map(|w| host::converted::<T>(w)).transpose()?;
+            let mut out = host::output::<T>(x.size());
+            host::with_host::<X, _>(x, |x| kernels::rms_norm::rms_norm(x, weight.as_deref(), self.eps, dim, &mut out))??;
+            host::record("rms_norm");
+            host::from_host(out, &shape)
+        }));
+        y.flatten().transpose()
     }
 }

@@ -1,7 +1,7 @@
 //! [`RopeTables`]: gemma4's multidimensional rotary position embedding.
 
+use crate::host::{self, HostFloat};
 use crate::{Error, Result};
-use std::sync::OnceLock;
 use tensor::{Array, Dtype};
 
 /// The cosine and sine tables of mlx-vlm's `apply_multidimensional_rope` for one set of
@@ -36,18 +36,23 @@ pub struct RopeTables {
     one_dimensional: bool,
     dtype: Dtype,
     parts: Vec<Part>,
-    /// The float32 tables copied to the host, made on first use by the float32 fast path.
-    host: OnceLock<HostRope>,
 }
 
-/// [`RopeTables`]' float32 tables on the host: per position axis, `cos` and `sin`
-/// `[batch, len, channels]` (each half of a rotated slice repeats the same angles).
-#[derive(Debug, Clone)]
-pub(crate) struct HostRope {
-    pub(crate) batch: usize,
-    pub(crate) len: usize,
-    pub(crate) channels: usize,
-    pub(crate) parts: Vec<(Vec<f32>, Vec<f32>)>,
+/// [`RopeTables`] on the host in `T`: per partition, `cos` and `sin` `[batch · L, channels]`.
+#[derive(Debug)]
+pub(crate) struct HostRopeTables<T> {
+    channels: usize,
+    parts: Vec<(Vec<T>, Vec<T>)>,
+}
+
+impl<T: HostFloat> HostRopeTables<T> {
+    /// The partitions as `kernels::rope` takes them.
+    pub(crate) fn parts(&self) -> Result<Vec<kernels::rope::RopeTables<'_, T>>> {
+        self.parts
+            .iter()
+            .map(|(cos, sin)| Ok(kernels::rope::RopeTables::new(cos, sin, self.channels)?))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -94,7 +99,7 @@ impl RopeTables {
                 Part::new(&angle_positions, channels, theta, dtype)
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(RopeTables { head_dim, channels, one_dimensional, dtype, parts, host: OnceLock::new() })
+        Ok(RopeTables { head_dim, channels, one_dimensional, dtype, parts })
     }
 
     /// Channels per head these tables rotate.
@@ -117,22 +122,24 @@ impl RopeTables {
         self.parts.get(d).map(|p| &p.sin)
     }
 
-    /// The float32 tables on the host (copied once, then shared by every call).
-    pub(crate) fn host(&self) -> Result<&HostRope> {
-        if let Some(host) = self.host.get() {
-            return Ok(host);
-        }
-        let shape = self.parts[0].cos_f32.shape();
-        let &[batch, len, channels] = shape.as_slice() else {
-            return Err(Error::Input { block: "rope", what: format!("tables of shape {shape:?}") });
-        };
+    /// The tables in `T` on the host for a batch of `batch` rows (tables of one batch row are
+    /// repeated, as MLX broadcasts them), exactly as [`apply`](Self::apply) would cast them.
+    pub(crate) fn host_tables<T: HostFloat>(&self, batch: usize) -> Result<HostRopeTables<T>> {
+        let dtype = <T as tensor::Element>::DTYPE;
         let parts = self
             .parts
             .iter()
-            .map(|p| Ok((p.cos_f32.to_vec::<f32>()?, p.sin_f32.to_vec::<f32>()?)))
+            .map(|part| {
+                let (cos, sin) = part.tables_for(dtype, self.dtype)?;
+                let read = |table: Array| -> Result<Vec<T>> {
+                    let dims = table.shape();
+                    let rows = [batch as i32, dims[1], dims[2], dims[3]];
+                    host::to_host::<T>(&table.broadcast_to(&rows)?)
+                };
+                Ok((read(cos)?, read(sin)?))
+            })
             .collect::<Result<Vec<_>>>()?;
-        let host = HostRope { batch: batch as usize, len: len as usize, channels: channels as usize, parts };
-        Ok(self.host.get_or_init(|| host))
+        Ok(HostRopeTables { channels: self.channels as usize, parts })
     }
 
     /// Rotates `x` `[B, L, N, head_dim]` (N heads), as `apply_multidimensional_rope`.

@@ -1,15 +1,12 @@
 //! [`VisionAttention`]: gemma4's `VisionAttention`.
 
-use crate::host_attention::{HostMask, attend_on_host};
-use crate::host_heads::{HeadPrep, prepare_heads};
-use crate::rope::HostRope;
+use crate::host::{self, HostFloat, is_host_float, with_host_float};
 use crate::vision_rms_norm::VISION_RMS_NORM_EPS;
 use crate::{
-    Arithmetic, AttentionKernel, ClippableLinear, Error, FusedSdpa, HostAttention, Result, RopeTables,
-    VisionBlockConfig, VisionRmsNorm, Weights,
+    ClippableLinear, Error, Execution, Result, RopeTables, VisionBlockConfig, VisionRmsNorm, Weights,
+    ensure_fused_sdpa,
 };
-use std::sync::Arc;
-use tensor::host::AttentionShape;
+use kernels::attention::{AttentionShape, MaskRef, attention};
 use tensor::{Array, Dtype};
 
 /// Multi-head self-attention of the gemma4 vision encoder (`VisionAttention.__call__`):
@@ -23,8 +20,12 @@ use tensor::{Array, Dtype};
 /// ```
 ///
 /// Keys: `q_proj.*`, `k_proj.*`, `v_proj.*`, `o_proj.*` ([`ClippableLinear`]),
-/// `q_norm.weight`, `k_norm.weight` `[D]`. The attention itself runs through an
-/// [`AttentionKernel`], [`FusedSdpa`] unless replaced with [`with_kernel`](VisionAttention::with_kernel).
+/// `q_norm.weight`, `k_norm.weight` `[D]`.
+///
+/// With [`Execution::Host`] the projections are host products, the head norms and RoPE one
+/// host pass over the projections' token-major layout (`kernels::vision_rms_norm::normalize_heads`),
+/// and attention `kernels::attention` (no `[B, H, L, L]` array is materialised); the bits are
+/// MLX's CPU bits.
 #[derive(Debug, Clone)]
 pub struct VisionAttention {
     q_proj: ClippableLinear,
@@ -38,10 +39,7 @@ pub struct VisionAttention {
     num_kv_heads: i32,
     head_dim: i32,
     hidden_size: i32,
-    kernel: Arc<dyn AttentionKernel>,
-    fused_head_norms: bool,
-    /// Norms, RoPE and attention on the host ([`Arithmetic::HostFloat32`] without another kernel).
-    host_heads: bool,
+    execution: Execution,
 }
 
 /// The projections and norms of a [`VisionAttention`], for [`VisionAttention::new`].
@@ -57,8 +55,15 @@ pub struct AttentionWeights {
     pub k_norm: VisionRmsNorm,
 }
 
+/// The queries, keys and values of one forward on the host, `[B·L, heads, D]` each.
+struct HostHeads<T> {
+    q: Vec<T>,
+    k: Vec<T>,
+    v: Vec<T>,
+}
+
 impl VisionAttention {
-    /// An attention block from its weights and `config`'s head layout, with the [`FusedSdpa`] kernel.
+    /// An attention block from its weights and `config`'s head layout, computed by MLX.
     pub fn new(weights: AttentionWeights, config: &VisionBlockConfig) -> Result<VisionAttention> {
         config.validate()?;
         Ok(VisionAttention {
@@ -73,9 +78,7 @@ impl VisionAttention {
             num_kv_heads: config.num_kv_heads,
             head_dim: config.head_dim,
             hidden_size: config.hidden_size,
-            kernel: Arc::new(FusedSdpa),
-            fused_head_norms: false,
-            host_heads: false,
+            execution: Execution::Mlx,
         })
     }
 
@@ -96,28 +99,16 @@ impl VisionAttention {
         VisionAttention::new(parts, config)
     }
 
-    /// The same block computing attention with `kernel`.
-    pub fn with_kernel(mut self, kernel: Arc<dyn AttentionKernel>) -> VisionAttention {
-        self.kernel = kernel;
-        self.host_heads = false;
-        self
-    }
-
-    /// The same block computing `arithmetic`: [`Arithmetic::Reference`] restores the
-    /// [`FusedSdpa`] kernel and the reference's q/k/v norms; [`Arithmetic::HostFloat32`] selects
-    /// [`HostAttention`], with the q/k/v norms and RoPE computed on the host as well (in
-    /// float32, over every core, straight from the projections' layout).
-    pub fn with_arithmetic(self, arithmetic: Arithmetic) -> VisionAttention {
-        let (kernel, fused): (Arc<dyn AttentionKernel>, bool) = match arithmetic {
-            Arithmetic::Reference => (Arc::new(FusedSdpa), false),
-            Arithmetic::HostFloat32 => (Arc::new(HostAttention), true),
-        };
-        VisionAttention { fused_head_norms: fused, host_heads: fused, ..self.with_kernel(kernel) }
-    }
-
-    /// The attention kernel in use.
-    pub fn kernel(&self) -> &Arc<dyn AttentionKernel> {
-        &self.kernel
+    /// The same block computed by `execution`.
+    pub fn with_execution(self, execution: Execution) -> VisionAttention {
+        VisionAttention {
+            q_proj: self.q_proj.with_execution(execution),
+            k_proj: self.k_proj.with_execution(execution),
+            v_proj: self.v_proj.with_execution(execution),
+            o_proj: self.o_proj.with_execution(execution),
+            execution,
+            ..self
+        }
     }
 
     /// Attends `x` `[B, L, hidden]` to itself. `rope` holds the tables of the `L` positions;
@@ -132,32 +123,49 @@ impl VisionAttention {
                 });
             }
         };
-        if self.host_heads {
-            return self.forward_on_host(x, rope, mask);
+        let q = self.q_proj.forward(x)?;
+        let k = self.k_proj.forward(x)?;
+        let v = self.v_proj.forward(x)?;
+        if self.execution == Execution::Host
+            && let Some(merged) = self.attend_on_host(&q, &k, &v, (b, l), rope, mask)?
+        {
+            return self.o_proj.forward(&merged);
         }
-        let q = self.q_proj.forward(x)?.reshape(&[b, l, self.num_heads, self.head_dim])?;
-        let k = self.k_proj.forward(x)?.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
-        let v = self.v_proj.forward(x)?.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
-        let norm = |n: &VisionRmsNorm, x: &Array| if self.fused_head_norms { n.forward_fused(x) } else { n.forward(x) };
-        let q = norm(&self.q_norm, &q)?;
-        let k = norm(&self.k_norm, &k)?;
-        let v = norm(&self.v_norm, &v)?;
-        let q = rope.apply(&q)?;
-        let k = rope.apply(&k)?;
+        let q = q.reshape(&[b, l, self.num_heads, self.head_dim])?;
+        let k = k.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
+        let v = v.reshape(&[b, l, self.num_kv_heads, self.head_dim])?;
+        let q = rope.apply(&self.q_norm.forward(&q)?)?;
+        let k = rope.apply(&self.k_norm.forward(&k)?)?;
+        let v = self.v_norm.forward(&v)?;
         let heads_first = [0, 2, 1, 3];
         let (q, k, v) = (q.transpose(&heads_first)?, k.transpose(&heads_first)?, v.transpose(&heads_first)?);
-        let attended = self.kernel.attend(&q, &k, &v, 1.0, mask)?;
+        let attended = ensure_fused_sdpa(&q, &k, &v, 1.0, mask)?;
         let merged = attended.transpose(&heads_first)?.reshape(&[b, l, -1])?;
         self.o_proj.forward(&merged)
     }
 
-    /// [`forward`](Self::forward) with the projections evaluated, then the q/k/v norms, RoPE
-    /// and attention computed on the host in float32 (`host_heads`), and the output projected
-    /// by MLX again.
-    fn forward_on_host(&self, x: &Array, rope: &RopeTables, mask: Option<&Array>) -> Result<Array> {
-        let shape = x.shape();
-        let (b, l) = (shape[0], shape[1]);
-        let attention_shape = AttentionShape {
+    /// The head norms, RoPE and attention of the projections `q`, `k`, `v` `[B, L, heads·D]` on
+    /// the host, merged back to `[B, L, Hq·D]`; `None` when their dtypes are not host floats
+    /// of one kind (the caller then runs MLX's ops).
+    fn attend_on_host(
+        &self,
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        (b, l): (i32, i32),
+        rope: &RopeTables,
+        mask: Option<&Array>,
+    ) -> Result<Option<Array>> {
+        let dtype = q.dtype();
+        let norm_dtypes = [&self.q_norm, &self.k_norm].map(|n| n.weight().map_or(Dtype::F32, |w| w.dtype()));
+        let mask_fits = mask.is_none_or(|m| is_host_float(m.dtype()) && host::promote(m.dtype(), dtype) == dtype);
+        if !is_host_float(dtype) || k.dtype() != dtype || v.dtype() != dtype || !mask_fits {
+            return Ok(None);
+        }
+        if !norm_dtypes.iter().all(|&d| is_host_float(d)) {
+            return Ok(None);
+        }
+        let shape = AttentionShape {
             batch: b as usize,
             query_heads: self.num_heads as usize,
             kv_heads: self.num_kv_heads as usize,
@@ -165,34 +173,87 @@ impl VisionAttention {
             keys: l as usize,
             head_dim: self.head_dim as usize,
         };
-        let mask = HostMask::new(mask, attention_shape)?;
-        let project = |p: &ClippableLinear| -> Result<Array> { Ok(p.forward(x)?.astype(Dtype::F32)?) };
-        let (q, k, v) = (project(&self.q_proj)?, project(&self.k_proj)?, project(&self.v_proj)?);
-        Array::eval_all(&[&q, &k, &v])?;
-        let host_rope = rope.host()?;
-        if host_rope.len != l as usize || (host_rope.batch != 1 && host_rope.batch != b as usize) {
-            return Err(Error::Input {
-                block: "vision attention",
-                what: format!("RoPE tables for [{}, {}] positions, input [{b}, {l}]", host_rope.batch, host_rope.len),
-            });
-        }
-        let weight = |n: &VisionRmsNorm| -> Result<Option<Vec<f32>>> {
-            n.weight().map(|w| Ok(w.astype(Dtype::F32)?.to_vec::<f32>()?)).transpose()
-        };
-        let (q_weight, k_weight, v_weight) = (weight(&self.q_norm)?, weight(&self.k_norm)?, weight(&self.v_norm)?);
-        let eps = VISION_RMS_NORM_EPS as f32;
-        let d = self.head_dim as usize;
-        let prepare = |x: &Array, heads: i32, weight: Option<&[f32]>, rope: Option<&HostRope>| -> Result<Vec<f32>> {
-            let mut out = vec![0f32; x.size()];
-            x.with_slice(|x: &[f32]| prepare_heads(x, heads as usize, d, HeadPrep { weight, eps, rope }, &mut out))?;
-            Ok(out)
-        };
-        let q = prepare(&q, self.num_heads, q_weight.as_deref(), Some(host_rope))?;
-        let k = prepare(&k, self.num_kv_heads, k_weight.as_deref(), Some(host_rope))?;
-        let v = prepare(&v, self.num_kv_heads, v_weight.as_deref(), None)?;
-        let attended = attend_on_host(attention_shape, &q, &k, &v, 1.0, mask.as_ref())?;
-        let merged = Array::from_vec(attended, &[b, l, self.num_heads * self.head_dim])?;
-        let merged = if x.dtype() == Dtype::F32 { merged } else { merged.astype(x.dtype())? };
-        self.o_proj.forward(&merged)
+        let merged = with_host_float!(dtype, T => {
+            let heads = self.prepare_heads::<T>(q, k, v, shape, rope)?;
+            self.attend::<T>(heads, shape, mask)
+        });
+        merged.transpose()
     }
+
+    /// `VisionRMSNorm` of q, k (scaled) and v (no scale), then RoPE of q and k, in `T`.
+    fn prepare_heads<T: HostFloat>(
+        &self,
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        shape: AttentionShape,
+        rope: &RopeTables,
+    ) -> Result<HostHeads<T>> {
+        let tables = rope.host_tables::<T>(shape.batch)?;
+        let parts = tables.parts()?;
+        let d = shape.head_dim;
+        let eps = VISION_RMS_NORM_EPS as f32;
+        let prepare = |x: &Array, heads: usize, norm: &VisionRmsNorm, rotate: bool| -> Result<Vec<T>> {
+            let mut values = host::to_host::<T>(x)?;
+            let rope = rotate.then_some(parts.as_slice());
+            match norm.weight() {
+                Some(w) => with_host_float!(w.dtype(), W => {
+                    let weight = host::to_host::<W>(w)?;
+                    kernels::vision_rms_norm::normalize_heads(&mut values, heads, d, Some(&weight), eps, rope)
+                }),
+                None => Some(kernels::vision_rms_norm::normalize_heads::<T, f32>(&mut values, heads, d, None, eps, rope)),
+            }
+            .ok_or_else(|| host::unsupported("vision attention", &[x.dtype()]))??;
+            Ok(values)
+        };
+        let heads = HostHeads {
+            q: prepare(q, shape.query_heads, &self.q_norm, true)?,
+            k: prepare(k, shape.kv_heads, &self.k_norm, true)?,
+            v: prepare(v, shape.kv_heads, &self.v_norm, false)?,
+        };
+        host::record("vision_rms_norm+rope");
+        Ok(heads)
+    }
+
+    /// `kernels::attention` over prepared heads; the output `[B, L, Hq·D]` in `T`.
+    fn attend<T: HostFloat>(&self, heads: HostHeads<T>, shape: AttentionShape, mask: Option<&Array>) -> Result<Array> {
+        let mut out = host::output::<T>(heads.q.len());
+        let run = |mask: Option<MaskRef<'_, T>>, out: &mut [T]| -> Result<()> {
+            Ok(attention(shape, &heads.q, &heads.k, &heads.v, 1.0, mask, out)?)
+        };
+        match mask {
+            Some(mask) => {
+                let (batch, mask_heads) = mask_extents(mask, shape)?;
+                let mask = if mask.dtype() == <T as tensor::Element>::DTYPE {
+                    mask.clone()
+                } else {
+                    mask.astype(<T as tensor::Element>::DTYPE)?
+                };
+                let mask = mask.broadcast_to(&[batch as i32, mask_heads as i32, shape.queries as i32, shape.keys as i32])?;
+                host::with_host::<T, _>(&mask, |m| run(Some(MaskRef::new(m, batch, mask_heads)), &mut out))??;
+            }
+            None => run(None, &mut out)?,
+        }
+        host::record("attention");
+        host::from_host(out, &[shape.batch as i32, shape.queries as i32, (shape.query_heads * shape.head_dim) as i32])
+    }
+}
+
+/// The batch and head extents (each 1 or the full extent) of an additive mask broadcastable to
+/// `[B, Hq, Lq, Lk]`; axes a mask of lower rank lacks broadcast.
+fn mask_extents(mask: &Array, shape: AttentionShape) -> Result<(usize, usize)> {
+    let dims = mask.shape();
+    let extent = |axis: usize| if dims.len() + axis >= 4 { dims[dims.len() + axis - 4] as usize } else { 1 };
+    let (batch, heads) = (extent(0), extent(1));
+    let fits = |e: usize, full: usize| e == 1 || e == full;
+    if dims.len() > 4 || !fits(batch, shape.batch) || !fits(heads, shape.query_heads) {
+        return Err(Error::Input {
+            block: "vision attention",
+            what: format!(
+                "mask {dims:?} does not broadcast to [{}, {}, {}, {}]",
+                shape.batch, shape.query_heads, shape.queries, shape.keys
+            ),
+        });
+    }
+    Ok((batch, heads))
 }

@@ -1,7 +1,7 @@
 //! [`VisionBlock`]: gemma4's `VisionTransformerBlock`.
 
-use crate::{Arithmetic, GegluMlp, Result, RmsNorm, RopeTables, VisionAttention, VisionBlockConfig, Weights};
-use std::sync::Arc;
+use crate::host::{self, HostFloat, with_host_float};
+use crate::{Execution, GegluMlp, Result, RmsNorm, RopeTables, VisionAttention, VisionBlockConfig, Weights};
 use tensor::Array;
 
 /// One pre/post-norm transformer block of the gemma4 vision encoder
@@ -24,6 +24,7 @@ pub struct VisionBlock {
     post_attention_layernorm: RmsNorm,
     pre_feedforward_layernorm: RmsNorm,
     post_feedforward_layernorm: RmsNorm,
+    execution: Execution,
 }
 
 /// The four norms of a [`VisionBlock`], for [`VisionBlock::new`].
@@ -45,6 +46,7 @@ impl VisionBlock {
             post_attention_layernorm: norms.post_attention_layernorm,
             pre_feedforward_layernorm: norms.pre_feedforward_layernorm,
             post_feedforward_layernorm: norms.post_feedforward_layernorm,
+            execution: Execution::Mlx,
         }
     }
 
@@ -65,27 +67,18 @@ impl VisionBlock {
         ))
     }
 
-    /// The same block with its attention computed by `kernel`.
-    pub fn with_attention_kernel(mut self, kernel: Arc<dyn crate::AttentionKernel>) -> VisionBlock {
-        self.self_attn = self.self_attn.with_kernel(kernel);
-        self
-    }
-
-    /// The same block computing `arithmetic` in its attention
-    /// ([`VisionAttention::with_arithmetic`]), MLP ([`GegluMlp::with_arithmetic`]) and four
-    /// norms ([`RmsNorm::with_arithmetic`]).
-    pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> VisionBlock {
-        self.self_attn = self.self_attn.with_arithmetic(arithmetic);
-        self.mlp = self.mlp.with_arithmetic(arithmetic);
-        for norm in [
-            &mut self.input_layernorm,
-            &mut self.post_attention_layernorm,
-            &mut self.pre_feedforward_layernorm,
-            &mut self.post_feedforward_layernorm,
-        ] {
-            *norm = norm.clone().with_arithmetic(arithmetic);
+    /// The same block computed by `execution`: its attention, MLP, four norms and the two
+    /// residual adds.
+    pub fn with_execution(self, execution: Execution) -> VisionBlock {
+        VisionBlock {
+            self_attn: self.self_attn.with_execution(execution),
+            mlp: self.mlp.with_execution(execution),
+            input_layernorm: self.input_layernorm.with_execution(execution),
+            post_attention_layernorm: self.post_attention_layernorm.with_execution(execution),
+            pre_feedforward_layernorm: self.pre_feedforward_layernorm.with_execution(execution),
+            post_feedforward_layernorm: self.post_feedforward_layernorm.with_execution(execution),
+            execution,
         }
-        self
     }
 
     /// The attention sub-block.
@@ -103,10 +96,31 @@ impl VisionBlock {
         let normed = self.input_layernorm.forward(x)?;
         let attn_out = self.self_attn.forward(&normed, rope, mask)?;
         let attn_out = self.post_attention_layernorm.forward(&attn_out)?;
-        let h = x.add(&attn_out)?;
+        let h = self.add(x, &attn_out)?;
         let normed_h = self.pre_feedforward_layernorm.forward(&h)?;
         let ffw_out = self.mlp.forward(&normed_h)?;
         let ffw_out = self.post_feedforward_layernorm.forward(&ffw_out)?;
-        Ok(h.add(&ffw_out)?)
+        self.add(&h, &ffw_out)
     }
+
+    /// The residual add `x + y`: `kernels::elementwise::add` on the host when both have one host
+    /// float dtype and one shape, else MLX's `add`.
+    fn add(&self, x: &Array, y: &Array) -> Result<Array> {
+        if self.execution == Execution::Host
+            && x.dtype() == y.dtype()
+            && x.shape() == y.shape()
+            && let Some(sum) = with_host_float!(x.dtype(), T => add_on_host::<T>(x, y))
+        {
+            return sum;
+        }
+        Ok(x.add(y)?)
+    }
+}
+
+/// `x + y` (one dtype `T`, one shape) by `kernels::elementwise::add`.
+fn add_on_host<T: HostFloat>(x: &Array, y: &Array) -> Result<Array> {
+    let mut out = host::output::<T>(x.size());
+    host::with_two::<T, T, _>(x, y, |a, b| Ok(kernels::elementwise::add(a, b, &mut out)?))?;
+    host::record("add");
+    host::from_host(out, &x.shape())
 }

@@ -53,12 +53,4 @@ impl VisionRmsNorm {
         };
         Ok(scaled.astype(x.dtype())?)
     }
-
-    /// The same function by MLX's fused RMS-norm kernel (`fast.rms_norm` with this weight and
-    /// eps 1e-6): one pass instead of the reference's six ops, accumulating in float32. Equal
-    /// to [`forward`](Self::forward) within float32 rounding, not bit for bit; for the float32
-    /// fast path ([`Arithmetic::HostFloat32`](crate::Arithmetic::HostFloat32)).
-    pub fn forward_fused(&self, x: &Array) -> Result<Array> {
-        Ok(tensor::fast::rms_norm(x, self.weight.as_deref(), VISION_RMS_NORM_EPS as f32)?)
-    }
 }

@@ -1,7 +1,7 @@
 //! The image processor's settings, as mlx-vlm reads them from a checkpoint.
 
 use crate::{Error, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Which reference processor a checkpoint's settings are read for: they differ in where they
@@ -16,7 +16,7 @@ pub enum ModelFamily {
 
 /// `Gemma4ImageProcessor`'s settings (its `__init__` defaults), deserialised leniently: unknown
 /// keys are ignored, missing keys keep the default.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct ProcessorConfig {
     /// Resize to the budget's size (`True`).

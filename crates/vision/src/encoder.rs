@@ -14,33 +14,32 @@ use tensor::{Array, Dtype};
 /// The dtype the encoder computes in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ComputeDtype {
-    /// The checkpoint's own dtype: bit-identical to the reference (bf16 for published checkpoints).
+    /// The checkpoint's own dtype (bf16 for published checkpoints): what mlx-vlm computes on
+    /// the checkpoint as published.
     #[default]
     Native,
-    /// Weights converted to float32 once at load; activations float32. On MLX's CPU backend
-    /// the gemma4 tower's blocks also run [`layers::Arithmetic::HostFloat32`] (attention, GELU
-    /// and RMS norms on the host over every core). Within float32 rounding of the
-    /// reference's float32 computation, not bit-identical to it or to the native path.
+    /// Weights converted to float32 once at load, activations float32: what mlx-vlm computes
+    /// on the model cast to float32.
     F32,
 }
 
-/// Which kernels compute the gemma4 tower's blocks.
+/// Who runs the encoder's ops. Both choices give the reference's bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Kernels {
-    /// The reference's op sequence, except for [`ComputeDtype::F32`] on MLX's CPU backend,
-    /// where the blocks run [`layers::Arithmetic::HostFloat32`].
+    /// On MLX's CPU backend, the `kernels` crate's host kernels for every hot op (matmuls,
+    /// attention, norms, GELU: [`layers::Execution::Host`]), over every core; on other
+    /// backends (Metal, CUDA), MLX's own ops.
     #[default]
     Auto,
-    /// Always the reference's op sequence ([`layers::Arithmetic::Reference`]): with
-    /// [`ComputeDtype::F32`], bit-identical to mlx-vlm run on the checkpoint cast to float32.
-    Reference,
+    /// MLX's ops everywhere ([`layers::Execution::Mlx`]), the reference's op graph as is.
+    Mlx,
 }
 
 /// How an encoder is loaded and what its output means.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EncoderOptions {
     pub compute_dtype: ComputeDtype,
-    /// Which kernels run the gemma4 tower's blocks.
+    /// Who runs the ops (the bits are the same).
     pub kernels: Kernels,
     /// Divide the features by the language model's `embed_scale` (`√text_hidden`), for a
     /// language model that multiplies every input embedding by it. mlx-vlm does not (its
@@ -62,13 +61,11 @@ pub struct Features {
     pub soft_tokens: Vec<usize>,
 }
 
-/// The arithmetic of the gemma4 tower's blocks (see [`Kernels`]).
-fn arithmetic(options: &EncoderOptions) -> Result<layers::Arithmetic> {
-    Ok(match (options.compute_dtype, options.kernels) {
-        (ComputeDtype::F32, Kernels::Auto) if tensor::Device::default_device()? == tensor::Device::Cpu => {
-            layers::Arithmetic::HostFloat32
-        }
-        _ => layers::Arithmetic::Reference,
+/// Who runs the encoder's ops (see [`Kernels`]).
+fn execution(options: &EncoderOptions) -> Result<layers::Execution> {
+    Ok(match options.kernels {
+        Kernels::Auto if tensor::Device::default_device()? == tensor::Device::Cpu => layers::Execution::Host,
+        _ => layers::Execution::Mlx,
     })
 }
 
@@ -123,10 +120,13 @@ impl VisionEncoder {
         let weights = Weights::new(Arc::clone(&store) as Arc<dyn WeightStore>).with_compute_dtype(compute);
         let model = match &config.vision {
             VisionConfig::Siglip(c) => Model::Siglip(
-                SiglipVisionTower::load(&weights, c, config.text_hidden_size)?.with_arithmetic(arithmetic(&options)?),
+                SiglipVisionTower::load(&weights, c, config.text_hidden_size)?.with_execution(execution(&options)?),
             ),
             VisionConfig::Unified(c) => {
-                Model::Unified(UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?)
+                Model::Unified(
+                    UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?
+                        .with_execution(execution(&options)?),
+                )
             }
         };
         weights.ensure_all_used()?;
@@ -289,28 +289,14 @@ impl VisionEncoder {
             .map(|key| Ok((key.as_str(), self.store.load(key)?)))
             .collect::<layers::Result<Vec<_>>>()?;
         let fingerprint = tensor::fingerprint(tensors.iter().map(|(k, a)| (*k, a)))?;
-        let p = &self.processor;
+        let processor = serde_json::to_string(&self.processor).map_err(|e| Error::input(e.to_string()))?;
         let mut hasher = Sha256::new();
         for part in [
-            "gemma-vision/1".to_owned(),
+            "gemma-vision/2".to_owned(),
             self.config.canonical_json(),
-            format!(
-                "processor {} {} {:?} {} {:?} {:?} {} {}",
-                p.do_resize,
-                p.do_rescale,
-                p.rescale_factor,
-                p.do_normalize,
-                p.image_mean,
-                p.image_std,
-                p.patch_size,
-                p.pooling_kernel_size
-            ),
-            format!(
-                "options {:?} {:?} {}",
-                self.options.compute_dtype,
-                arithmetic(&self.options)?,
-                self.options.divide_by_embed_scale
-            ),
+            processor,
+            // Who runs the ops is left out: every choice gives the same bits.
+            format!("options {:?} {}", self.options.compute_dtype, self.options.divide_by_embed_scale),
             fingerprint,
         ] {
             hasher.update((part.len() as u64).to_le_bytes());

@@ -1,7 +1,7 @@
 //! `MultimodalEmbedder`: vision features into the language model's embedding space.
 
 use crate::Result;
-use layers::{Linear, RmsNorm, Weights};
+use layers::{Execution, Linear, RmsNorm, Weights};
 use tensor::Array;
 
 /// mlx-vlm's `MultimodalEmbedder` (gemma4, shared by gemma4_unified): a scale-free fused RMS
@@ -21,6 +21,14 @@ impl MultimodalEmbedder {
     pub fn load(weights: &Weights, width: i32, text_hidden: i32, eps: f32) -> Result<MultimodalEmbedder> {
         let projection = Linear::load(&weights.pp("embedding_projection"), width, text_hidden, false)?;
         Ok(MultimodalEmbedder::new(projection, eps))
+    }
+
+    /// The same embedder computed by `execution`.
+    pub fn with_execution(self, execution: Execution) -> MultimodalEmbedder {
+        MultimodalEmbedder {
+            norm: self.norm.with_execution(execution),
+            projection: self.projection.with_execution(execution),
+        }
     }
 
     /// `[…, width]` → `[…, text_hidden]`.

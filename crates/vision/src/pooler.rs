@@ -1,6 +1,7 @@
 //! The gemma4 vision tower's pooler (mlx-vlm `VisionPooler`).
 
 use crate::Result;
+use layers::Execution;
 use tensor::{Array, Dtype};
 
 /// Average pooling of patch features by their grid positions into `output_length` slots,
@@ -8,11 +9,18 @@ use tensor::{Array, Dtype};
 #[derive(Debug, Clone)]
 pub struct Pooler {
     hidden_size: i32,
+    execution: Execution,
 }
 
 impl Pooler {
     pub fn new(hidden_size: i32) -> Pooler {
-        Pooler { hidden_size }
+        Pooler { hidden_size, execution: Execution::Mlx }
+    }
+
+    /// The same pooler with its averaging product computed by `execution` (the einsum is
+    /// `matmul(Wᵀ, h)` in float32, [`layers::matmul`]).
+    pub fn with_execution(self, execution: Execution) -> Pooler {
+        Pooler { execution, ..self }
     }
 
     /// `VisionPooler.__call__` for `hidden` `[B, L, D]`, `positions` `[B, L, 2]` integer (x, y),
@@ -52,7 +60,12 @@ impl Pooler {
             let idx = kx.add(&max_x.floor_div(k)?.mul(&ky)?)?;
             let slots = Array::arange(0.0, f64::from(length), 1.0, Dtype::I32)?;
             let weights = idx.expand_dims(-1)?.eq(&slots)?.astype(Dtype::F32)?.astype(Dtype::F32)?.div(k * k)?;
-            Array::einsum("bLl,bLd->bld", &[&weights, &h])?.astype(h.dtype())?
+            let pooled = match self.execution {
+                Execution::Mlx => Array::einsum("bLl,bLd->bld", &[&weights, &h])?,
+                // MLX's einsum contracts by `matmul(transpose(W), h)` (batch_tensordot).
+                Execution::Host => layers::matmul(&weights.transpose(&[0, 2, 1])?, &h, Execution::Host)?,
+            };
+            pooled.astype(h.dtype())?
         };
         let root = f64::from(self.hidden_size).sqrt();
         Ok(pooled.mul(root)?)

@@ -5,7 +5,7 @@ use crate::patch_embedder::PatchEmbedder;
 use crate::pooler::Pooler;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, SiglipConfig};
-use layers::{Arithmetic, VisionBlock, VisionBlockConfig, Weights};
+use layers::{Execution, VisionBlock, VisionBlockConfig, Weights};
 use tensor::{Array, Dtype, SharedArray};
 
 /// Pooled soft tokens of a batch, before `embed_vision`.
@@ -35,7 +35,6 @@ pub struct SiglipVisionTower {
     pooler: Pooler,
     standardize: Option<(SharedArray, SharedArray)>,
     embedder: MultimodalEmbedder,
-    arithmetic: Arithmetic,
 }
 
 impl SiglipVisionTower {
@@ -71,17 +70,19 @@ impl SiglipVisionTower {
             pooler: Pooler::new(d),
             standardize,
             embedder,
-            arithmetic: Arithmetic::Reference,
         })
     }
 
-    /// The same tower with its transformer blocks computing `arithmetic`
-    /// ([`VisionBlock::with_arithmetic`]). With [`Arithmetic::HostFloat32`] an input without
-    /// padding attends without the all-zero mask.
-    pub fn with_arithmetic(mut self, arithmetic: Arithmetic) -> SiglipVisionTower {
-        self.blocks = self.blocks.into_iter().map(|block| block.with_arithmetic(arithmetic)).collect();
-        self.arithmetic = arithmetic;
-        self
+    /// The same tower computed by `execution`: the patch projection, every block, the
+    /// pooling product and the multimodal embedder.
+    pub fn with_execution(self, execution: Execution) -> SiglipVisionTower {
+        SiglipVisionTower {
+            patch_embedder: self.patch_embedder.with_execution(execution),
+            blocks: self.blocks.into_iter().map(|block| block.with_execution(execution)).collect(),
+            pooler: self.pooler.with_execution(execution),
+            embedder: self.embedder.with_execution(execution),
+            ..self
+        }
     }
 
     /// The configuration the tower was loaded with.
@@ -225,15 +226,11 @@ impl SiglipVisionTower {
         mut trace: Option<&mut Trace>,
     ) -> Result<PooledRows> {
         let dtype = embeddings.dtype();
-        let has_padding = host_positions.chunks_exact(2).any(|p| p == [-1, -1]);
-        let mask = match self.arithmetic {
-            Arithmetic::HostFloat32 if !has_padding => None,
-            _ => Some(attention_mask(padding, dtype)?),
-        };
+        let mask = attention_mask(padding, dtype)?;
         let rope = self.block_config.rope_tables(positions, dtype)?;
         let mut hidden = embeddings;
         for (i, block) in self.blocks.iter().enumerate() {
-            hidden = block.forward(&hidden, &rope, mask.as_ref())?;
+            hidden = block.forward(&hidden, &rope, Some(&mask))?;
             record(&mut trace, format!("block_{i:02}"), &hidden);
         }
         let pooled = self.pooler.forward(&hidden, positions, padding, output_length)?;

@@ -3,7 +3,7 @@
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, UnifiedConfig};
-use layers::{LAYER_NORM_EPS, LayerNorm, Linear, Weights};
+use layers::{Execution, LAYER_NORM_EPS, LayerNorm, Linear, Weights};
 use tensor::{Array, Dtype, SharedArray};
 
 /// The encoder-free embedder of gemma4_unified (12B): each 48×48 patch → one soft token.
@@ -54,6 +54,19 @@ impl UnifiedVisionEmbedder {
                 config.rms_norm_eps as f32,
             )?,
         })
+    }
+
+    /// The same embedder computed by `execution`: its three layer norms, `patch_dense` and the
+    /// multimodal embedder (the position gathers stay MLX ops).
+    pub fn with_execution(self, execution: Execution) -> UnifiedVisionEmbedder {
+        UnifiedVisionEmbedder {
+            patch_ln1: self.patch_ln1.with_execution(execution),
+            patch_dense: self.patch_dense.with_execution(execution),
+            patch_ln2: self.patch_ln2.with_execution(execution),
+            pos_norm: self.pos_norm.with_execution(execution),
+            embedder: self.embedder.with_execution(execution),
+            ..self
+        }
     }
 
     /// The configuration the embedder was loaded with.

@@ -1,34 +1,12 @@
-//! How attention is computed: [`AttentionKernel`], and the reference's [`FusedSdpa`].
+//! [`ensure_fused_sdpa`]: the reference's attention on MLX.
 
 use crate::Result;
-use std::fmt;
 use tensor::Array;
 use tensor::fast::{self, AttentionMask};
 
 /// Head dimensions MLX's fused SDPA kernels serve; smaller heads are zero-padded up to the first
 /// that fits (`models.base.ensure_fused_sdpa`).
 pub const FUSED_HEAD_DIMS: [i32; 3] = [64, 80, 128];
-
-/// Scaled dot-product attention over `q` `[B, Hq, L, D]`, `k, v` `[B, Hkv, L, D]` (`Hkv`
-/// divides `Hq`), returning `[B, Hq, L, D]`.
-///
-/// [`VisionAttention`](crate::VisionAttention) calls attention through this trait so that the
-/// kernel can be swapped (say, a faster one for a float32 CPU path); [`FusedSdpa`], the default,
-/// is the reference's computation, bit for bit.
-pub trait AttentionKernel: Send + Sync + fmt::Debug {
-    /// `softmax(scale · q kᵀ + mask) v`, `mask` additive and broadcastable to `[B, Hq, L, L]`.
-    fn attend(&self, q: &Array, k: &Array, v: &Array, scale: f32, mask: Option<&Array>) -> Result<Array>;
-}
-
-/// The reference's attention: [`ensure_fused_sdpa`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FusedSdpa;
-
-impl AttentionKernel for FusedSdpa {
-    fn attend(&self, q: &Array, k: &Array, v: &Array, scale: f32, mask: Option<&Array>) -> Result<Array> {
-        ensure_fused_sdpa(q, k, v, scale, mask)
-    }
-}
 
 /// `mlx_vlm.models.base.ensure_fused_sdpa`: with `D` the head dimension and `T` the first of
 /// [`FUSED_HEAD_DIMS`] `≥ D` (or `D` itself when none is), zero-pad the last axis of `q`, `k`,
