@@ -17,7 +17,7 @@ use tensor::{Array, Dtype, Element};
 
 /// The float32 comparisons need MLX's float32 matmul to be the wheel's reference BLAS.
 fn require_reference_blas() {
-    let blas = tensor::runtime::blas();
+    let blas = tensor::info::blas();
     assert_eq!(
         blas.name, "libmlx default",
         "MLX's float32 matmul runs on {} here, not the stock wheel's reference BLAS: build with MLX_BLAS=none",

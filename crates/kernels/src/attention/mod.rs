@@ -1,1 +1,152 @@
-//! Scaled dot-product attention with the bits of MLX 0.32's CPU `fast::scaled_dot_product_attention` (its fallback: matmul, mask add, precise softmax, matmul).
+//! Scaled dot-product attention with the bits of MLX 0.32's CPU
+//! `fast::scaled_dot_product_attention` (its fallback in `fast.cpp`, which the CPU backend
+//! always takes), per batch row and query head `h` (kv head `h / (Hq / Hkv)`):
+//!
+//! 1. `q' = T(T(scale) · q)`;
+//! 2. `s = matmul(q', kᵀ)` in `T` (the [`gemm`](crate::gemm) bits: a k-sum over the head
+//!    dimension in order, rounded to `T` once);
+//! 3. with a mask, `s = T(s + mask)`;
+//! 4. `p = softmax(s, precise = true)` over the keys (`backend/cpu/softmax.cpp`, simd width 1):
+//!    the running maximum (a NaN sticks), `e = exp(s − max)` with MLX's polynomial
+//!    [`exp`](crate::exp::exp), a sequential `f32` sum of the `e`, `inv = 1 / sum`, `p = T(e ·
+//!    inv)` (bf16 computes in `f32` and rounds once; float32 stores `e` and scales it);
+//! 5. `out = matmul(p, v)` in `T` (a k-sum over the keys in order).
+//!
+//! - [`reference`](reference()): the scalar twin, written as those op steps.
+//! - `driver`: the fast path. For a block of 16 queries it computes the scores transposed
+//!   (keys × queries, the queries in the vector lanes) with the GEMM micro-kernel, runs the
+//!   softmax lane-wise down the keys (so each query's sum keeps its order), and multiplies
+//!   the probabilities by `v` with the same micro-kernel; nothing of size `L × L` is stored.
+//! - `pack`: `k`, `v` and a block of `q` as the micro-kernel's panels; `softmax`: the lanes.
+
+mod driver;
+mod pack;
+mod reference;
+mod softmax;
+#[cfg(test)]
+mod tests;
+
+pub use reference::reference;
+
+use crate::gemm::MicroKernel;
+use crate::{Error, Float, Result};
+
+/// The extents of one attention: `q` is `[batch, queries, query_heads, head_dim]`, `k` and `v`
+/// `[batch, keys, kv_heads, head_dim]` (token-major, as the projections produce them), the
+/// output like `q`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionShape {
+    pub batch: usize,
+    pub query_heads: usize,
+    pub kv_heads: usize,
+    pub queries: usize,
+    pub keys: usize,
+    pub head_dim: usize,
+}
+
+/// An additive mask, row-major `[batch, heads, queries, keys]` with `batch` 1 or the
+/// attention's batch and `heads` 1 or its query heads (broadcast over the axes of extent 1,
+/// as MLX broadcasts it).
+#[derive(Debug, Clone, Copy)]
+pub struct MaskRef<'a, T> {
+    data: &'a [T],
+    batch: usize,
+    heads: usize,
+}
+
+impl<'a, T: Float> MaskRef<'a, T> {
+    /// A mask of `batch × heads` blocks of `queries × keys` values (checked against the
+    /// attention's shape by [`attention`]).
+    pub fn new(data: &'a [T], batch: usize, heads: usize) -> Self {
+        MaskRef { data, batch, heads }
+    }
+
+    /// Row `query` of the block for batch row `b` and query head `h`, as broadcast.
+    #[inline]
+    pub(crate) fn row(&self, shape: &AttentionShape, b: usize, h: usize, query: usize) -> &'a [T] {
+        let block = (if self.batch == 1 { 0 } else { b }) * self.heads + if self.heads == 1 { 0 } else { h };
+        let start = (block * shape.queries + query) * shape.keys;
+        &self.data[start..start + shape.keys]
+    }
+
+    /// Whether every query head sees the same mask.
+    pub(crate) fn shared_by_heads(&self) -> bool {
+        self.heads == 1
+    }
+}
+
+/// `out = softmax(T(T(scale)·q) · kᵀ + mask) · v` with MLX 0.32's CPU bits for `T` (see the
+/// module docs): `q` `[B, Lq, Hq, D]`, `k` and `v` `[B, Lk, Hkv, D]` with `Hkv` dividing `Hq`
+/// (query head `h` reads kv head `h / (Hq / Hkv)`, as MLX's grouped-query fallback does),
+/// `out` `[B, Lq, Hq, D]`. With no keys the output is zeros. Runs over all cores; the bits do
+/// not depend on the number of threads.
+///
+/// A float32 NaN in the output may differ from MLX's in its payload or sign; bf16 NaNs are
+/// `0x7FC0` as MLX's.
+pub fn attention<T: Float>(
+    shape: AttentionShape,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    scale: f32,
+    mask: Option<MaskRef<'_, T>>,
+    out: &mut [T],
+) -> Result<()> {
+    driver::run(MicroKernel::detect(), shape, q, k, v, scale, mask, out)
+}
+
+/// [`attention`] with a chosen micro-kernel (for tests and benchmarks: both give the same
+/// bits).
+#[allow(clippy::too_many_arguments, reason = "attention's arguments and the kernel choice")]
+pub fn attention_with<T: Float>(
+    kernel: MicroKernel,
+    shape: AttentionShape,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    scale: f32,
+    mask: Option<MaskRef<'_, T>>,
+    out: &mut [T],
+) -> Result<()> {
+    driver::run(kernel, shape, q, k, v, scale, mask, out)
+}
+
+/// The checks shared by the entry points: slices of the shape's lengths, heads that group,
+/// a mask that broadcasts.
+pub(crate) fn check_arguments<T: Float>(
+    shape: &AttentionShape,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    mask: Option<&MaskRef<'_, T>>,
+    out: &[T],
+) -> Result<()> {
+    let AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim } = *shape;
+    let fail = |what: String| Err(Error::shape("attention", what));
+    if query_heads == 0 || kv_heads == 0 || query_heads % kv_heads != 0 {
+        return fail(format!("{kv_heads} kv heads do not divide {query_heads} query heads"));
+    }
+    let len = |dims: &[usize]| dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    let q_len = len(&[batch, queries, query_heads, head_dim]);
+    let kv_len = len(&[batch, keys, kv_heads, head_dim]);
+    for (name, got, want) in
+        [("q", q.len(), q_len), ("k", k.len(), kv_len), ("v", v.len(), kv_len), ("out", out.len(), q_len)]
+    {
+        if want != Some(got) {
+            return fail(format!("{name} holds {got} elements, {shape:?} needs {want:?}"));
+        }
+    }
+    if let Some(mask) = mask {
+        if !(mask.batch == 1 || mask.batch == batch) || !(mask.heads == 1 || mask.heads == query_heads) {
+            return fail(format!(
+                "a mask of {} × {} blocks does not broadcast to {batch} × {query_heads}",
+                mask.batch, mask.heads
+            ));
+        }
+        let want = len(&[mask.batch, mask.heads, queries, keys]);
+        if want != Some(mask.data.len()) {
+            return fail(format!("the mask holds {} elements, {want:?} expected", mask.data.len()));
+        }
+    }
+    Ok(())
+}

@@ -166,7 +166,7 @@ thread_local! {
 }
 
 /// Calls `f` with `len` floats of this thread's scratch (contents unspecified).
-fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buffer) => {
             if buffer.len() < len {

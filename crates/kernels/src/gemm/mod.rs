@@ -18,7 +18,7 @@ mod arithmetic;
 mod driver;
 mod epilogue;
 mod matrix;
-mod microkernel;
+pub(crate) mod microkernel;
 mod microkernel_avx2;
 mod microkernel_portable;
 mod pack;
@@ -27,6 +27,7 @@ mod reference;
 mod tests;
 
 pub use driver::Blocking;
+pub(crate) use driver::with_scratch;
 pub use matrix::{MatRef, MlxLayout};
 pub use microkernel::MicroKernel;
 pub use reference::reference;
