@@ -1,17 +1,12 @@
 //! Project automation in the rust-analyzer manner: `cargo xtask <command>`.
 //!
-//! xtask has no dependencies and does not depend on the MLX crates, so it builds on a fresh
-//! machine; commands that need MLX run setup first, then build and run the project's own
-//! binaries through cargo.
+//! xtask depends on small pure-Rust crates only (clap, serde_json), not on the MLX crates, so it
+//! builds on a fresh machine; commands that need MLX run setup first, then build and run the
+//! project's own binaries through cargo.
 
 mod bench;
-mod bench_e2e;
-mod bench_ops;
-mod bench_preprocess;
 mod cli;
 mod fuzz;
-mod json;
-mod machine;
 mod parity;
 mod project;
 mod setup;
@@ -28,7 +23,7 @@ cargo xtask <command>
   doctor        MLX version, backend, the BLAS and its measured GFLOP/s
   parity [ops|preprocess|vision]
                 our outputs against the reference's, bit for bit (all suites by default)
-  bench <ops|preprocess|e2e>
+  bench <ops|preprocess|e2e|kernels> [--help]
                 timings beside the reference's, written into BENCHMARKS.md
   fuzz [--seconds N]
                 every cargo-fuzz target under fuzz/ for N seconds each

@@ -2,7 +2,8 @@
 
 Three commands (all write under --out):
 
-- `make`: the seeded checkpoints (published layout, `model.`-prefixed keys, bf16) and the images,
+- `make`: the seeded checkpoints (published layout, `model.`-prefixed keys, bf16) and the images
+  (two photographs, and 8 same-size ones for the throughput case),
   created once and reused while their definition is unchanged. Checkpoints are written with
   vision.py's functions (the reference's own modules give names and shapes). Prints one JSON line
   per model with the dimensions the harness counts matmul FLOPs from, and one per image.
@@ -13,13 +14,20 @@ Three commands (all write under --out):
   processor (Gemma4ImageProcessor / Gemma4UnifiedImageProcessor.preprocess) →
   Model.encode_image (gemma4) / Model.get_image_features (gemma4_unified) → mx.eval. Prints
   one JSON line in the format of our `bench_encode` example.
+- `pixels --model DIR --image FILE --budget N --save FILE`: the reference image processor's pixels
+  for one image (load_image → Gemma4ImageProcessor / Gemma4UnifiedImageProcessor, as `run` does),
+  written for llama.cpp's encoder (`bench/llama-mtmd/encode_image.cpp`): the 8 bytes "GVPIXF32",
+  width and height as little-endian uint32, then height × width × 3 float32 values (RGB
+  interleaved, row-major). gemma4: the resized, rescaled image; gemma4_unified: the image its
+  real (unpadded) 48×48 patches tile, put back together from the patches and their positions.
+  Prints one JSON line (width, height, soft tokens).
 - `compare --reference FILE FILE...`: relative RMSE of each file's `features` against the
   reference file's (sqrt(mean((x - r)^2)) / sqrt(mean(r^2)), in float64), their largest absolute
   difference, and whether they are identical bit for bit (same dtype and bytes); one JSON line
   per file.
 
-Run it through `oracle_python` (the venv with the BLAS our binaries link preloaded), as
-`cargo xtask bench e2e` does, so float32 matmuls use the same fast BLAS as ours.
+`cargo xtask bench e2e` runs it with the project's venv: mlx-vlm on the stock MLX wheels as pip
+installs them (their float32 matmuls run in the BLAS the mlx-cpu wheel bundles).
 """
 
 import argparse
@@ -64,8 +72,10 @@ MODELS = [
 ]
 
 # Images: photographs (scikit-image's astronaut resized with Pillow's BICUBIC, seeded noise, as
-# the preprocess bench makes them), saved as JPEG quality 90 (4:2:0).
-IMAGES = [("photo_640x480.jpg", 480, 640, 31), ("photo_4000x3000.jpg", 3000, 4000, 32)]
+# the preprocess bench makes them), saved as JPEG quality 90 (4:2:0); the throughput case's 8
+# same-size images differ in their noise.
+IMAGES = [("photo_640x480.jpg", 480, 640, 31), ("photo_4000x3000.jpg", 3000, 4000, 32)] + [
+    (f"batch_640x480_{i}.jpg", 480, 640, 40 + i) for i in range(8)]
 
 
 def make(out):
@@ -171,6 +181,38 @@ def run(args):
                           mlx=mx.__version__)), flush=True)
 
 
+def pixels(args):
+    with open(os.path.join(args.model, "config.json")) as f:
+        config = json.load(f)
+    v = vision.build_reference_model(config).config.vision_config
+    image = load_image(args.image)
+    if config["model_type"] == "gemma4_unified":
+        processor = vision.unified_processing.Gemma4UnifiedImageProcessor(
+            patch_size=v.patch_size, pooling_kernel_size=v.pooling_kernel_size)
+        data = processor.preprocess([image], max_soft_tokens=args.budget)
+        data = data[0] if isinstance(data, tuple) else data
+        count = int(data["num_soft_tokens_per_image"][0])
+        patches = np.asarray(data["pixel_values"][0])[:count]
+        positions = np.asarray(data["image_position_ids"][0])[:count]
+        p = v.model_patch_size
+        cols, rows = int(positions[:, 0].max()) + 1, int(positions[:, 1].max()) + 1
+        hwc = np.zeros((rows * p, cols * p, 3), dtype=np.float32)
+        for patch, (x, y) in zip(patches, positions):
+            hwc[y * p:(y + 1) * p, x * p:(x + 1) * p] = patch.reshape(p, p, 3)
+    else:
+        processor = vision.gemma4_processing.Gemma4ImageProcessor(
+            patch_size=v.patch_size, pooling_kernel_size=v.pooling_kernel_size)
+        data, soft_tokens = processor.preprocess([image], max_soft_tokens=args.budget)
+        pixels = data["pixel_values"]
+        chw = np.asarray(pixels[0])
+        hwc = np.ascontiguousarray(chw.transpose(1, 2, 0), dtype=np.float32)
+        count = int(soft_tokens[0])
+    height, width = hwc.shape[:2]
+    with open(args.save, "wb") as f:
+        f.write(b"GVPIXF32" + np.array([width, height], dtype="<u4").tobytes() + hwc.astype("<f4").tobytes())
+    print(json.dumps(dict(pixels=args.save, width=width, height=height, soft_tokens=count)), flush=True)
+
+
 def compare(args):
     reference = mx.load(args.reference)["features"]
     r = np.array(reference.astype(mx.float32), dtype=np.float64)
@@ -199,12 +241,19 @@ def main():
     r.add_argument("--dtype", choices=("bfloat16", "float32"), required=True)
     r.add_argument("--runs", type=int, default=3)
     r.add_argument("--save")
+    p = commands.add_parser("pixels")
+    p.add_argument("--model", required=True)
+    p.add_argument("--image", required=True)
+    p.add_argument("--budget", type=int, required=True)
+    p.add_argument("--save", required=True)
     c = commands.add_parser("compare")
     c.add_argument("--reference", required=True)
     c.add_argument("files", nargs="+")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    {"make": lambda: make(args.out), "run": lambda: run(args), "compare": lambda: compare(args)}[args.command]()
+    actions = {"make": lambda: make(args.out), "run": lambda: run(args), "pixels": lambda: pixels(args),
+               "compare": lambda: compare(args)}
+    actions[args.command]()
 
 
 if __name__ == "__main__":

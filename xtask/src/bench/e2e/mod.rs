@@ -1,0 +1,349 @@
+//! `cargo xtask bench e2e`: image bytes → features, side by side on the same seeded checkpoints
+//! and the same JPEGs (`cargo xtask bench e2e --help` for the selection flags).
+//!
+//! Sides ([`Side`]):
+//! - ours, native dtype (the checkpoint's bf16, bit-exact with the reference) and `--dtype f32`:
+//!   the `vision` example `bench_encode` (`VisionEncoder::encode_files` + eval);
+//! - mlx-vlm 0.7.10 on the stock MLX wheels, bf16 and with the weights cast to float32:
+//!   `crates/parity/python/bench_e2e.py run`;
+//! - candle-transformers 0.11.1's gemma4 tower, float32: `bench/candle-gemma4`;
+//! - llama.cpp's mtmd vision encoder (clip), f32 and f16 GGUF mmproj written from the same
+//!   checkpoint: `bench/llama-mtmd` ([`llama`]), timing the image encode alone.
+//!
+//! Checkpoints and images come from `bench_e2e.py make`. Each side is a process that loads once
+//! (load time and peak RSS reported apart) and times several encodes; the median is reported.
+//! Measurements are kept in `target/bench/e2e/measurements.json`, so that a run of some sides or
+//! cases adds to (or replaces rows of) the earlier ones and the table in BENCHMARKS.md is
+//! rendered from all of them, each row naming the run that measured it (`--fresh` starts over).
+//! The modules: [`run`] runs the sides and compares their features, [`flops`] counts matmul
+//! FLOPs, [`render`] fills `bench/templates/e2e.md`, [`store`] keeps the measurements.
+
+mod flops;
+mod llama;
+mod render;
+mod run;
+mod store;
+
+use crate::bench::gemm_peak::GemmPeak;
+use crate::bench::machine::{Load, Machine};
+use crate::bench::write_section;
+use crate::project::{Result, output, work_dir};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One implementation in one dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    /// Ours in the checkpoint's dtype (bf16): bit-exact with mlx-vlm bf16.
+    OursNative,
+    /// Ours with `--dtype f32`.
+    OursF32,
+    /// candle-transformers' gemma4 tower, float32 (gemma4 checkpoints only).
+    Candle,
+    /// llama.cpp's mtmd encoder on an f32 GGUF mmproj.
+    LlamaF32,
+    /// llama.cpp's mtmd encoder on an f16 GGUF mmproj.
+    LlamaF16,
+    /// mlx-vlm, stock wheels, weights cast to float32.
+    MlxF32,
+    /// mlx-vlm, stock wheels, the checkpoint's bf16.
+    MlxBf16,
+}
+
+/// Every side, in the order each row runs them: sides compared with one another run back to
+/// back (the float32 ones, then the bf16 pair), as this machine's speed drifts over minutes.
+pub const SIDES: [Side; 7] =
+    [Side::OursF32, Side::Candle, Side::LlamaF32, Side::LlamaF16, Side::MlxF32, Side::OursNative, Side::MlxBf16];
+
+impl Side {
+    pub fn id(self) -> &'static str {
+        match self {
+            Side::OursNative => "ours-native",
+            Side::OursF32 => "ours-f32",
+            Side::Candle => "candle",
+            Side::LlamaF32 => "llama-f32",
+            Side::LlamaF16 => "llama-f16",
+            Side::MlxF32 => "mlx-f32",
+            Side::MlxBf16 => "mlx-bf16",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Side::OursNative => "ours, native (bf16)",
+            Side::OursF32 => "ours, f32",
+            Side::Candle => "candle, f32",
+            Side::LlamaF32 => "llama.cpp, f32",
+            Side::LlamaF16 => "llama.cpp, f16",
+            Side::MlxF32 => "mlx-vlm, f32",
+            Side::MlxBf16 => "mlx-vlm, bf16",
+        }
+    }
+
+    /// The mlx-vlm side doing the same work in the same dtype (the time ratio's denominator).
+    pub fn reference(self) -> Option<Side> {
+        match self {
+            Side::OursNative => Some(Side::MlxBf16),
+            Side::OursF32 | Side::Candle | Side::LlamaF32 | Side::LlamaF16 => Some(Side::MlxF32),
+            Side::MlxBf16 | Side::MlxF32 => None,
+        }
+    }
+
+    fn is_mlx_vlm(self) -> bool {
+        matches!(self, Side::MlxBf16 | Side::MlxF32)
+    }
+
+    /// Whether the side can encode `model` (candle has the gemma4 tower only).
+    fn supports(self, model: &Model) -> bool {
+        !(model.unified && self == Side::Candle)
+    }
+
+    /// Whether the side takes part in throughput cases (several images per call): ours and candle.
+    fn batches(self) -> bool {
+        matches!(self, Side::OursNative | Side::OursF32 | Side::Candle)
+    }
+}
+
+/// An input of every model: images (one, or several of one size for throughput) at a budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    /// `IMAGE@BUDGET`, or `IMAGExCOUNT@BUDGET` for a throughput case.
+    pub id: &'static str,
+    /// What the image column says (the photograph's name and size).
+    pub image: &'static str,
+    /// Image files (under the bench's images/), encoded in one call.
+    pub images: &'static [&'static str],
+    pub budget: u32,
+}
+
+const BATCH: &[&str] = &[
+    "batch_640x480_0.jpg",
+    "batch_640x480_1.jpg",
+    "batch_640x480_2.jpg",
+    "batch_640x480_3.jpg",
+    "batch_640x480_4.jpg",
+    "batch_640x480_5.jpg",
+    "batch_640x480_6.jpg",
+    "batch_640x480_7.jpg",
+];
+
+/// Every case, in table order.
+pub const CASES: &[Case] = &[
+    Case { id: "photo_640x480@70", image: "photo_640x480", images: &["photo_640x480.jpg"], budget: 70 },
+    Case { id: "photo_640x480@280", image: "photo_640x480", images: &["photo_640x480.jpg"], budget: 280 },
+    Case { id: "photo_4000x3000@280", image: "photo_4000x3000", images: &["photo_4000x3000.jpg"], budget: 280 },
+    Case { id: "photo_640x480x8@280", image: "photo_640x480", images: BATCH, budget: 280 },
+];
+
+impl Case {
+    pub fn is_throughput(&self) -> bool {
+        self.images.len() > 1
+    }
+}
+
+fn case_by_id(id: &str) -> Option<&'static Case> {
+    CASES.iter().find(|c| c.id == id)
+}
+
+fn parse_case(id: &str) -> std::result::Result<&'static Case, String> {
+    case_by_id(id).ok_or_else(|| {
+        let ids: Vec<&str> = CASES.iter().map(|c| c.id).collect();
+        format!("unknown case `{id}` (choose among {})", ids.join(", "))
+    })
+}
+
+/// What the command line selects.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Sides to run, in table order whatever the order given [default: all]
+    #[arg(long, value_enum, value_delimiter = ',')]
+    sides: Vec<Side>,
+    /// Cases to run [default: all]: photo_640x480@70, photo_640x480@280, photo_4000x3000@280,
+    /// photo_640x480x8@280 (throughput: 8 same-size images per call)
+    #[arg(long, value_delimiter = ',', value_parser = parse_case)]
+    cases: Vec<&'static Case>,
+    /// Only the budget-70 case (same as `--cases photo_640x480@70`)
+    #[arg(long, conflicts_with = "cases")]
+    quick: bool,
+    /// Models to run [default: all]: e2b, 31b-shaped, unified-12b
+    #[arg(long, value_delimiter = ',')]
+    models: Vec<String>,
+    /// Timed encodes per side (after loading)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Timed encodes of the mlx-vlm sides on the gemma4 towers (minutes each at budget 280)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    reference_runs: u32,
+    /// Forget the measurements of earlier runs: the table shows this run's only
+    #[arg(long)]
+    fresh: bool,
+}
+
+impl Args {
+    fn sides(&self) -> Vec<Side> {
+        SIDES.into_iter().filter(|s| self.sides.is_empty() || self.sides.contains(s)).collect()
+    }
+
+    fn cases(&self) -> Vec<&'static Case> {
+        CASES
+            .iter()
+            .filter(|c| {
+                if self.quick {
+                    c.id == "photo_640x480@70"
+                } else {
+                    self.cases.is_empty() || self.cases.iter().any(|s| s.id == c.id)
+                }
+            })
+            .collect()
+    }
+
+    /// "models …; sides …; cases …" as the run list states it.
+    fn describe(&self) -> String {
+        let list = |items: Vec<&str>, all: usize| if items.len() == all { "all".to_owned() } else { items.join(", ") };
+        let models = if self.models.is_empty() { "all".to_owned() } else { self.models.join(", ") };
+        let sides = list(self.sides().iter().map(|s| s.id()).collect(), SIDES.len());
+        let cases = list(self.cases().iter().map(|c| c.id).collect(), CASES.len());
+        format!("models {models}; sides {sides}; cases {cases}")
+    }
+}
+
+/// A checkpoint written by `bench_e2e.py make`, with its dimensions (what FLOP counting needs).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Model {
+    #[serde(rename = "model")]
+    pub name: String,
+    pub dir: PathBuf,
+    #[serde(rename = "model_type", deserialize_with = "is_unified")]
+    pub unified: bool,
+    /// Every numeric field of the line (hidden, layers, heads, …).
+    #[serde(flatten)]
+    pub dims: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+fn is_unified<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
+    Ok(String::deserialize(d)? == "gemma4_unified")
+}
+
+impl Model {
+    pub fn dim(&self, key: &str) -> Option<f64> {
+        self.dims.get(key).and_then(serde_json::Value::as_f64)
+    }
+}
+
+/// The model lines of `bench_e2e.py make`, with their directories made absolute.
+fn parse_models(text: &str) -> Result<Vec<Model>> {
+    let models: Vec<Model> = text
+        .lines()
+        .filter(|l| l.starts_with('{') && l.contains("\"model\""))
+        .map(|line| {
+            let mut model: Model =
+                serde_json::from_str(line).map_err(|e| format!("bench_e2e.py make printed `{line}`: {e}"))?;
+            model.dir = crate::project::root().join(&model.dir);
+            Ok(model)
+        })
+        .collect::<Result<_>>()?;
+    if models.is_empty() {
+        return Err(format!("bench_e2e.py make listed no models: {text}"));
+    }
+    Ok(models)
+}
+
+pub fn main(args: &Args) -> Result<()> {
+    let sides = args.sides();
+    let cases = args.cases();
+    crate::setup::main()?;
+    let dir = work_dir("bench/e2e")?;
+    let mut store = if args.fresh { store::Store::default() } else { store::Store::load(&dir)? };
+    let load = Load::start();
+    let tools = run::Tools::build(&sides)?;
+
+    eprintln!("bench e2e: checkpoints and images (bench_e2e.py make)");
+    let models = parse_models(&output(run::reference_python(&dir).arg("make"))?)?;
+    let model_order: Vec<String> = models.iter().map(|m| m.name.clone()).collect();
+    for name in &args.models {
+        if !model_order.contains(name) {
+            return Err(format!("--models: unknown model `{name}` (choose among {})", model_order.join(", ")));
+        }
+    }
+    let models: Vec<&Model> =
+        models.iter().filter(|m| args.models.is_empty() || args.models.contains(&m.name)).collect();
+
+    eprintln!("bench e2e: float32 GEMM peak (bench/python/gemm_peak.py)");
+    let mut info = store::RunInfo {
+        id: store.next_run_id(),
+        started: output(crate::project::cmd("date", &["-u", "+%Y-%m-%d %H:%M UTC"]))?,
+        machine: Machine::read().describe(),
+        mlx: "?".to_owned(),
+        selection: args.describe(),
+        load_before: load.before.clone(),
+        load_after: None,
+        gemm_before: GemmPeak::measure()?,
+        gemm_after: None,
+    };
+    store.put_run(info.clone());
+    let mut runner = run::Runner::new(&dir, &tools, info.id, args.runs, args.reference_runs)?;
+    for model in &models {
+        for case in &cases {
+            let row_sides =
+                sides.iter().copied().filter(|s| s.supports(model) && (!case.is_throughput() || s.batches()));
+            for side in row_sides {
+                store.insert(runner.measure(model, case, side)?);
+                store.save(&dir)?;
+            }
+            runner.compare_row(&mut store, model, case)?;
+            store.save(&dir)?;
+        }
+    }
+    eprintln!("bench e2e: float32 GEMM peak again");
+    info.gemm_after = Some(GemmPeak::measure()?);
+    info.load_after = Some(load.finish().after);
+    info.mlx = runner.mlx_version().unwrap_or_else(|| "?".to_owned());
+    store.put_run(info);
+    store.save(&dir)?;
+    let section = render::section(&store, &model_order)?;
+    println!("{section}");
+    write_section("e2e", &section)?;
+    eprintln!("bench e2e: wrote the `e2e` section of BENCHMARKS.md");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
+        Command::try_parse_from(std::iter::once("e2e").chain(args.iter().copied())).map(|c| c.args)
+    }
+
+    #[test]
+    fn selection_keeps_table_order_and_rejects_unknown_values() {
+        let args = parse(&["--sides", "mlx-bf16,ours-f32", "--cases", "photo_640x480x8@280", "--runs", "5"]).unwrap();
+        assert_eq!(args.sides(), [Side::OursF32, Side::MlxBf16]);
+        assert_eq!(args.cases().iter().map(|c| c.id).collect::<Vec<_>>(), ["photo_640x480x8@280"]);
+        assert_eq!((args.runs, args.reference_runs), (5, 1));
+        assert_eq!(parse(&[]).unwrap().sides(), SIDES);
+        assert_eq!(parse(&["--quick"]).unwrap().cases().len(), 1);
+        assert!(parse(&["--sides", "torch"]).is_err());
+        assert!(parse(&["--cases", "photo@1"]).is_err());
+        assert!(parse(&["--runs", "0"]).is_err());
+        assert!(parse(&["--quick", "--cases", "photo_640x480@70"]).is_err());
+    }
+
+    #[test]
+    fn model_lines_parse_with_their_dimensions() {
+        let line = r#"{"model": "e2b", "model_type": "gemma4", "dir": "m", "hidden": 768, "layers": 16}"#;
+        let model = parse_models(line).unwrap().remove(0);
+        assert_eq!((model.name.as_str(), model.unified, model.dim("hidden")), ("e2b", false, Some(768.0)));
+        assert!(model.dir.is_absolute());
+        assert!(parse_models("nothing").is_err());
+    }
+}
