@@ -197,9 +197,9 @@ void bench(const Args & args) {
     std::vector<double> sorted = seconds;
     std::sort(sorted.begin(), sorted.end());
     std::printf(
-        "{\"side\": \"llama.cpp\", \"dtype\": \"%s\", \"load_seconds\": %.6f, \"seconds\": [%s], \"median\": %.6f, "
+        "{\"side\": \"llama.cpp\", \"load_seconds\": %.6f, \"seconds\": [%s], \"median\": %.6f, "
         "\"soft_tokens\": [%s], \"features_shape\": [%zu, %zu], \"threads\": %d, \"peak_rss_bytes\": %lld}\n",
-        "gguf", load_seconds, join(seconds).c_str(), sorted[sorted.size() / 2], join(tokens).c_str(), rows, width,
+        load_seconds, join(seconds).c_str(), sorted[sorted.size() / 2], join(tokens).c_str(), rows, width,
         args.threads, peak_rss_bytes());
     clip_free(ctx);
 }
