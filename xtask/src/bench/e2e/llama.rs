@@ -39,12 +39,16 @@ impl Llama {
         let build = deps().join("llama.cpp-build");
         let project = root().join("bench/llama-mtmd");
         let cmake_lists = fs::read_to_string(project.join("CMakeLists.txt")).map_err(|e| e.to_string())?;
-        let recipe = format!("llama-cpp-python {LLAMA_CPP_PYTHON}\n{}\n{cmake_lists}", sources.display());
+        let version = format!("llama-cpp-python {LLAMA_CPP_PYTHON}\n{}\n", sources.display());
+        let recipe = format!("{version}{cmake_lists}");
         if !stamp_matches(&build, &recipe) {
+            // Other sources: start over; only our CMakeLists.txt changed: reconfigure in place.
+            if !fs::read_to_string(build.join(STAMP)).is_ok_and(|s| s.starts_with(&version)) {
+                let _ = fs::remove_dir_all(&build);
+            }
             eprintln!(
                 "bench e2e: configuring llama.cpp (llama-cpp-python {LLAMA_CPP_PYTHON}) in .deps/llama.cpp-build"
             );
-            let _ = fs::remove_dir_all(&build);
             fs::create_dir_all(&build).map_err(|e| format!("creating {}: {e}", build.display()))?;
             run(cmd("cmake", &["-S"])
                 .arg(&project)
@@ -115,6 +119,9 @@ fn sources() -> Result<PathBuf> {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("vendor")).map_err(|e| e.to_string())?;
         fs::rename(unpack.join(&member), &llama_cpp).map_err(|e| format!("moving llama.cpp into place: {e}"))?;
+        // A git submodule's pointer to a repository the sdist does not ship (git warns about it
+        // when llama.cpp's cmake asks for the commit).
+        let _ = fs::remove_file(llama_cpp.join(".git"));
         let _ = fs::remove_dir_all(&unpack);
         let _ = fs::remove_file(&archive);
         write_stamp(&dir, &recipe)?;

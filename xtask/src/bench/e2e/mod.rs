@@ -15,144 +15,29 @@
 //! Measurements are kept in `target/bench/e2e/measurements.json`, so that a run of some sides or
 //! cases adds to (or replaces rows of) the earlier ones and the table in BENCHMARKS.md is
 //! rendered from all of them, each row naming the run that measured it (`--fresh` starts over).
-//! The modules: [`run`] runs the sides and compares their features, [`flops`] counts matmul
-//! FLOPs, [`render`] fills `bench/templates/e2e.md`, [`store`] keeps the measurements.
+//! The modules: [`side`], [`case`] and [`model`] say what runs, [`run`] runs it and compares
+//! the features, [`flops`] counts matmul FLOPs, [`render`] fills `bench/templates/e2e.md`,
+//! [`store`] keeps the measurements, [`llama`] builds llama.cpp and writes its GGUF files.
 
+mod case;
 mod flops;
 mod llama;
+mod model;
 mod render;
 mod run;
+mod side;
 mod store;
+
+pub use case::{CASES, Case};
+pub use model::Model;
+pub use side::{SIDES, Side};
 
 use crate::bench::gemm_peak::GemmPeak;
 use crate::bench::machine::{Load, Machine};
 use crate::bench::write_section;
 use crate::project::{Result, output, work_dir};
-use clap::ValueEnum;
-use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
-
-/// One implementation in one dtype.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Side {
-    /// Ours in the checkpoint's dtype (bf16): bit-exact with mlx-vlm bf16.
-    OursNative,
-    /// Ours with `--dtype f32`.
-    OursF32,
-    /// candle-transformers' gemma4 tower, float32 (gemma4 checkpoints only).
-    Candle,
-    /// llama.cpp's mtmd encoder on an f32 GGUF mmproj.
-    LlamaF32,
-    /// llama.cpp's mtmd encoder on an f16 GGUF mmproj.
-    LlamaF16,
-    /// mlx-vlm, stock wheels, weights cast to float32.
-    MlxF32,
-    /// mlx-vlm, stock wheels, the checkpoint's bf16.
-    MlxBf16,
-}
-
-/// Every side, in the order each row runs them: sides compared with one another run back to
-/// back (the float32 ones, then the bf16 pair), as this machine's speed drifts over minutes.
-pub const SIDES: [Side; 7] =
-    [Side::OursF32, Side::Candle, Side::LlamaF32, Side::LlamaF16, Side::MlxF32, Side::OursNative, Side::MlxBf16];
-
-impl Side {
-    pub fn id(self) -> &'static str {
-        match self {
-            Side::OursNative => "ours-native",
-            Side::OursF32 => "ours-f32",
-            Side::Candle => "candle",
-            Side::LlamaF32 => "llama-f32",
-            Side::LlamaF16 => "llama-f16",
-            Side::MlxF32 => "mlx-f32",
-            Side::MlxBf16 => "mlx-bf16",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Side::OursNative => "ours, native (bf16)",
-            Side::OursF32 => "ours, f32",
-            Side::Candle => "candle, f32",
-            Side::LlamaF32 => "llama.cpp, f32",
-            Side::LlamaF16 => "llama.cpp, f16",
-            Side::MlxF32 => "mlx-vlm, f32",
-            Side::MlxBf16 => "mlx-vlm, bf16",
-        }
-    }
-
-    /// The mlx-vlm side doing the same work in the same dtype (the time ratio's denominator).
-    pub fn reference(self) -> Option<Side> {
-        match self {
-            Side::OursNative => Some(Side::MlxBf16),
-            Side::OursF32 | Side::Candle | Side::LlamaF32 | Side::LlamaF16 => Some(Side::MlxF32),
-            Side::MlxBf16 | Side::MlxF32 => None,
-        }
-    }
-
-    fn is_mlx_vlm(self) -> bool {
-        matches!(self, Side::MlxBf16 | Side::MlxF32)
-    }
-
-    /// Whether the side can encode `model` (candle has the gemma4 tower only).
-    fn supports(self, model: &Model) -> bool {
-        !(model.unified && self == Side::Candle)
-    }
-
-    /// Whether the side takes part in throughput cases (several images per call): ours and candle.
-    fn batches(self) -> bool {
-        matches!(self, Side::OursNative | Side::OursF32 | Side::Candle)
-    }
-}
-
-/// An input of every model: images (one, or several of one size for throughput) at a budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Case {
-    /// `IMAGE@BUDGET`, or `IMAGExCOUNT@BUDGET` for a throughput case.
-    pub id: &'static str,
-    /// What the image column says (the photograph's name and size).
-    pub image: &'static str,
-    /// Image files (under the bench's images/), encoded in one call.
-    pub images: &'static [&'static str],
-    pub budget: u32,
-}
-
-const BATCH: &[&str] = &[
-    "batch_640x480_0.jpg",
-    "batch_640x480_1.jpg",
-    "batch_640x480_2.jpg",
-    "batch_640x480_3.jpg",
-    "batch_640x480_4.jpg",
-    "batch_640x480_5.jpg",
-    "batch_640x480_6.jpg",
-    "batch_640x480_7.jpg",
-];
-
-/// Every case, in table order.
-pub const CASES: &[Case] = &[
-    Case { id: "photo_640x480@70", image: "photo_640x480", images: &["photo_640x480.jpg"], budget: 70 },
-    Case { id: "photo_640x480@280", image: "photo_640x480", images: &["photo_640x480.jpg"], budget: 280 },
-    Case { id: "photo_4000x3000@280", image: "photo_4000x3000", images: &["photo_4000x3000.jpg"], budget: 280 },
-    Case { id: "photo_640x480x8@280", image: "photo_640x480", images: BATCH, budget: 280 },
-];
-
-impl Case {
-    pub fn is_throughput(&self) -> bool {
-        self.images.len() > 1
-    }
-}
-
-fn case_by_id(id: &str) -> Option<&'static Case> {
-    CASES.iter().find(|c| c.id == id)
-}
-
-fn parse_case(id: &str) -> std::result::Result<&'static Case, String> {
-    case_by_id(id).ok_or_else(|| {
-        let ids: Vec<&str> = CASES.iter().map(|c| c.id).collect();
-        format!("unknown case `{id}` (choose among {})", ids.join(", "))
-    })
-}
+use case::parse_case;
+use model::parse_models;
 
 /// What the command line selects.
 #[derive(Debug, clap::Args)]
@@ -207,47 +92,6 @@ impl Args {
         let cases = list(self.cases().iter().map(|c| c.id).collect(), CASES.len());
         format!("models {models}; sides {sides}; cases {cases}")
     }
-}
-
-/// A checkpoint written by `bench_e2e.py make`, with its dimensions (what FLOP counting needs).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Model {
-    #[serde(rename = "model")]
-    pub name: String,
-    pub dir: PathBuf,
-    #[serde(rename = "model_type", deserialize_with = "is_unified")]
-    pub unified: bool,
-    /// Every numeric field of the line (hidden, layers, heads, …).
-    #[serde(flatten)]
-    pub dims: std::collections::BTreeMap<String, serde_json::Value>,
-}
-
-fn is_unified<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
-    Ok(String::deserialize(d)? == "gemma4_unified")
-}
-
-impl Model {
-    pub fn dim(&self, key: &str) -> Option<f64> {
-        self.dims.get(key).and_then(serde_json::Value::as_f64)
-    }
-}
-
-/// The model lines of `bench_e2e.py make`, with their directories made absolute.
-fn parse_models(text: &str) -> Result<Vec<Model>> {
-    let models: Vec<Model> = text
-        .lines()
-        .filter(|l| l.starts_with('{') && l.contains("\"model\""))
-        .map(|line| {
-            let mut model: Model =
-                serde_json::from_str(line).map_err(|e| format!("bench_e2e.py make printed `{line}`: {e}"))?;
-            model.dir = crate::project::root().join(&model.dir);
-            Ok(model)
-        })
-        .collect::<Result<_>>()?;
-    if models.is_empty() {
-        return Err(format!("bench_e2e.py make listed no models: {text}"));
-    }
-    Ok(models)
 }
 
 pub fn main(args: &Args) -> Result<()> {

@@ -1,0 +1,80 @@
+//! The sides of the e2e table: one implementation in one dtype each, what each can run and
+//! which mlx-vlm side it is timed against.
+
+use super::Model;
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// One implementation in one dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    /// Ours in the checkpoint's dtype (bf16): bit-exact with mlx-vlm bf16.
+    OursNative,
+    /// Ours with `--dtype f32`.
+    OursF32,
+    /// candle-transformers' gemma4 tower, float32 (gemma4 checkpoints only).
+    Candle,
+    /// llama.cpp's mtmd encoder on an f32 GGUF mmproj.
+    LlamaF32,
+    /// llama.cpp's mtmd encoder on an f16 GGUF mmproj.
+    LlamaF16,
+    /// mlx-vlm, stock wheels, weights cast to float32.
+    MlxF32,
+    /// mlx-vlm, stock wheels, the checkpoint's bf16.
+    MlxBf16,
+}
+
+/// Every side, in the order each row runs them: sides compared with one another run back to
+/// back (the float32 ones, then the bf16 pair), as this machine's speed drifts over minutes.
+pub const SIDES: [Side; 7] =
+    [Side::OursF32, Side::Candle, Side::LlamaF32, Side::LlamaF16, Side::MlxF32, Side::OursNative, Side::MlxBf16];
+
+impl Side {
+    pub fn id(self) -> &'static str {
+        match self {
+            Side::OursNative => "ours-native",
+            Side::OursF32 => "ours-f32",
+            Side::Candle => "candle",
+            Side::LlamaF32 => "llama-f32",
+            Side::LlamaF16 => "llama-f16",
+            Side::MlxF32 => "mlx-f32",
+            Side::MlxBf16 => "mlx-bf16",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Side::OursNative => "ours, native (bf16)",
+            Side::OursF32 => "ours, f32",
+            Side::Candle => "candle, f32",
+            Side::LlamaF32 => "llama.cpp, f32",
+            Side::LlamaF16 => "llama.cpp, f16",
+            Side::MlxF32 => "mlx-vlm, f32",
+            Side::MlxBf16 => "mlx-vlm, bf16",
+        }
+    }
+
+    /// The mlx-vlm side doing the same work in the same dtype (the time ratio's denominator).
+    pub fn reference(self) -> Option<Side> {
+        match self {
+            Side::OursNative => Some(Side::MlxBf16),
+            Side::OursF32 | Side::Candle | Side::LlamaF32 | Side::LlamaF16 => Some(Side::MlxF32),
+            Side::MlxBf16 | Side::MlxF32 => None,
+        }
+    }
+
+    pub fn is_mlx_vlm(self) -> bool {
+        matches!(self, Side::MlxBf16 | Side::MlxF32)
+    }
+
+    /// Whether the side can encode `model` (candle has the gemma4 tower only).
+    pub fn supports(self, model: &Model) -> bool {
+        !(model.unified && self == Side::Candle)
+    }
+
+    /// Whether the side takes part in throughput cases (several images per call): ours and candle.
+    pub fn batches(self) -> bool {
+        matches!(self, Side::OursNative | Side::OursF32 | Side::Candle)
+    }
+}
