@@ -2,8 +2,9 @@
 
     mlx_primitives.py OP:DTYPE:SHAPE...
 
-OP is one of the keys of PRIMITIVES, DTYPE float32 or bfloat16, SHAPE the dimensions joined
-by `x` in the order PRIMITIVES documents. Each spec builds seeded random inputs once, then times
+OP is one of the keys of PRIMITIVES, DTYPE float32, bfloat16 or float32+bf16w (float32
+activations, bfloat16 weights), SHAPE the dimensions joined by `x` in the order each function's
+arguments give. Each spec builds seeded random inputs once, then times
 `mx.eval` of one call the way criterion samples: a warm-up, then samples of as many calls as
 fill about SAMPLE_SECONDS each (at least one), their per-call median and the fastest sample's
 per-call mean. Prints one JSON line per spec: {"spec", "median", "fastest", "samples"}
@@ -25,26 +26,42 @@ BUDGET_SECONDS = 20.0
 
 
 def random(shape, dtype, key):
+    """Seeded normal values / 4 in `dtype` (an MLX dtype or its name)."""
+    dtype = getattr(mx, dtype) if isinstance(dtype, str) else dtype
     return (mx.random.normal(shape, key=mx.random.key(key)) / 4).astype(dtype)
+
+
+def weight_dtype(dtype):
+    """(activations, weights) dtypes of a DTYPE argument."""
+    return (mx.float32, mx.bfloat16) if dtype == "float32+bf16w" else (getattr(mx, dtype),) * 2
 
 
 def matmul(dtype, m, k, n):
     """x [M, K] · Wᵀ, W [N, K] (a linear layer's layout)."""
-    x, w = random((m, k), dtype, 1), random((n, k), dtype, 2)
+    xd, wd = weight_dtype(dtype)
+    x, w = random((m, k), xd, 1), random((n, k), wd, 2)
     return [x, w], lambda: x @ w.T
 
 
 def addmm(dtype, m, k, n):
-    """c [M, N] + x [M, K] · Wᵀ."""
-    c, x, w = random((m, n), dtype, 3), random((m, k), dtype, 1), random((n, k), dtype, 2)
-    return [c, x, w], lambda: mx.addmm(c, x, w.T)
+    """bias [N] + x [M, K] · Wᵀ (a linear layer with a bias)."""
+    xd, wd = weight_dtype(dtype)
+    b, x, w = random((n,), wd, 3), random((m, k), xd, 1), random((n, k), wd, 2)
+    return [b, x, w], lambda: mx.addmm(b, x, w.T)
 
 
-def sdpa(dtype, heads, queries, keys, width):
+def sdpa(dtype, heads, tokens, width):
     """mx.fast.scaled_dot_product_attention with scale 1 (the gemma4 vision tower's)."""
-    q = random((1, heads, queries, width), dtype, 1)
-    k, v = random((1, heads, keys, width), dtype, 2), random((1, heads, keys, width), dtype, 3)
+    q, k, v = (random((1, heads, tokens, width), dtype, seed) for seed in (1, 2, 3))
     return [q, k, v], lambda: mx.fast.scaled_dot_product_attention(q, k, v, scale=1.0)
+
+
+def sdpa_mask(dtype, heads, tokens, width):
+    """sdpa with the tower's additive [1, 1, L, L] mask (-1e4 to and from the last 100 tokens)."""
+    q, k, v = (random((1, heads, tokens, width), dtype, seed) for seed in (1, 2, 3))
+    real = mx.arange(tokens) < tokens - 100
+    mask = mx.where(real[:, None] & real[None, :], 0.0, -1e4).astype(getattr(mx, dtype))[None, None]
+    return [q, k, v, mask], lambda: mx.fast.scaled_dot_product_attention(q, k, v, scale=1.0, mask=mask)
 
 
 def softmax(dtype, rows, columns):
@@ -57,9 +74,15 @@ def exp(dtype, elements):
     return [x], lambda: mx.exp(x)
 
 
-def gelu_approx(dtype, elements):
-    x = random((elements,), dtype, 1) * 4
-    return [x], lambda: nn.gelu_approx(x)
+def gelu_approx_mul(dtype, elements):
+    """The gated MLP's activation: nn.gelu_approx(gate) * up."""
+    gate, up = random((elements,), dtype, 1) * 4, random((elements,), dtype, 2) * 4
+    return [gate, up], lambda: nn.gelu_approx(gate) * up
+
+
+def add(dtype, elements):
+    a, b = random((elements,), dtype, 1), random((elements,), dtype, 2)
+    return [a, b], lambda: a + b
 
 
 def rms_norm(dtype, rows, width):
@@ -69,11 +92,41 @@ def rms_norm(dtype, rows, width):
 
 def layer_norm(dtype, rows, width):
     x, w, b = random((rows, width), dtype, 1), random((width,), dtype, 2) + 1, random((width,), dtype, 3)
-    return [x, w, b], lambda: mx.fast.layer_norm(x, w, b, 1e-6)
+    return [x, w, b], lambda: mx.fast.layer_norm(x, w, b, 1e-5)
 
 
-PRIMITIVES = dict(matmul=matmul, addmm=addmm, sdpa=sdpa, softmax=softmax, exp=exp, gelu_approx=gelu_approx,
-                  rms_norm=rms_norm, layer_norm=layer_norm)
+def vision_rms_norm(dtype, rows, width):
+    """mlx-vlm's gemma4 VisionRMSNorm, op by op (float32 inside, cast back)."""
+    x, w = random((rows, width), dtype, 1), random((width,), dtype, 2) + 1
+
+    def call():
+        f = x.astype(mx.float32)
+        var = mx.mean(f**2, axis=-1, keepdims=True)
+        return (f * mx.rsqrt(var + 1e-6) * w.astype(mx.float32)).astype(x.dtype)
+
+    return [x, w], call
+
+
+def rope(dtype, tokens, heads, width):
+    """mlx-vlm's apply_multidimensional_rope with its tables given: 2 partitions of width/2."""
+    t = getattr(mx, dtype)
+    c = width // 2
+    x = random((1, tokens, heads, width), t, 1)
+    tables = [(random((1, tokens, 1, c), t, 2 + 2 * d), random((1, tokens, 1, c), t, 3 + 2 * d)) for d in range(2)]
+
+    def rotate_half(u):
+        return mx.concatenate([-u[..., c // 2:], u[..., : c // 2]], axis=-1)
+
+    def call():
+        parts = [x[..., d * c:(d + 1) * c] for d in range(2)]
+        return mx.concatenate([u * cos + rotate_half(u) * sin for u, (cos, sin) in zip(parts, tables)], axis=-1)
+
+    return [x] + [a for pair in tables for a in pair], call
+
+
+PRIMITIVES = dict(matmul=matmul, addmm=addmm, sdpa=sdpa, sdpa_mask=sdpa_mask, softmax=softmax, exp=exp,
+                  gelu_approx_mul=gelu_approx_mul, add=add, rms_norm=rms_norm, layer_norm=layer_norm,
+                  vision_rms_norm=vision_rms_norm, rope=rope)
 
 
 def time_call(call):
@@ -98,7 +151,7 @@ def main():
         if op not in PRIMITIVES:
             raise SystemExit(f"unknown primitive `{op}` (choose among {', '.join(PRIMITIVES)})")
         dims = [int(d) for d in shape.split("x")]
-        inputs, call = PRIMITIVES[op](getattr(mx, dtype), *dims)
+        inputs, call = PRIMITIVES[op](dtype, *dims)
         mx.eval(inputs)
         median, fastest, samples = time_call(call)
         print(json.dumps(dict(spec=spec, median=median, fastest=fastest, samples=samples)), flush=True)
