@@ -12,7 +12,6 @@ const MAX_LINES: usize = 500;
 /// Source files allowed over [`MAX_LINES`], each with its reason.
 const LONG_FILES: &[(&str, &str)] = &[
     ("crates/preprocess/src/resize/avx2.rs", "SIMD: the two passes of the resize on 32 lanes, kept in one file"),
-    ("xtask/src/bench_e2e.rs", "being split into running, FLOP counting and rendering"),
 ];
 
 /// Extensions of files read as text for the whitespace check.
