@@ -10,9 +10,8 @@ use std::process::Command;
 const MAX_LINES: usize = 500;
 
 /// Source files allowed over [`MAX_LINES`], each with its reason.
-const LONG_FILES: &[(&str, &str)] = &[
-    ("crates/preprocess/src/resize/avx2.rs", "SIMD: the two passes of the resize on 32 lanes, kept in one file"),
-];
+const LONG_FILES: &[(&str, &str)] =
+    &[("crates/preprocess/src/resize/avx2.rs", "SIMD: the two passes of the resize on 32 lanes, kept in one file")];
 
 /// Extensions of files read as text for the whitespace check.
 const TEXT: &[&str] =

@@ -118,7 +118,10 @@ impl Linear {
         let m = if k == 0 { 0 } else { x.size() / k };
         let bias = self.bias.as_ref().map(|b| host::converted::<O>(b)).transpose()?;
         let options = GemmOptions {
-            a_clip: clips.input.map(|(lo, hi)| Ok::<_, crate::Error>((scalar_f32(lo)?, scalar_f32(hi)?))).transpose()?,
+            a_clip: clips
+                .input
+                .map(|(lo, hi)| Ok::<_, crate::Error>((scalar_f32(lo)?, scalar_f32(hi)?)))
+                .transpose()?,
             bias: bias.as_deref(),
             out_clip: clips
                 .output

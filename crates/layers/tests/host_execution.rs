@@ -156,16 +156,20 @@ fn block_weights(config: &VisionBlockConfig, dtype: Dtype, bound_dtype: Dtype, s
         tensors.push((format!("{name}.linear.weight"), random(shape, seed + n as u64, 0.4, dtype)));
         if config.clipped_linears {
             for (bound, value) in [("input_min", -2.0), ("input_max", 2.5), ("output_min", -3.0), ("output_max", 1.5)] {
-                tensors.push((format!("{name}.{bound}"), Array::scalar(value as f32).unwrap().astype(bound_dtype).unwrap()));
+                tensors.push((
+                    format!("{name}.{bound}"),
+                    Array::scalar(value as f32).unwrap().astype(bound_dtype).unwrap(),
+                ));
             }
         }
     }
     let hd = config.head_dim;
     tensors.push(("self_attn.q_norm.weight".into(), random(&[hd], seed + 20, 1.5, dtype)));
     tensors.push(("self_attn.k_norm.weight".into(), random(&[hd], seed + 21, 1.5, dtype)));
-    for (n, norm) in ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"]
-        .iter()
-        .enumerate()
+    for (n, norm) in
+        ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"]
+            .iter()
+            .enumerate()
     {
         tensors.push((format!("{norm}.weight"), random(&[d], seed + 30 + n as u64, 1.5, dtype)));
     }
@@ -206,7 +210,8 @@ fn vision_attention_and_block_with_masks_gqa_and_padded_head_dims() {
         (2, 1, 8, false, 3, 2, 3, 0, Dtype::F32, Dtype::F32),
     ];
     for (seed, &(heads, kv, hd, clipped, batch, rows, cols, padded, dtype, bound_dtype)) in cases.iter().enumerate() {
-        let what = format!("{heads}/{kv} heads of {hd}, {dtype:?} (bounds {bound_dtype:?}), batch {batch}, {padded} padded");
+        let what =
+            format!("{heads}/{kv} heads of {hd}, {dtype:?} (bounds {bound_dtype:?}), batch {batch}, {padded} padded");
         let config = block_config(heads, kv, hd, clipped);
         let weights = block_weights(&config, dtype, bound_dtype, seed as u64 * 100);
         let positions = positions(batch, rows, cols, padded);

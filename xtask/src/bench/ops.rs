@@ -213,13 +213,17 @@ fn render(rows: &[Row], mlx_version: &str, load: &Load) -> Result<String> {
         format!("geometric mean {geomean:.2}, largest {largest:.2}")
     };
     let machine = Machine::read();
-    let blas = linked_blas().map_or("the BLAS libmlx was built with".to_owned(), |p| {
-        format!("{} with {} threads per call on both sides", p.display(), machine.cores)
-    });
+    let blas = linked_blas().map_or("the BLAS libmlx was built with".to_owned(), |p| p.display().to_string());
     template::render(
         "ops",
         &[
-            ("machine", format!("{}; MLX {mlx_version} (CPU backend); float32 BLAS {blas}.", machine.describe())),
+            (
+                "machine",
+                format!(
+                    "{}; MLX {mlx_version} (CPU backend); float32 BLAS: ours {blas}, the reference the mlx-cpu wheel's.",
+                    machine.describe()
+                ),
+            ),
             ("load", load.describe()),
             ("table", table.trim_end().to_owned()),
             ("median_ratios", summary(&|r| r.rust.median / r.python.median)),
