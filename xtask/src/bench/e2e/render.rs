@@ -18,7 +18,8 @@ pub fn section(store: &Store, model_order: &[String]) -> Result<String> {
             models.push(m.model.clone());
         }
     }
-    let machine = store.runs.last().map_or("?".to_owned(), |r| format!("{}; MLX {} (CPU backend)", r.machine, r.mlx));
+    let mlx = store.runs.iter().rev().map(|r| r.mlx.as_str()).find(|v| *v != "?").unwrap_or("?");
+    let machine = store.runs.last().map_or("?".to_owned(), |r| format!("{}; MLX {mlx} (CPU backend)", r.machine));
     template::render(
         "e2e",
         &[
