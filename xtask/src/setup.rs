@@ -2,7 +2,7 @@
 //!
 //! Idempotent: each step records what it installed in a stamp file and is skipped while the
 //! stamp matches, so a second run takes a second or two. Everything lands in `.deps/`:
-//! - Debian packages (`libclang-dev` for bindgen, BLIS for fast float32 matmuls, `cmake` and
+//! - Debian packages (`libclang-dev` for bindgen, `cmake` and
 //!   `nasm` for libjpeg-turbo), installed with apt-get when running as root, else named.
 //! - `.deps/venv`: a Python virtual environment with the pinned MLX wheels (libmlx, headers,
 //!   the Python API), NumPy, Pillow, and the reference mlx-vlm (`xtask/python-*.txt`).
@@ -13,7 +13,7 @@ use crate::project::{self, Result, cmd, deps, output, python, run};
 use std::fs;
 use std::path::Path;
 
-const DEBIAN_PACKAGES: &[&str] = &["libclang-dev", "libblis4-pthread", "cmake", "nasm"];
+const DEBIAN_PACKAGES: &[&str] = &["libclang-dev", "cmake", "nasm"];
 const MLX_SYS_VERSION: &str = "0.7.0";
 
 pub fn main() -> Result<()> {

@@ -43,4 +43,3 @@ pub fn matmul(a: &Array, b: &Array, execution: Execution) -> Result<Array> {
     })));
     out.flatten().flatten().ok_or_else(|| host::unsupported("matmul", &[a.dtype(), b.dtype()]))?
 }
-

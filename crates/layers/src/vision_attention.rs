@@ -3,8 +3,7 @@
 use crate::host::{self, HostFloat, is_host_float, with_host_float};
 use crate::vision_rms_norm::VISION_RMS_NORM_EPS;
 use crate::{
-    ClippableLinear, Error, Execution, Result, RopeTables, VisionBlockConfig, VisionRmsNorm, Weights,
-    ensure_fused_sdpa,
+    ClippableLinear, Error, Execution, Result, RopeTables, VisionBlockConfig, VisionRmsNorm, Weights, ensure_fused_sdpa,
 };
 use kernels::attention::{AttentionShape, MaskRef, attention};
 use tensor::{Array, Dtype};
@@ -201,7 +200,9 @@ impl VisionAttention {
                     let weight = host::to_host::<W>(w)?;
                     kernels::vision_rms_norm::normalize_heads(&mut values, heads, d, Some(&weight), eps, rope)
                 }),
-                None => Some(kernels::vision_rms_norm::normalize_heads::<T, f32>(&mut values, heads, d, None, eps, rope)),
+                None => {
+                    Some(kernels::vision_rms_norm::normalize_heads::<T, f32>(&mut values, heads, d, None, eps, rope))
+                }
             }
             .ok_or_else(|| host::unsupported("vision attention", &[x.dtype()]))??;
             Ok(values)
@@ -229,7 +230,8 @@ impl VisionAttention {
                 } else {
                     mask.astype(<T as tensor::Element>::DTYPE)?
                 };
-                let mask = mask.broadcast_to(&[batch as i32, mask_heads as i32, shape.queries as i32, shape.keys as i32])?;
+                let mask =
+                    mask.broadcast_to(&[batch as i32, mask_heads as i32, shape.queries as i32, shape.keys as i32])?;
                 host::with_host::<T, _>(&mask, |m| run(Some(MaskRef::new(m, batch, mask_heads)), &mut out))??;
             }
             None => run(None, &mut out)?,

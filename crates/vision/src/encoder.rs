@@ -122,12 +122,9 @@ impl VisionEncoder {
             VisionConfig::Siglip(c) => Model::Siglip(
                 SiglipVisionTower::load(&weights, c, config.text_hidden_size)?.with_execution(execution(&options)?),
             ),
-            VisionConfig::Unified(c) => {
-                Model::Unified(
-                    UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?
-                        .with_execution(execution(&options)?),
-                )
-            }
+            VisionConfig::Unified(c) => Model::Unified(
+                UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?.with_execution(execution(&options)?),
+            ),
         };
         weights.ensure_all_used()?;
         let used_keys = weights.used_keys();
