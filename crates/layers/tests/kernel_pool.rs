@@ -84,6 +84,10 @@ fn stock_einsum_values() {
     let mut out = vec![bf16::ZERO; length * dim];
     pool(&hb, &slots, dim, length, 1.0 / 9.0, &mut out).unwrap();
     assert_eq!(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), BF16);
+    // One token [-1, 2, -3] in slot 1 of 2: the empty slot 0 sums 0·h = −0, +0, −0 from +0.
+    let mut out = [0f32; 6];
+    pool(&[-1f32, 2.0, -3.0], &[1], 3, 2, 1.0 / 9.0, &mut out).unwrap();
+    assert_eq!(out.map(f32::to_bits), [0, 0, 0, 3185806905, 1046711865, 3198855851]);
 }
 
 #[test]
@@ -105,7 +109,9 @@ proptest! {
     #[test]
     fn random_slot_maps_match_mlx(
         batch in 1usize..3,
-        tokens in 1usize..40,
+        // At least two tokens: MLX's `sum` over an axis of one element is a copy, not a sum
+        // from +0 (it keeps a −0 product, which the einsum's BLAS sum turns into +0).
+        tokens in 2usize..40,
         dim in prop::sample::select(vec![1usize, 5, 8, 17, 64]),
         length in 1usize..10,
         k in 1i32..4,
