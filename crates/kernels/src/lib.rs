@@ -27,6 +27,7 @@ pub mod gemm;
 mod lanes;
 pub mod layer_norm;
 pub mod parallel;
+pub mod pool;
 pub mod power;
 pub mod rms_norm;
 pub mod rope;
