@@ -27,7 +27,6 @@ pub mod gemm;
 mod lanes;
 pub mod layer_norm;
 pub mod parallel;
-pub mod pool;
 pub mod power;
 pub mod rms_norm;
 pub mod rope;
