@@ -25,6 +25,8 @@ const KC_MAX: usize = 256;
 const MC_MAX: usize = 48;
 /// Bytes of packed `b` per column block (kept within the last-level cache).
 const PACKED_B_BYTES: usize = 12 << 20;
+/// Largest `a` (in floats) packed once and shared by the column blocks.
+const SHARED_A_MAX: usize = 16 << 20;
 
 /// The cache blocking of one product: rows per task (`mc`, a multiple of the tile's rows), the
 /// longest k block (`kc`; k is split into equal blocks no longer than this) and the columns
@@ -77,19 +79,34 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     let kc = k.div_ceil(k_blocks);
     let nc = blocking.nc.min(n.next_multiple_of(NR));
     let tile_kernel = kernel.resolve();
+    // With several column blocks, `a` is packed once for all of them (when it is not huge):
+    // row block `t` at `t · mc · k`, its k blocks one after the other, as `pack_a` lays them.
+    let shared_a = (n > nc && m.next_multiple_of(MR) * k <= SHARED_A_MAX).then(|| {
+        let mut packed = vec![0.0f32; m.next_multiple_of(MR) * k];
+        packed.par_chunks_mut(blocking.mc * k).enumerate().for_each(|(t, dst)| {
+            let (i0, rows) = (t * blocking.mc, blocking.mc.min(m - t * blocking.mc));
+            let panels = rows.div_ceil(MR);
+            for p0 in (0..k).step_by(kc) {
+                let kcur = kc.min(k - p0);
+                pack_a::<A, O>(&a, options.a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
+            }
+        });
+        packed
+    });
     let mut packed_b = vec![0.0f32; k * nc];
     for j0 in (0..n).step_by(nc) {
         let cols = nc.min(n - j0);
         let panels = cols.div_ceil(NR);
         let packed_b = &mut packed_b[..panels * k * NR];
         packed_b.par_chunks_mut(k * NR).enumerate().for_each(|(p, dst)| {
-            pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst);
+            pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst, kernel == MicroKernel::Avx2);
         });
         let packed_b = &*packed_b;
         let block = ColumnBlock { j0, cols, packed_b, k, kc };
         out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
             let i0 = t * blocking.mc;
-            row_block(tile_kernel, &a, options.a_clip, &block, &epilogue, i0, rows, n);
+            let packed_a = shared_a.as_deref().map(|packed| &packed[i0 * k..]);
+            row_block(tile_kernel, &a, options.a_clip, packed_a, &block, &epilogue, i0, rows, n);
         });
     }
     Ok(())
@@ -104,12 +121,14 @@ struct ColumnBlock<'a> {
     kc: usize,
 }
 
-/// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`.
+/// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`; `a` packed
+/// here one k block at a time unless `shared_a` holds these rows packed already.
 #[allow(clippy::too_many_arguments, reason = "the loop state of one task, each argument distinct")]
 fn row_block<A: Float, O: Float>(
     kernel: TileKernel,
     a: &MatRef<'_, A>,
     a_clip: Option<(f32, f32)>,
+    shared_a: Option<&[f32]>,
     block: &ColumnBlock<'_>,
     epilogue: &Epilogue<'_, O>,
     i0: usize,
@@ -120,14 +139,20 @@ fn row_block<A: Float, O: Float>(
     let row_panels = rows.div_ceil(MR);
     let col_panels = block.cols.div_ceil(NR);
     let (k, kc) = (block.k, block.kc);
-    let packed_a_len = row_panels * kc * MR;
+    let packed_a_len = if shared_a.is_some() { 0 } else { row_panels * kc * MR };
     with_scratch(packed_a_len + row_panels * col_panels * TILE, |scratch| {
-        let (packed_a, tiles) = scratch.split_at_mut(packed_a_len);
+        let (own_a, tiles) = scratch.split_at_mut(packed_a_len);
         let (tiles, _) = tiles.as_chunks_mut::<TILE>();
         for p0 in (0..k).step_by(kc) {
             let kcur = kc.min(k - p0);
             let (first, last) = (p0 == 0, p0 + kcur == k);
-            pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), packed_a);
+            let packed_a: &[f32] = match shared_a {
+                Some(shared) => &shared[row_panels * MR * p0..],
+                None => {
+                    pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), own_a);
+                    own_a
+                }
+            };
             for jp in 0..col_panels {
                 let jl = jp * NR;
                 let cols = NR.min(block.cols - jl);
