@@ -138,3 +138,24 @@ fn bad_shapes_are_errors() {
     let mask = MaskRef::new(&x[..12], 1, 3);
     assert!(attention(shape, &x[..16], &x[..16], &x[..16], 1.0, Some(mask), &mut out).is_err());
 }
+
+#[test]
+fn the_bits_do_not_depend_on_the_number_of_threads() {
+    let shape = AttentionShape { batch: 2, query_heads: 4, kv_heads: 2, queries: 75, keys: 61, head_dim: 20 };
+    let values = |n: usize, seed: usize| -> Vec<bf16> {
+        (0..n).map(|i| crate::bf16_from_f32(((i * 7919 + seed) % 1013) as f32 / 300.0 - 1.7)).collect()
+    };
+    let q = values(shape.batch * shape.queries * shape.query_heads * shape.head_dim, 1);
+    let k = values(shape.batch * shape.keys * shape.kv_heads * shape.head_dim, 2);
+    let v = values(shape.batch * shape.keys * shape.kv_heads * shape.head_dim, 3);
+    let mask = values(shape.queries * shape.keys, 4);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut out = vec![bf16::ZERO; q.len()];
+        pool.install(|| attention(shape, &q, &k, &v, 0.3, Some(MaskRef::new(&mask, 1, 1)), &mut out).unwrap());
+        out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(5));
+}

@@ -236,3 +236,24 @@ fn mismatched_extents_are_errors() {
     assert!(MatRef::strided(&x, 2, 3, 4, 1).is_err());
     assert!(MatRef::strided(&x, 2, 3, usize::MAX, 1).is_err());
 }
+
+#[test]
+fn the_bits_do_not_depend_on_the_number_of_threads() {
+    let (m, k, n) = (203usize, 300usize, 75usize);
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1013) as f32 / 97.0 - 5.0).collect();
+    let w: Vec<bf16> = (0..n * k).map(|i| bf16_from_f32(((i * 104_729) % 1009) as f32 / 211.0 - 2.0)).collect();
+    let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.37 - 9.0).collect();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut out = vec![0.0f32; m * n];
+        pool.install(|| {
+            let a = MatRef::row_major(&a, m, k).unwrap();
+            let b = MatRef::row_major(&w, n, k).unwrap().t();
+            gemm(a, b, &mut out, &GemmOptions { bias: Some(&bias), ..GemmOptions::default() }).unwrap();
+        });
+        out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(5));
+}
