@@ -111,6 +111,16 @@ pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
         ));
     }
     let len = a.rows().checked_mul(b.cols()).ok_or_else(|| Error::shape("gemm", "M × N overflows"))?;
+    // The packed panels hold up to M × K and K × N values (views with zero strides may be
+    // far larger than their slices).
+    let padded_n = b.cols().checked_next_multiple_of(microkernel::NR);
+    let padded_m = a.rows().checked_next_multiple_of(microkernel::MR);
+    if padded_n.and_then(|n| n.checked_mul(a.cols())).and(padded_m.and_then(|m| m.checked_mul(a.cols()))).is_none() {
+        return Err(Error::shape(
+            "gemm",
+            format!("{} × {} by {} × {} overflows", a.rows(), a.cols(), b.rows(), b.cols()),
+        ));
+    }
     if out.len() != len {
         return Err(Error::shape(
             "gemm",
