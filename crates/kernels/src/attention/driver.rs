@@ -15,9 +15,10 @@
 use super::pack::{pack_keys, pack_queries, pack_values};
 use super::softmax::Lanes;
 use super::{AttentionShape, MaskRef, check_arguments};
+use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{MR, NR, TILE, TileKernel};
 use crate::gemm::{MicroKernel, with_scratch};
-use crate::{Float, Result};
+use crate::{DType, Float, Result};
 use rayon::prelude::*;
 
 /// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
@@ -63,7 +64,21 @@ pub(crate) fn run<T: Float>(
             pack_values(&shape, v, bg / kv_heads, bg % kv_heads, values_dst);
         },
     );
-    let packed = Packed { keys: &packed_keys, values: &packed_values, keys_len, values_len };
+    // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
+    // every product exact (see `gemm::magnitudes`).
+    let exact_possible = T::DTYPE == DType::Bf16 && kernel == MicroKernel::Avx2;
+    let magnitudes = |packed: &[f32], len: usize| -> Vec<Magnitudes> {
+        if exact_possible { packed.par_chunks(len).map(Magnitudes::of).collect() } else { Vec::new() }
+    };
+    let packed = Packed {
+        keys: &packed_keys,
+        values: &packed_values,
+        keys_len,
+        values_len,
+        key_magnitudes: magnitudes(&packed_keys, keys_len),
+        value_magnitudes: magnitudes(&packed_values, values_len),
+        exact_possible,
+    };
     let scale = T::from_f32(scale);
     let row_len = shape.query_heads * head_dim;
     out.par_chunks_mut(queries * row_len).enumerate().for_each(|(b, batch_out)| {
@@ -82,6 +97,20 @@ struct Packed<'a> {
     values: &'a [f32],
     keys_len: usize,
     values_len: usize,
+    /// Per (batch row, kv head), when `exact_possible`.
+    key_magnitudes: Vec<Magnitudes>,
+    value_magnitudes: Vec<Magnitudes>,
+    /// Whether the operands hold bf16 values (and the AVX2 kernels run).
+    exact_possible: bool,
+}
+
+impl Packed<'_> {
+    /// Whether every product of the packed operand `bg` (`magnitudes`) with `other`'s values is
+    /// exact, so that FMA gives MLX's bits.
+    fn exact(&self, magnitudes: &[Magnitudes], bg: usize, other: &[f32]) -> bool {
+        self.exact_possible
+            && magnitudes.get(bg).is_some_and(|&packed| products_are_exact(packed, Magnitudes::of(other)))
+    }
 }
 
 /// One block of up to `QUERY_PANELS · NR` queries of one batch row, all query heads.
@@ -135,6 +164,10 @@ impl<T: Float> Task<'_, T> {
                         self.transpose_mask(mask, h, (self.i0 + qp * NR, lanes(qp)), dst);
                     }
                 }
+                let mut exact_scores = [false; QUERY_PANELS];
+                for (exact, panel) in exact_scores.iter_mut().zip(query_panels.chunks_exact(query_len)) {
+                    *exact = self.packed.exact(&self.packed.key_magnitudes, bg, panel);
+                }
                 // sᵀ = k · q'ᵀ, each key panel serving every query panel while in L1; each
                 // tile's scores are finished (rounded, masked, into the maximum) right away.
                 let mut maximum = [[f32::NEG_INFINITY; NR]; QUERY_PANELS];
@@ -143,7 +176,11 @@ impl<T: Float> Task<'_, T> {
                     let panels = scores.chunks_exact_mut(scores_len).zip(query_panels.chunks_exact(query_len));
                     for (qp, (scores, query_panel)) in panels.enumerate() {
                         let tile = &mut scores.as_chunks_mut::<TILE>().0[p];
-                        self.tile.run(head_dim, key_panel, query_panel, tile, false);
+                        if exact_scores[qp] {
+                            self.tile.run_exact(head_dim, key_panel, query_panel, tile, false);
+                        } else {
+                            self.tile.run(head_dim, key_panel, query_panel, tile, false);
+                        }
                         let mask_rows = self
                             .mask
                             .map(|_| &mask_t[qp * mask_len + p * MR * NR..qp * mask_len + (p * MR + rows) * NR]);
@@ -159,16 +196,23 @@ impl<T: Float> Task<'_, T> {
                 // panel serves every query panel.
                 for j0 in (0..keys).step_by(KEY_BLOCK) {
                     let kc = KEY_BLOCK.min(keys - j0);
+                    let mut exact_values = [false; QUERY_PANELS];
                     for (qp, scores) in scores.chunks_exact_mut(scores_len).enumerate() {
-                        self.lanes.normalize::<T>(&mut scores[j0 * NR..(j0 + kc) * NR], &inverse[qp]);
+                        let block = &mut scores[j0 * NR..(j0 + kc) * NR];
+                        self.lanes.normalize::<T>(block, &inverse[qp]);
+                        exact_values[qp] = self.packed.exact(&self.packed.value_magnitudes, bg, block);
                     }
                     for (dp, value_panel) in packed_values.chunks_exact(keys * MR).enumerate() {
                         let v_block = &value_panel[j0 * MR..];
-                        for (probabilities, tiles) in
-                            scores.chunks_exact(scores_len).zip(tiles.chunks_exact_mut(tiles_len))
-                        {
+                        let panels = scores.chunks_exact(scores_len).zip(tiles.chunks_exact_mut(tiles_len));
+                        for (qp, (probabilities, tiles)) in panels.enumerate() {
                             let tile = &mut tiles.as_chunks_mut::<TILE>().0[dp];
-                            self.tile.run(kc, v_block, &probabilities[j0 * NR..], tile, j0 > 0);
+                            let p_block = &probabilities[j0 * NR..];
+                            if exact_values[qp] {
+                                self.tile.run_exact(kc, v_block, p_block, tile, j0 > 0);
+                            } else {
+                                self.tile.run(kc, v_block, p_block, tile, j0 > 0);
+                            }
                         }
                     }
                 }

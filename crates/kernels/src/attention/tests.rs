@@ -159,3 +159,22 @@ fn the_bits_do_not_depend_on_the_number_of_threads() {
     assert_eq!(one, run(2));
     assert_eq!(one, run(5));
 }
+
+/// Products that overflow: `−∞ + ∞` is NaN when each product is rounded first (MLX), while an
+/// FMA would carry `−∞` through; the bf16 path must not take FMA here.
+#[test]
+fn overflowing_products_keep_the_separate_rounding() {
+    let shape = AttentionShape { batch: 1, query_heads: 1, kv_heads: 1, queries: 1, keys: 2, head_dim: 2 };
+    let b = |x: f32| crate::bf16_from_f32(x);
+    let q = [b(1e30), b(1e30)];
+    let k = [b(-1e30), b(1e30), b(1.0), b(1.0)];
+    let v = [b(1.0), b(2.0), b(3.0), b(4.0)];
+    let mut expected = [bf16::ZERO; 2];
+    reference(shape, &q, &k, &v, 1.0, None, &mut expected).unwrap();
+    assert!(expected.iter().all(|x| x.to_f32().is_nan()));
+    for kernel in MicroKernel::available() {
+        let mut out = [bf16::ZERO; 2];
+        attention_with(kernel, shape, &q, &k, &v, 1.0, None, &mut out).unwrap();
+        assert_eq!(out.map(|x| x.to_bits()), expected.map(|x| x.to_bits()), "{kernel:?}");
+    }
+}

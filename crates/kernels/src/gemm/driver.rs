@@ -11,11 +11,12 @@
 
 use super::arithmetic::{BiasPlacement, clip};
 use super::epilogue::Epilogue;
+use super::magnitudes::{Magnitudes, products_are_exact};
 use super::matrix::MatRef;
 use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
 use super::pack::{pack_a, pack_b_panel};
 use super::{GemmOptions, check_arguments};
-use crate::{Float, Result};
+use crate::{DType, Float, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
@@ -69,8 +70,12 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let epilogue =
-        Epilogue { bias: options.bias, placement: BiasPlacement::for_product::<O, B>(&b), out_clip: options.out_clip };
+    let epilogue = Epilogue {
+        bias: options.bias,
+        placement: BiasPlacement::for_product::<O, B>(&b),
+        out_clip: options.out_clip,
+        simd: kernel == MicroKernel::Avx2,
+    };
     if k == 0 {
         empty_product(out, n, &epilogue);
         return Ok(());
@@ -81,6 +86,10 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     let tile_kernel = kernel.resolve();
     // With several column blocks, `a` is packed once for all of them (when it is not huge):
     // row block `t` at `t · mc · k`, its k blocks one after the other, as `pack_a` lays them.
+    // FMA may replace the separate multiply and add where both operands hold bf16 values and
+    // their magnitudes make every product exact (see `magnitudes`).
+    let exact_possible = kernel == MicroKernel::Avx2
+        && (O::DTYPE == DType::Bf16 || (A::DTYPE == DType::Bf16 && B::DTYPE == DType::Bf16));
     let shared_a = (n > nc && m.next_multiple_of(MR) * k <= SHARED_A_MAX).then(|| {
         let mut packed = vec![0.0f32; m.next_multiple_of(MR) * k];
         packed.par_chunks_mut(blocking.mc * k).enumerate().for_each(|(t, dst)| {
@@ -91,7 +100,12 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
                 pack_a::<A, O>(&a, options.a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
             }
         });
-        packed
+        let magnitudes = if exact_possible {
+            packed.par_chunks(blocking.mc * k).map(Magnitudes::of).reduce(|| Magnitudes::EMPTY, Magnitudes::merge)
+        } else {
+            Magnitudes::EMPTY
+        };
+        (packed, magnitudes)
     });
     let mut packed_b = vec![0.0f32; k * nc];
     for j0 in (0..n).step_by(nc) {
@@ -102,10 +116,15 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
             pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst, kernel == MicroKernel::Avx2);
         });
         let packed_b = &*packed_b;
-        let block = ColumnBlock { j0, cols, packed_b, k, kc };
+        let b_magnitudes = if exact_possible {
+            packed_b.par_chunks(k * NR).map(Magnitudes::of).reduce(|| Magnitudes::EMPTY, Magnitudes::merge)
+        } else {
+            Magnitudes::EMPTY
+        };
+        let block = ColumnBlock { j0, cols, packed_b, k, kc, exact_possible, b_magnitudes };
         out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
             let i0 = t * blocking.mc;
-            let packed_a = shared_a.as_deref().map(|packed| &packed[i0 * k..]);
+            let packed_a = shared_a.as_ref().map(|(packed, magnitudes)| (&packed[i0 * k..], *magnitudes));
             row_block(tile_kernel, &a, options.a_clip, packed_a, &block, &epilogue, i0, rows, n);
         });
     }
@@ -119,6 +138,9 @@ struct ColumnBlock<'a> {
     packed_b: &'a [f32],
     k: usize,
     kc: usize,
+    /// Whether the operands hold bf16 values (FMA is then exact where magnitudes allow).
+    exact_possible: bool,
+    b_magnitudes: Magnitudes,
 }
 
 /// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`; `a` packed
@@ -128,7 +150,7 @@ fn row_block<A: Float, O: Float>(
     kernel: TileKernel,
     a: &MatRef<'_, A>,
     a_clip: Option<(f32, f32)>,
-    shared_a: Option<&[f32]>,
+    shared_a: Option<(&[f32], Magnitudes)>,
     block: &ColumnBlock<'_>,
     epilogue: &Epilogue<'_, O>,
     i0: usize,
@@ -146,13 +168,16 @@ fn row_block<A: Float, O: Float>(
         for p0 in (0..k).step_by(kc) {
             let kcur = kc.min(k - p0);
             let (first, last) = (p0 == 0, p0 + kcur == k);
-            let packed_a: &[f32] = match shared_a {
-                Some(shared) => &shared[row_panels * MR * p0..],
+            let (packed_a, a_magnitudes): (&[f32], Magnitudes) = match shared_a {
+                Some((shared, magnitudes)) => (&shared[row_panels * MR * p0..], magnitudes),
                 None => {
                     pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), own_a);
-                    own_a
+                    let packed = &own_a[..row_panels * kcur * MR];
+                    let magnitudes = if block.exact_possible { Magnitudes::of(packed) } else { Magnitudes::EMPTY };
+                    (packed, magnitudes)
                 }
             };
+            let exact = block.exact_possible && products_are_exact(a_magnitudes, block.b_magnitudes);
             for jp in 0..col_panels {
                 let jl = jp * NR;
                 let cols = NR.min(block.cols - jl);
@@ -161,7 +186,12 @@ fn row_block<A: Float, O: Float>(
                 for ip in 0..row_panels {
                     let tile = &mut tiles[jp * row_panels + ip];
                     let accumulate = !first || epilogue.init(jg, cols, tile);
-                    kernel.run(kcur, &packed_a[ip * kcur * MR..], b_panel, tile, accumulate);
+                    let a_panel = &packed_a[ip * kcur * MR..];
+                    if exact {
+                        kernel.run_exact(kcur, a_panel, b_panel, tile, accumulate);
+                    } else {
+                        kernel.run(kcur, a_panel, b_panel, tile, accumulate);
+                    }
                     if last {
                         let r0 = ip * MR;
                         epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);

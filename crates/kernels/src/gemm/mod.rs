@@ -17,6 +17,7 @@
 mod arithmetic;
 mod driver;
 mod epilogue;
+pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
 mod microkernel_avx2;
