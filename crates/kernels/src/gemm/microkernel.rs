@@ -3,7 +3,8 @@
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
 //! the product rounded first. `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
-//! `kc × NR`. All kernels give the same bits.
+//! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
+//! exact, see [`magnitudes`](super::magnitudes)).
 
 use super::{microkernel_avx2, microkernel_portable};
 use std::fmt;
