@@ -1,11 +1,15 @@
 //! The vision suite: both encoders, every stage, from the image files and checkpoints the
 //! reference side wrote (`crates/parity/python/vision.py`), compared row by row.
+//!
+//! Quantized cases add a row comparing the set of quantized vision modules with the
+//! reference's; `compute: "float32"` cases load with [`ComputeDtype::F32`] and the reference
+//! kernels ([`Kernels::Reference`]), which is what mlx-vlm computes on the model cast to float32.
 
-use crate::{Table, compare_arrays};
+use crate::{Table, compare_arrays, compare_bytes};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use vision::{EncoderOptions, PreparedImage, Trace, VisionEncoder};
+use vision::{ComputeDtype, EncoderOptions, Kernels, PreparedImage, Trace, VisionEncoder};
 
 /// Any failure of the suite itself (a missing file, a load error): not a parity row.
 pub type SuiteError = Box<dyn std::error::Error>;
@@ -21,6 +25,12 @@ struct Case {
     model_type: String,
     dtype: String,
     runs: Vec<Run>,
+    /// `"float32"`: the reference ran on the model cast to float32.
+    #[serde(default)]
+    compute: Option<String>,
+    /// The vision modules the reference loaded as `nn.QuantizedLinear`.
+    #[serde(default)]
+    quantized: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -39,8 +49,26 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
     let manifest: Manifest = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     for case in &manifest.cases {
         let case_dir = dir.join(&case.name);
-        let encoder = VisionEncoder::load(case_dir.join("model"), EncoderOptions::default())?;
+        let options = match case.compute.as_deref() {
+            None => EncoderOptions::default(),
+            Some("float32") => {
+                EncoderOptions { compute_dtype: ComputeDtype::F32, kernels: Kernels::Reference, ..Default::default() }
+            }
+            Some(other) => return Err(format!("{}: unknown compute dtype `{other}`", case.name).into()),
+        };
+        let encoder = VisionEncoder::load(case_dir.join("model"), options)?;
         let reference = tensor::load_safetensors(case_dir.join("reference.safetensors"))?;
+        let label = match &case.compute {
+            Some(compute) => format!("{}, {} as {compute}", case.model_type, case.dtype),
+            None => format!("{}, {}", case.model_type, case.dtype),
+        };
+        if let Some(expected) = &case.quantized {
+            let plan = encoder.checkpoint().quantization();
+            let ours: Vec<&str> = plan.modules().keys().map(String::as_str).collect();
+            let what = format!("{} quantized modules", expected.len());
+            let name = format!("{} ({label}) quantized modules", case.name);
+            table.push(compare_bytes(&name, &what, ours.join("\n").as_bytes(), expected.join("\n").as_bytes()));
+        }
         for run in &case.runs {
             let started = std::time::Instant::now();
             let ours = run_ours(&encoder, &case_dir, run)?;
@@ -48,7 +76,7 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
             for stage in &run.stages {
                 let key = format!("{}.{stage}", run.name);
                 let expected = reference.get(&key).ok_or_else(|| format!("reference lacks {key}"))?;
-                let name = format!("{} ({}, {}) {} {stage}", case.name, case.model_type, case.dtype, run.name);
+                let name = format!("{} ({label}) {} {stage}", case.name, run.name);
                 let actual = ours.get(stage).ok_or_else(|| format!("our trace lacks stage {stage} of {}", run.name))?;
                 table.push(compare_arrays(&name, actual, expected)?);
             }
