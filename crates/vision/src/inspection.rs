@@ -1,6 +1,6 @@
 //! [`Inspection`]: what a loaded encoder is, and why an image gives the soft tokens it gives.
 
-use crate::{Error, ModelType, Result, VisionConfig, VisionEncoder};
+use crate::{Error, ModelType, PreparedImage, Result, VisionConfig, VisionEncoder};
 use layers::WeightStore;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -132,7 +132,7 @@ impl Inspection {
 
     /// The facts of `encoder`, with the soft-token budget `budget` (else the checkpoint's,
     /// else 280) and, when `image_size` (`(width, height)`) is given, what an image of that
-    /// size becomes. Runs one encode of the smallest image (one soft token) to report the
+    /// size becomes. Runs one encode of the smallest input (one soft token) to report the
     /// features' dtype, and reads the loaded tensors once for the cache identity.
     pub fn of(encoder: &VisionEncoder, budget: Option<u32>, image_size: Option<(u32, u32)>) -> Result<Inspection> {
         let checkpoint = encoder.checkpoint();
@@ -210,15 +210,36 @@ impl Inspection {
     }
 }
 
-/// The features' dtype: one encode of a black image one soft token wide (`patch × pool`
-/// pixels square, a budget of one soft token, so nothing is resized).
+/// The features' dtype: one encode of the smallest input, one soft token of zeros shaped by the
+/// model's own configuration (not the processor's, which may not fit it).
 fn feature_dtype(encoder: &VisionEncoder) -> Result<String> {
-    let processor = encoder.processor_config();
-    let side = processor.patch_size.saturating_mul(processor.pooling_kernel_size).max(1);
-    let pixels = usize::try_from(u64::from(side) * u64::from(side) * 3)
-        .map_err(|_| Error::input(format!("a {side}×{side} image does not fit in memory")))?;
-    let image = preprocess::RgbImage::new(side, side, vec![0; pixels])?;
-    Ok(encoder.encode_images(&[image], Some(1))?.features.dtype().to_string())
+    let input = match &encoder.config().vision {
+        VisionConfig::Siglip(c) => {
+            let side = usize::try_from(i64::from(c.patch_size) * i64::from(c.pooling_kernel_size))
+                .map_err(|_| Error::input("the patch size does not fit in memory"))?;
+            PreparedImage::Pixels(preprocess::PixelValues {
+                data: vec![0.0; 3 * side * side],
+                height: side,
+                width: side,
+                soft_tokens: 1,
+            })
+        }
+        VisionConfig::Unified(c) => {
+            let dim =
+                usize::try_from(c.patch_dim()).map_err(|_| Error::input("the patch size does not fit in memory"))?;
+            let side = usize::try_from(c.model_patch_size).unwrap_or(0);
+            PreparedImage::Patches(preprocess::Patches {
+                data: vec![0.0; dim],
+                positions: vec![0, 0],
+                len: 1,
+                dim,
+                patch: side,
+                grid: (1, 1),
+                real: 1,
+            })
+        }
+    };
+    Ok(encoder.encode_prepared(&[input], None)?.features.dtype().to_string())
 }
 
 /// Where the checkpoint's own budget comes from, looking where
