@@ -46,8 +46,9 @@ fn text(i: &Inspection) -> String {
         "vision",
         match &i.vision {
             VisionConfig::Siglip(c) => format!(
-                "SigLIP tower: {} layers, width {}, {} heads × {} ({} kv), MLP {}, patch {}, pool {}{}{}",
+                "SigLIP tower: {} layer{}, width {}, {} heads × {} ({} kv), MLP {}, patch {}, pool {}{}{}",
                 c.num_hidden_layers,
+                if c.num_hidden_layers == 1 { "" } else { "s" },
                 c.hidden_size,
                 c.num_attention_heads,
                 c.head_dim,

@@ -130,3 +130,21 @@ fn a_refused_checkpoint_is_one_error_line_saying_why() {
         assert!(stderr.contains("is not WIDTHxHEIGHT"), "{bad}: {stderr}");
     }
 }
+
+/// The README shows `inspect`'s output on a test checkpoint; it must stay what the command prints.
+#[test]
+fn the_readme_shows_what_the_command_prints() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let command =
+        "$ gemma-vision inspect --model crates/vision/tests/fixtures/q-legacy-affine4/model --image-size 640x480\n";
+    let start = readme.find(command).expect("the README's inspect example") + command.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_gemma-vision"))
+        .current_dir(&root)
+        .args(["inspect", "--model", "crates/vision/tests/fixtures/q-legacy-affine4/model", "--image-size", "640x480"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), shown, "update the README's inspect example");
+}
