@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 ///
 /// Values are kept as written; they are checked when a module uses them
 /// ([`plan`]), so a text-only setting never refuses a checkpoint whose vision is dense.
+///
+/// mlx-vlm's converter writes the section under both names; mlx-vlm 0.7.10 itself quantizes
+/// MLX-format checkpoints from `quantization` only (a lone `quantization_config` without a
+/// `quant_method` leaves every module dense there, and the stored `scales` then fail its strict
+/// load). A lone `quantization_config` is read here as the same section.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QuantizationConfig {
     /// `group_size` (`None`: absent or null, MLX's default for the mode).
