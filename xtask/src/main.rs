@@ -38,6 +38,8 @@ cargo xtask <command>
                 features of images (the release gemma-vision binary)
   preprocess --model DIR --image FILE [--max-soft-tokens N] --out FILE
                 what the encoder consumes for an image
+  inspect --model DIR [--max-soft-tokens N] [--image-size WxH] [--json]
+                what a checkpoint is: dimensions, quantized modules, budget, tensors
 ";
 
 fn main() -> ExitCode {
@@ -52,7 +54,7 @@ fn main() -> ExitCode {
         "doctor" => test::doctor(),
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),
-        "encode" | "preprocess" => cli::main(command, rest),
+        "encode" | "preprocess" | "inspect" => cli::main(command, rest),
         "soak" => soak::main(rest),
         "fuzz" => fuzz::main(rest),
         "help" | "--help" | "-h" => {

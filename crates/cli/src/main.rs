@@ -6,6 +6,7 @@
 
 mod args;
 mod encode;
+mod inspect;
 mod preprocess;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,7 @@ struct Cli {
 enum Command {
     Encode(encode::EncodeArgs),
     Preprocess(preprocess::PreprocessArgs),
+    Inspect(inspect::InspectArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Encode(args) => encode::run(args),
         Command::Preprocess(args) => preprocess::run(args),
+        Command::Inspect(args) => inspect::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,6 +23,18 @@ pub enum Error {
     /// `config.json` is malformed or holds values the encoders cannot serve.
     #[error("{}: `{field}`: {detail}", path.display())]
     Config { path: PathBuf, field: String, detail: String },
+    /// The checkpoint has no vision tower: a text-only conversion (`vision_config: null`, or no
+    /// vision tensor in its weight files). `path` is the file or directory that shows it.
+    #[error("{}: the checkpoint has no vision tower: {detail}", path.display())]
+    NoVisionTower { path: PathBuf, detail: String },
+    /// A weight is missing, mis-shaped or of the wrong dtype; `files` are the weight files
+    /// looked in (the one holding the tensor, or all of them when it is missing).
+    #[error("{source} (in {})", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Weight { files: Vec<PathBuf>, source: layers::Error },
+    /// A vision module is stored quantized in a way mlx-vlm 0.7.10 does not load or run
+    /// (`module` is its path, e.g. `embed_vision.embedding_projection`).
+    #[error("quantized module `{module}`: {detail}")]
+    Quantization { module: String, detail: String },
     /// An input does not fit the encoder (shape, dtype, count).
     #[error("{what}")]
     Input { what: String },

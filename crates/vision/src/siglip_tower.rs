@@ -109,10 +109,14 @@ impl SiglipVisionTower {
         self.project(&pooled.rows, trace)
     }
 
-    /// `embed_vision`: pooled soft tokens `[N, D]` → features `[N, text_hidden]`. Row-wise, so
-    /// the rows of several calls may be concatenated first (as the reference does for a list
-    /// of images of different sizes).
+    /// `embed_vision`: pooled (and standardized) soft tokens `[N, D]` → features
+    /// `[N, text_hidden]`. Row-wise, so the rows of several calls may be concatenated first (as
+    /// the reference does for a list of images of different sizes); the trace records the rows
+    /// as `standardized` when the tower standardizes (the reference's vision tower output).
     pub fn project(&self, rows: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
+        if self.standardize.is_some() {
+            record(&mut trace, "standardized", rows);
+        }
         let out = self.embedder.forward(rows)?;
         record(&mut trace, "features", &out);
         Ok(out)
@@ -239,7 +243,6 @@ impl SiglipVisionTower {
         let mut rows = keep_leading_rows(&pooled, &counts)?;
         if let Some((bias, scale)) = &self.standardize {
             rows = rows.sub(bias)?.mul(scale)?;
-            record(&mut trace, "standardized", &rows);
         }
         Ok(PooledRows { rows, counts })
     }

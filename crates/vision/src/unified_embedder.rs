@@ -3,7 +3,7 @@
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, UnifiedConfig};
-use layers::{Execution, LAYER_NORM_EPS, LayerNorm, Linear, Weights};
+use layers::{Execution, LAYER_NORM_EPS, LayerNorm, Projection, Weights};
 use tensor::{Array, Dtype, SharedArray};
 
 /// The encoder-free embedder of gemma4_unified (12B): each 48×48 patch → one soft token.
@@ -13,7 +13,7 @@ use tensor::{Array, Dtype, SharedArray};
 ///
 /// ```text
 /// h = layer_norm(x, ln1)                  # eps 1e-5 (MLX's default), not rms_norm_eps
-/// h = addmm(dense.b, h, dense.W.T)
+/// h = addmm(dense.b, h, dense.W.T)      # quantized: quantized_matmul(h, …) + dense.b
 /// h = layer_norm(h, ln2)
 /// cl = maximum(ids, 0).astype(i32); val = (ids != -1).astype(h.dtype)
 /// h = h + (pos[cl[..., 0], 0] * val[..., 0:1] + pos[cl[..., 1], 1] * val[..., 1:2])
@@ -29,7 +29,7 @@ use tensor::{Array, Dtype, SharedArray};
 pub struct UnifiedVisionEmbedder {
     config: UnifiedConfig,
     patch_ln1: LayerNorm,
-    patch_dense: Linear,
+    patch_dense: Projection,
     patch_ln2: LayerNorm,
     pos_embedding: SharedArray,
     pos_norm: LayerNorm,
@@ -43,7 +43,7 @@ impl UnifiedVisionEmbedder {
         Ok(UnifiedVisionEmbedder {
             config: config.clone(),
             patch_ln1: LayerNorm::load(&w.pp("patch_ln1"), patch_dim, LAYER_NORM_EPS)?,
-            patch_dense: Linear::load(&w.pp("patch_dense"), patch_dim, e, true)?,
+            patch_dense: Projection::load(&w.pp("patch_dense"), patch_dim, e, true)?,
             patch_ln2: LayerNorm::load(&w.pp("patch_ln2"), e, LAYER_NORM_EPS)?,
             pos_embedding: w.get("pos_embedding", &[config.mm_posemb_size, 2, e])?,
             pos_norm: LayerNorm::load(&w.pp("pos_norm"), e, LAYER_NORM_EPS)?,
@@ -74,9 +74,9 @@ impl UnifiedVisionEmbedder {
         &self.config
     }
 
-    /// The weights' dtype.
+    /// The float weights' dtype (the position table's).
     pub fn dtype(&self) -> Dtype {
-        self.patch_dense.weight().dtype()
+        self.pos_embedding.dtype()
     }
 
     /// `get_image_features(patches, positions)`: patches `[B, N, 6912]` (or `[B, T, N, 6912]`,

@@ -97,11 +97,9 @@ fn forward(
     }
     let e = execution;
     Ok(Some(match block {
-        "linear" => {
-            Linear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "bias")?)?
-                .with_execution(e)
-                .forward(&input("x")?)?
-        }
+        "linear" => Linear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "bias")?)?
+            .with_execution(e)
+            .forward(&input("x")?)?,
         "clippable_linear" => {
             ClippableLinear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "clipped")?)?
                 .with_execution(e)
@@ -124,9 +122,9 @@ fn forward(
             };
             norm.forward(&input("x")?)?
         }
-        "layer_norm" => {
-            LayerNorm::load(weights, int(dims, "dim")?, float(dims, "eps")? as f32)?.with_execution(e).forward(&input("x")?)?
-        }
+        "layer_norm" => LayerNorm::load(weights, int(dims, "dim")?, float(dims, "eps")? as f32)?
+            .with_execution(e)
+            .forward(&input("x")?)?,
         "gelu_approx" => gelu_approx(&input("x")?)?,
         "geglu_mlp" => {
             GegluMlp::load(weights, int(dims, "hidden")?, int(dims, "intermediate")?, flag(dims, "clipped")?)?
