@@ -20,6 +20,7 @@ mod checkpoint;
 mod config;
 mod encoder;
 mod error;
+mod frames;
 mod inspection;
 mod multimodal_embedder;
 mod patch_embedder;
