@@ -28,7 +28,7 @@ mod unified_embedder;
 pub use checkpoint::{Checkpoint, WEIGHT_FILES};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
 pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
