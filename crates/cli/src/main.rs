@@ -5,6 +5,7 @@
 //! leaves no output file behind (outputs are written to a temporary file renamed into place).
 
 mod args;
+mod embed;
 mod encode;
 mod preprocess;
 
@@ -22,6 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Encode(encode::EncodeArgs),
+    Embed(embed::EmbedArgs),
     Preprocess(preprocess::PreprocessArgs),
 }
 
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Encode(args) => encode::run(args),
+        Command::Embed(args) => embed::run(args),
         Command::Preprocess(args) => preprocess::run(args),
     };
     match result {
