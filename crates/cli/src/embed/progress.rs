@@ -1,6 +1,6 @@
 //! The progress bar of an `embed` job and its closing summary.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -16,9 +16,12 @@ impl Progress {
         let target =
             if std::io::stdout().is_terminal() { ProgressDrawTarget::stdout() } else { ProgressDrawTarget::hidden() };
         let bar = ProgressBar::with_draw_target(Some(total as u64), target);
-        let template = "{bar:32} {pos}/{len} images  {per_sec:.1}  {elapsed} elapsed, ETA {eta}  {msg}";
+        let template = "{bar:32} {pos}/{len} images  {rate}  {elapsed} elapsed, ETA {eta}  {msg}";
         if let Ok(style) = ProgressStyle::with_template(template) {
-            bar.set_style(style.progress_chars("=> "));
+            let rate = |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = write!(out, "{:.2} images/s", state.per_sec());
+            };
+            bar.set_style(style.progress_chars("=> ").with_key("rate", rate));
         }
         bar.enable_steady_tick(Duration::from_millis(500));
         Progress { bar }
