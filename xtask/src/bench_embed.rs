@@ -1,12 +1,13 @@
 //! `cargo xtask bench embed [--images N] [--budget N] [--dtypes native,f32] [--actors 1,2]
-//! [--rss-images 200,2000] [--rss-budget N] [--rss-dtype D] [--model e2b|tiny]`: corpus
-//! throughput and memory, written into the `embed` section of BENCHMARKS.md.
+//! [--ray-dtype D] [--rss-images 200,2000] [--rss-budget N] [--rss-dtype D] [--model e2b|tiny]`:
+//! corpus throughput and memory, written into the `embed` section of BENCHMARKS.md. Defaults:
+//! 200 images at budget 280, Ray in the native dtype, RSS in f32 at budget 70.
 //!
 //! - `gemma-vision embed` (release) on `--images` 640×480 JPEGs at `--budget`, once per dtype:
 //!   images per second of the job (its own summary: decode, encode and shard writes, model load
 //!   excluded) and of the whole process (load included);
 //! - `python -m gemma_vision.ray_embed` (the release wheel, installed into `.deps/venv`) on the
-//!   same corpus, native dtype, on a local Ray instance of all cores, once per `--actors` count:
+//!   same corpus, `--ray-dtype`, on a local Ray instance of all cores, once per `--actors` count:
 //!   its images per second (the job from the dataset to the last Parquet file, actors' model
 //!   loads included) and of the whole process (Ray's start included), and the ratio to `embed`;
 //! - the peak RSS of `embed` over corpora of each `--rss-images` size (`--rss-dtype` at
@@ -33,6 +34,7 @@ struct Selection {
     budget: u32,
     dtypes: Vec<String>,
     actors: Vec<usize>,
+    ray_dtype: String,
     rss_images: Vec<usize>,
     rss_budget: u32,
     rss_dtype: String,
@@ -45,6 +47,7 @@ fn parse(args: &[String]) -> Result<Selection> {
         budget: 280,
         dtypes: vec!["native".into(), "f32".into()],
         actors: vec![1, 2],
+        ray_dtype: "native".into(),
         rss_images: vec![200, 2000],
         rss_budget: 70,
         rss_dtype: "f32".into(),
@@ -60,6 +63,7 @@ fn parse(args: &[String]) -> Result<Selection> {
             "--budget" => s.budget = number(value)? as u32,
             "--dtypes" => s.dtypes = value.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect(),
             "--actors" => s.actors = list(value)?,
+            "--ray-dtype" => s.ray_dtype = value.clone(),
             "--rss-images" => s.rss_images = list(value)?,
             "--rss-budget" => s.rss_budget = number(value)? as u32,
             "--rss-dtype" => s.rss_dtype = value.clone(),
@@ -119,7 +123,7 @@ pub fn main(args: &[String]) -> Result<()> {
     let images = corpus(selection.images)?;
     let budget = selection.budget.to_string();
     let mut table = String::new();
-    let mut embed_native = None;
+    let mut embed_rate = None;
     for dtype in &selection.dtypes {
         eprintln!("bench embed: gemma-vision embed, {} images, budget {budget}, {dtype}", selection.images);
         let out = fresh(&dir.join(format!("out-embed-{dtype}")))?;
@@ -127,24 +131,26 @@ pub fn main(args: &[String]) -> Result<()> {
         command.arg("embed").arg("--model").arg(&model).arg("--images").arg(&images).arg("--out").arg(&out);
         command.args(["--max-soft-tokens", &budget, "--dtype", dtype]);
         let timed = timed(command, selection.images)?;
-        if dtype == "native" {
-            embed_native = Some(timed.job_rate);
+        if *dtype == selection.ray_dtype {
+            embed_rate = Some(timed.job_rate);
         }
         let peak = timed.peak_mib.map_or("?".to_owned(), |m| format!("{m:.0} MiB"));
         writeln!(table, "| `embed`, {dtype} | {:.3} | {:.3} | {peak} | |", timed.job_rate, timed.process_rate)
             .map_err(|e| e.to_string())?;
     }
     for &actors in &selection.actors {
-        eprintln!("bench embed: ray_embed, {} images, budget {budget}, native, {actors} actor(s)", selection.images);
+        let dtype = &selection.ray_dtype;
+        eprintln!("bench embed: ray_embed, {} images, budget {budget}, {dtype}, {actors} actor(s)", selection.images);
         let out = fresh(&dir.join(format!("out-ray-{actors}")))?;
         let mut command = Command::new(python());
         command.args(["-m", "gemma_vision.ray_embed", "--model"]).arg(&model).arg("--images").arg(&images);
-        command.arg("--out").arg(&out).args(["--max-soft-tokens", &budget, "--actors", &actors.to_string()]);
+        command.arg("--out").arg(&out).args(["--max-soft-tokens", &budget, "--dtype", dtype]);
+        command.args(["--actors", &actors.to_string()]);
         let timed = timed(command, selection.images)?;
-        let ratio = embed_native.map_or("".to_owned(), |e| format!("{:.2}× `embed`'s", timed.job_rate / e));
+        let ratio = embed_rate.map_or("".to_owned(), |e| format!("{:.2}× `embed`'s", timed.job_rate / e));
         writeln!(
             table,
-            "| Ray Data, native, {actors} actor(s) | {:.3} | {:.3} | | {ratio} |",
+            "| Ray Data, {dtype}, {actors} actor(s) | {:.3} | {:.3} | | {ratio} |",
             timed.job_rate, timed.process_rate
         )
         .map_err(|e| e.to_string())?;

@@ -26,7 +26,7 @@ use vision::{EncoderOptions, VisionEncoder};
 /// order), `errors` (images that could not be read, with the message), `model_identity` and
 /// `max_soft_tokens`. Each image's rows are what `gemma-vision encode` writes for it alone.
 /// Shards are written whole or not at all: rerunning the same command after an interruption
-/// (a kill included) skips the images already recorded. `errors.jsonl` lists every image that
+/// (a kill included) skips the images already recorded, unreadable ones included. `errors.jsonl` lists every image that
 /// could not be read; the job goes on without them.
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
