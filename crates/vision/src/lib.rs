@@ -34,7 +34,7 @@ mod unified_embedder;
 pub use checkpoint::{Checkpoint, INDEX_FILE};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
 pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use inspection::{Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, QuantizedModule, TensorCounts};
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
