@@ -4,8 +4,9 @@
 //! - `MLX_DIR`: an MLX install with `include/mlx/mlx.h` and `lib/libmlx.{so,dylib}`
 //!   (default `<workspace>/.deps/mlx`, made by `cargo xtask setup` from the pinned PyPI wheel).
 //! - `MLX_C_DIR`: mlx-c sources with `mlx/c/*.cpp` (default `<workspace>/.deps/mlx-c`).
-//! - `MLX_BLAS`: `blis` (default on Linux) links Debian's BLIS ahead of libmlx so its cblas
-//!   symbols serve MLX's float32 matmuls; `none` keeps whatever BLAS libmlx was built with.
+//!
+//! No BLAS is linked ahead of libmlx: its float32 matmuls run in the BLAS it was built with
+//! (for the PyPI wheel, the bundled reference BLAS), so MLX's own ops give stock bits.
 //!
 //! Outputs for dependents (`links = "mlx"`): `DEP_MLX_RPATH`, the directory holding libmlx,
 //! which crates with test, bench or binary targets put into their rpath.
@@ -14,10 +15,9 @@ use std::env;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    for var in ["MLX_DIR", "MLX_C_DIR", "MLX_BLAS"] {
+    for var in ["MLX_DIR", "MLX_C_DIR"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    println!("cargo::rustc-check-cfg=cfg(mlx_blas, values(\"blis\"))");
     if let Err(message) = build() {
         println!("cargo::error={message}");
     }
@@ -45,10 +45,6 @@ fn build() -> Result<(), String> {
     println!("cargo:rerun-if-changed={}", lib_dir.join(lib_name).display());
 
     compile_mlx_c(&manifest, &mlx_dir, &mlx_c_dir)?;
-    // The BLAS goes first so that its cblas symbols precede the reference BLAS libmlx depends on.
-    if target_os == "linux" {
-        link_blas()?;
-    }
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rustc-link-lib=dylib=mlx");
     if target_os != "windows" {
@@ -86,33 +82,6 @@ fn compile_mlx_c(manifest: &Path, mlx_dir: &Path, mlx_c_dir: &Path) -> Result<()
         .files(sources)
         .try_compile("mlxc")
         .map_err(|e| format!("compiling mlx-c failed: {e}"))
-}
-
-/// Links a multithreaded, CPU-detecting BLAS (Debian's BLIS) into every binary.
-fn link_blas() -> Result<(), String> {
-    let choice = env::var("MLX_BLAS").unwrap_or_else(|_| "blis".to_owned());
-    match choice.as_str() {
-        "none" => Ok(()),
-        "blis" => {
-            let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-            let dirs = [
-                format!("/usr/lib/{arch}-linux-gnu"),
-                "/usr/lib64".to_owned(),
-                "/usr/lib".to_owned(),
-                "/usr/local/lib".to_owned(),
-            ];
-            let dir = dirs
-                .iter()
-                .find(|dir| Path::new(dir).join("libblis.so.4").exists())
-                .ok_or("libblis.so.4 not found: run `cargo xtask setup` (or set MLX_BLAS=none)")?;
-            println!("cargo:rustc-link-search=native={dir}");
-            println!("cargo:rustc-link-lib=dylib:+verbatim=libblis.so.4");
-            println!("cargo:rustc-cfg=mlx_blas=\"blis\"");
-            println!("cargo:blas=blis");
-            Ok(())
-        }
-        other => Err(format!("MLX_BLAS={other} is not supported (use `blis` or `none`)")),
-    }
 }
 
 fn generate_bindings(mlx_c_dir: &Path) -> Result<(), String> {

@@ -68,15 +68,6 @@ fn describe(cmd: &Command) -> String {
     std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ")
 }
 
-/// The BLAS our binaries link (see mlx-ffi's build script), when present on this machine.
-pub fn linked_blas() -> Option<PathBuf> {
-    let arch = std::env::consts::ARCH;
-    [format!("/usr/lib/{arch}-linux-gnu/libblis.so.4"), "/usr/lib64/libblis.so.4".to_owned()]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
 /// The reference's Python, exactly as pip installs it: the stock MLX wheels with their bundled
 /// reference BLAS, nothing preloaded.
 pub fn oracle_python(script: &Path) -> Command {

@@ -43,7 +43,7 @@ const PARALLEL_MIN: usize = 1 << 15;
 /// r = isnan(x) ? x : r;  r = x > 88 ? +inf : r;  r = x < -88 ? 0 : r
 /// ```
 ///
-/// A NaN comes back unchanged (sign and payload). `-88 ≤ x < -87.6…` gives 0 (the exponent
+/// A NaN comes back unchanged (sign and payload). `-88 ≤ x < -87.68…` gives 0 (the exponent
 /// field of `2^-127` is 0); `exp(-0) = exp(0) = 1`.
 #[inline]
 pub fn exp(x: f32) -> f32 {
@@ -235,7 +235,7 @@ mod tests {
         assert_eq!(exp(f32::INFINITY), f32::INFINITY);
         assert_eq!(exp(-88.000_01).to_bits(), 0);
         assert_eq!(exp(f32::NEG_INFINITY).to_bits(), 0);
-        // 2^-127 has the bits of +0: MLX's exp is 0 from -88 to about -87.6.
+        // 2^-127 has the bits of +0: MLX's exp is 0 from -88 to about -87.68 (where x·log2(e) reaches -126.5).
         assert_eq!(exp(-88.0).to_bits(), 0);
         for nan in [0x7FC0_0000u32, 0xFFC1_2345, 0x7F80_0001] {
             assert_eq!(exp(f32::from_bits(nan)).to_bits(), nan, "NaN {nan:#x} is returned as is");

@@ -12,10 +12,10 @@
 //!
 //! [`vision_rms_norm_scalar`] is that sequence element by element (the definition of the
 //! bits); [`vision_rms_norm`] gives the same bits over all cores, squaring with
-//! [`square_as_pow`](crate::power::square_as_pow) (exactly `powf(f, 2)`, without calling it
+//! [`square_as_pow`] (exactly `powf(f, 2)`, without calling it
 //! for most values) and 8 rows per AVX2 vector where available. [`normalize_heads`] fuses the
 //! norm of every head with the RoPE that follows it in the reference
-//! ([`rope`](crate::rope)), in place.
+//! ([`rope`]), in place.
 
 use crate::power::{pow, square_as_pow};
 use crate::rope::{self, RopeTables};

@@ -2,8 +2,8 @@
 //! new arrays from host buffers, and the record of which kernels ran.
 
 use crate::{Error, Result};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use tensor::{Array, Dtype, Element};
 
 /// An element type both MLX arrays and the host kernels hold: `f32` and `bf16`.
@@ -83,15 +83,17 @@ pub(crate) fn output<T: HostFloat>(len: usize) -> Vec<T> {
     vec![T::default(); len]
 }
 
-static KERNELS_RUN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-
-/// Records that the host kernel `name` ran in this process.
-pub(crate) fn record(name: &'static str) {
-    KERNELS_RUN.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(name);
+thread_local! {
+    static KERNELS_RUN: RefCell<BTreeSet<&'static str>> = const { RefCell::new(BTreeSet::new()) };
 }
 
-/// The host kernels that ran in this process since the last [`take_kernels_run`], by name
+/// Records that the host kernel `name` ran for a block called on this thread.
+pub(crate) fn record(name: &'static str) {
+    KERNELS_RUN.with(|run| run.borrow_mut().insert(name));
+}
+
+/// The host kernels that ran for blocks called on this thread since the last call, by name
 /// (`"gemm"`, `"attention"`, …), sorted; the record is emptied.
 pub fn take_kernels_run() -> Vec<&'static str> {
-    std::mem::take(&mut *KERNELS_RUN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())).into_iter().collect()
+    KERNELS_RUN.with(|run| std::mem::take(&mut *run.borrow_mut())).into_iter().collect()
 }

@@ -115,7 +115,7 @@ impl Linear {
         let shape = x.shape();
         let k = *shape.last().unwrap_or(&0) as usize;
         let n = self.weight.dim(0)? as usize;
-        let m = if k == 0 { 0 } else { x.size() / k };
+        let m = x.size().checked_div(k).unwrap_or(0);
         let bias = self.bias.as_ref().map(|b| host::converted::<O>(b)).transpose()?;
         let options = GemmOptions {
             a_clip: clips

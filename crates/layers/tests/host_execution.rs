@@ -9,14 +9,8 @@ use layers::{
     VisionAttention, VisionBlock, VisionBlockConfig, Weights, take_kernels_run,
 };
 use proptest::prelude::*;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use tensor::{Array, Dtype, SharedArray};
-
-/// The kernels record is process-wide: tests that read it run one at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Deterministic values of `shape` in about `[-scale, scale]`, with a few exact zeros, from `seed`.
 fn random(shape: &[i32], seed: u64, scale: f32, dtype: Dtype) -> Array {
@@ -66,7 +60,6 @@ proptest! {
     #[test]
     fn linear(m in 1i32..40, k in 1i32..70, n in 1i32..40, x_dtype in dtype_strategy(), w_dtype in dtype_strategy(),
               bias in any::<bool>(), seed in any::<u64>()) {
-        let _serial = serial();
         let x = random(&[2, m, k], seed, 2.0, x_dtype);
         let weight = shared(random(&[n, k], seed ^ 1, 0.5, w_dtype));
         let bias = bias.then(|| shared(random(&[n], seed ^ 2, 1.0, w_dtype)));
@@ -78,7 +71,6 @@ proptest! {
     #[test]
     fn clippable_linear(m in 1i32..30, k in 1i32..50, n in 1i32..30, dtype in dtype_strategy(),
                         bound_dtype in dtype_strategy(), seed in any::<u64>()) {
-        let _serial = serial();
         let x = random(&[1, m, k], seed, 3.0, dtype);
         let weight = shared(random(&[n, k], seed ^ 3, 0.5, dtype));
         let bounds = ClipBounds {
@@ -95,7 +87,6 @@ proptest! {
     #[test]
     fn rms_norm(rows in 1i32..40, dim in 1i32..100, dtype in dtype_strategy(), weighted in any::<bool>(),
                 seed in any::<u64>()) {
-        let _serial = serial();
         let x = random(&[rows, dim], seed, 4.0, dtype);
         let norm = if weighted { RmsNorm::new(shared(random(&[dim], seed ^ 4, 2.0, dtype)), 1e-6) } else { RmsNorm::no_scale(1e-6) };
         let host = norm.clone().with_execution(Execution::Host).forward(&x).unwrap();
@@ -105,7 +96,6 @@ proptest! {
     #[test]
     fn layer_norm(rows in 1i32..30, dim in 1i32..100, x_dtype in dtype_strategy(), w_dtype in dtype_strategy(),
                   seed in any::<u64>()) {
-        let _serial = serial();
         let x = random(&[rows, dim], seed, 4.0, x_dtype);
         let norm = LayerNorm::new(shared(random(&[dim], seed ^ 5, 2.0, w_dtype)), shared(random(&[dim], seed ^ 6, 1.0, w_dtype)), 1e-5);
         let host = norm.clone().with_execution(Execution::Host).forward(&x).unwrap();
@@ -115,7 +105,6 @@ proptest! {
     #[test]
     fn geglu_mlp(tokens in 1i32..20, hidden in 1i32..24, intermediate in 1i32..48, dtype in dtype_strategy(),
                  seed in any::<u64>()) {
-        let _serial = serial();
         let x = random(&[1, tokens, hidden], seed, 2.0, dtype);
         let proj = |out: i32, inp: i32, s: u64| ClippableLinear::new(Linear::new(shared(random(&[out, inp], s, 0.5, dtype)), None), None);
         let mlp = GegluMlp::new(proj(intermediate, hidden, seed ^ 7), proj(intermediate, hidden, seed ^ 8), proj(hidden, intermediate, seed ^ 9));
@@ -192,7 +181,7 @@ fn positions(batch: i32, rows: i32, cols: i32, padded: i32) -> Array {
 /// gemma4's additive mask `[B, 1, L, L]` in `dtype`: 0 between real tokens, -1e4 otherwise.
 fn padding_mask(positions: &Array, dtype: Dtype) -> Array {
     let valid = positions.eq(-1).unwrap().all(&[-1], false).unwrap().logical_not().unwrap();
-    let pairs = valid.expand_dims(1).unwrap().mul(&valid.expand_dims(2).unwrap()).unwrap();
+    let pairs = valid.expand_dims(1).unwrap().mul(valid.expand_dims(2).unwrap()).unwrap();
     let zero = Array::scalar(0.0f32).unwrap().astype(dtype).unwrap();
     let fill = Array::scalar(-1e4f32).unwrap().astype(dtype).unwrap();
     pairs.select(&zero, &fill).unwrap().expand_dims(1).unwrap()
@@ -200,7 +189,6 @@ fn padding_mask(positions: &Array, dtype: Dtype) -> Array {
 
 #[test]
 fn vision_attention_and_block_with_masks_gqa_and_padded_head_dims() {
-    let _serial = serial();
     let cases = [
         // (heads, kv heads, head dim, clipped, batch, rows, cols, padded tokens, dtype, bound dtype)
         (4, 2, 8, true, 2, 3, 5, 4, Dtype::Bf16, Dtype::Bf16),
@@ -233,7 +221,6 @@ fn vision_attention_and_block_with_masks_gqa_and_padded_head_dims() {
 
 #[test]
 fn a_block_built_from_parts_runs_on_the_host_too() {
-    let _serial = serial();
     let config = block_config(2, 2, 8, false);
     let weights = block_weights(&config, Dtype::Bf16, Dtype::Bf16, 7);
     let norm = |name: &str| RmsNorm::load(&weights.pp(name), config.hidden_size, 1e-6).unwrap();
@@ -257,7 +244,6 @@ fn a_block_built_from_parts_runs_on_the_host_too() {
 
 #[test]
 fn float16_stays_on_mlx_and_gives_mlx_bits() {
-    let _serial = serial();
     let x = random(&[1, 5, 12], 1, 2.0, Dtype::F16);
     let linear = Linear::new(shared(random(&[6, 12], 2, 0.5, Dtype::F16)), None);
     let _ = take_kernels_run();

@@ -9,6 +9,10 @@
 //! (`MLX_BLAS=none cargo test -p layers --test kernel_attention`). Float32 NaN outputs are
 //! compared as NaN; bf16 outputs bit for bit.
 
+mod common;
+
+use common::require_reference_blas;
+
 use half::bf16;
 use kernels::Float;
 use kernels::attention::{AttentionShape, MaskRef, attention};
@@ -16,15 +20,6 @@ use layers::ensure_fused_sdpa;
 use proptest::prelude::*;
 use tensor::fast::{AttentionMask, scaled_dot_product_attention};
 use tensor::{Array, Element};
-
-fn require_reference_blas() {
-    let blas = tensor::info::blas();
-    assert_eq!(
-        blas.name, "libmlx default",
-        "MLX's float32 matmul runs on {} here, not the stock wheel's reference BLAS: build with MLX_BLAS=none",
-        blas.name
-    );
-}
 
 trait Scalar: Float + Element {}
 impl Scalar for f32 {}

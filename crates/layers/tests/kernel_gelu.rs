@@ -17,7 +17,7 @@ fn array<T: tensor::Element>(v: &[T]) -> Array {
 }
 
 fn mlx_gated<T: Float + tensor::Element>(gate: &[T], up: &[T]) -> Vec<T> {
-    layers::gelu_approx(&array(gate)).unwrap().mul(&array(up)).unwrap().to_vec().unwrap()
+    layers::gelu_approx(&array(gate)).unwrap().mul(array(up)).unwrap().to_vec().unwrap()
 }
 
 fn compare<T: Float + tensor::Element>(gate: &[f32], up: &[f32]) {

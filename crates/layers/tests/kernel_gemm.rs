@@ -9,21 +9,15 @@
 //! outputs are compared as NaN (their payload and sign are not part of the contract); bf16
 //! outputs bit for bit.
 
+mod common;
+
+use common::require_reference_blas;
+
 use half::bf16;
 use kernels::Float;
 use kernels::gemm::{GemmOptions, MatRef, gemm};
 use proptest::prelude::*;
 use tensor::{Array, Dtype, Element};
-
-/// The float32 comparisons need MLX's float32 matmul to be the wheel's reference BLAS.
-fn require_reference_blas() {
-    let blas = tensor::info::blas();
-    assert_eq!(
-        blas.name, "libmlx default",
-        "MLX's float32 matmul runs on {} here, not the stock wheel's reference BLAS: build with MLX_BLAS=none",
-        blas.name
-    );
-}
 
 /// An element type both sides know.
 trait Scalar: Float + Element {}

@@ -6,7 +6,7 @@
 //! intended user; it wraps these handles in RAII types and statuses in `Result`s.
 //!
 //! The build script compiles mlx-c into this crate and links `libmlx` (with an rpath to
-//! its directory) and, on Linux, a fast BLAS; see [`blas`].
+//! its directory); [`blas`] says which library serves its float32 matmuls.
 #![allow(unsafe_code, reason = "this crate is the FFI boundary")]
 #![allow(
     non_camel_case_types,

@@ -1,5 +1,5 @@
-//! `cargo xtask doctor`: the MLX this build runs on, its backend, and the BLAS with its
-//! measured float32 matmul throughput.
+//! `cargo xtask doctor`: the MLX this build runs on, its backend, the BLAS serving its float32
+//! matmuls, MLX's measured matmul throughput and that of the host kernels.
 
 use std::time::Instant;
 use tensor::{Array, Device, Dtype};
@@ -7,16 +7,10 @@ use tensor::{Array, Device, Dtype};
 fn main() -> tensor::Result<()> {
     let version = tensor::info::mlx_version()?;
     let device = Device::default_device()?;
-    let blas = tensor::info::blas();
+    let blas = tensor::info::blas_provider();
     println!("MLX          {version} ({})", mlx_ffi::MLX_LIB_DIR);
     println!("device       {device:?} (GPU available: {})", Device::Gpu.is_available());
-    println!(
-        "BLAS         {} {} ({} kernels, {} threads)",
-        blas.name,
-        blas.version.as_deref().unwrap_or(""),
-        blas.kernels.as_deref().unwrap_or("?"),
-        blas.threads
-    );
+    println!("BLAS         {}", blas.map_or("none found".to_owned(), |p| p.display().to_string()));
     for dtype in [Dtype::F32, Dtype::Bf16] {
         let gflops = matmul_gflops(1024, dtype)?;
         println!("matmul 1024³ {dtype}: {gflops:.1} GFLOP/s");

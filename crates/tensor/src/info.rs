@@ -20,8 +20,9 @@ pub fn mlx_version() -> Result<String> {
     result
 }
 
-/// The BLAS serving float32 matmuls on the CPU backend.
-pub fn blas() -> ffi::blas::BlasInfo {
+/// The shared library serving MLX's float32 matmuls on the CPU backend (the one providing
+/// `cblas_sgemm` to this process).
+pub fn blas_provider() -> Option<std::path::PathBuf> {
     init();
-    ffi::blas::info()
+    ffi::blas::cblas_provider()
 }

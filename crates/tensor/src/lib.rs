@@ -31,7 +31,6 @@ mod element;
 mod error;
 pub mod fast;
 mod fingerprint;
-pub mod host;
 pub mod info;
 pub mod memory;
 mod ops;

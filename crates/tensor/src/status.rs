@@ -36,18 +36,12 @@ unsafe extern "C" fn record_error(message: *const c_char, _data: *mut c_void) {
 
 static INIT: Once = Once::new();
 
-/// Installs the error handler and configures the BLAS. Idempotent and cheap after the first call.
+/// Installs the error handler. Idempotent and cheap after the first call.
 pub(crate) fn init() {
     INIT.call_once(|| {
         // SAFETY: the handler is a plain function valid for the whole process; no data pointer.
         unsafe { ffi::mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
-        ffi::blas::configure(blas_threads());
     });
-}
-
-/// Threads each BLAS call gets by default: one per core.
-pub(crate) fn blas_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub(crate) fn take_error() -> String {

@@ -14,7 +14,7 @@
 //! peak memory (`tensor::memory::peak_memory`). `--out` saves the last run's features
 //! (`features`, the encoder's dtype).
 //!
-//! `--gemm` instead times float32 matmuls through MLX (the BLAS our binaries link) at square and
+//! `--gemm` instead times float32 matmuls through MLX (the mlx-cpu wheel's bundled BLAS) at square and
 //! tower-like shapes and prints one JSON line with each shape's best GFLOP/s (2·M·K·N flops per
 //! product) and the largest of them (`peak_gflops`).
 

@@ -1,4 +1,4 @@
-//! `cargo xtask bench <ops|preprocess|e2e|kernels>`: our timings beside the reference's (and
+//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed>`: our timings beside the reference's (and
 //! other implementations'), in one run, written into `BENCHMARKS.md`: each suite owns one marked
 //! section of that file, whose prose is its template under `bench/templates/`.
 //!
@@ -8,6 +8,7 @@
 
 mod criterion;
 mod e2e;
+mod embed;
 mod formula;
 mod gemm_peak;
 mod kernels;
@@ -38,6 +39,9 @@ enum Suite {
     /// Each host kernel (criterion benches of the kernels crate) beside MLX's primitive and the
     /// machine's GEMM peak
     Kernels(kernels::Args),
+    /// Corpus jobs: `gemma-vision embed` and the Ray Data job (images/s), and embed's peak RSS by
+    /// corpus size
+    Embed(embed::Args),
 }
 
 pub fn main(args: &[String]) -> Result<()> {
@@ -55,6 +59,7 @@ pub fn main(args: &[String]) -> Result<()> {
         Suite::Preprocess => preprocess::main(),
         Suite::E2e(args) => e2e::main(&args),
         Suite::Kernels(args) => kernels::main(&args),
+        Suite::Embed(args) => embed::main(&args),
     }
 }
 

@@ -13,12 +13,17 @@
 //! on the split.
 
 use super::pack::{pack_keys, pack_queries, pack_values};
-use super::softmax::{Lanes, softmax};
+use super::softmax::Lanes;
 use super::{AttentionShape, MaskRef, check_arguments};
+use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{MR, NR, TILE, TileKernel};
 use crate::gemm::{MicroKernel, with_scratch};
-use crate::{Float, Result};
+use crate::{DType, Float, Result};
 use rayon::prelude::*;
+
+/// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
+/// tiles while it is in L1.
+const QUERY_PANELS: usize = 2;
 
 /// Keys per k block of `p · v` (a `KEY_BLOCK × NR` slice of `pᵀ` stays in L1).
 const KEY_BLOCK: usize = 256;
@@ -59,12 +64,26 @@ pub(crate) fn run<T: Float>(
             pack_values(&shape, v, bg / kv_heads, bg % kv_heads, values_dst);
         },
     );
-    let packed = Packed { keys: &packed_keys, values: &packed_values, keys_len, values_len };
+    // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
+    // every product exact (see `gemm::magnitudes`).
+    let exact_possible = T::DTYPE == DType::Bf16 && kernel == MicroKernel::Avx2;
+    let magnitudes = |packed: &[f32], len: usize| -> Vec<Magnitudes> {
+        if exact_possible { packed.par_chunks(len).map(Magnitudes::of).collect() } else { Vec::new() }
+    };
+    let packed = Packed {
+        keys: &packed_keys,
+        values: &packed_values,
+        keys_len,
+        values_len,
+        key_magnitudes: magnitudes(&packed_keys, keys_len),
+        value_magnitudes: magnitudes(&packed_values, values_len),
+        exact_possible,
+    };
     let scale = T::from_f32(scale);
     let row_len = shape.query_heads * head_dim;
     out.par_chunks_mut(queries * row_len).enumerate().for_each(|(b, batch_out)| {
-        batch_out.par_chunks_mut(NR * row_len).enumerate().for_each(|(block, block_out)| {
-            let i0 = block * NR;
+        batch_out.par_chunks_mut(QUERY_PANELS * NR * row_len).enumerate().for_each(|(block, block_out)| {
+            let i0 = block * QUERY_PANELS * NR;
             let task = Task { shape: &shape, tile, lanes, packed: &packed, q, scale, mask: mask.as_ref(), b, i0 };
             task.run(block_out);
         });
@@ -78,9 +97,23 @@ struct Packed<'a> {
     values: &'a [f32],
     keys_len: usize,
     values_len: usize,
+    /// Per (batch row, kv head), when `exact_possible`.
+    key_magnitudes: Vec<Magnitudes>,
+    value_magnitudes: Vec<Magnitudes>,
+    /// Whether the operands hold bf16 values (and the AVX2 kernels run).
+    exact_possible: bool,
 }
 
-/// One block of up to `NR` queries of one batch row, all query heads.
+impl Packed<'_> {
+    /// Whether every product of the packed operand `bg` (`magnitudes`) with `other`'s values is
+    /// exact, so that FMA gives MLX's bits.
+    fn exact(&self, magnitudes: &[Magnitudes], bg: usize, other: &[f32]) -> bool {
+        self.exact_possible
+            && magnitudes.get(bg).is_some_and(|&packed| products_are_exact(packed, Magnitudes::of(other)))
+    }
+}
+
+/// One block of up to `QUERY_PANELS · NR` queries of one batch row, all query heads.
 struct Task<'a, T> {
     shape: &'a AttentionShape,
     tile: TileKernel,
@@ -98,54 +131,98 @@ impl<T: Float> Task<'_, T> {
     fn run(&self, out: &mut [T]) {
         let AttentionShape { query_heads, kv_heads, keys, head_dim, .. } = *self.shape;
         let count = out.len() / (query_heads * head_dim);
+        let panels = count.div_ceil(NR);
+        let lanes = |qp: usize| NR.min(count - qp * NR);
         let key_panels = keys.div_ceil(MR);
         let dim_panels = head_dim.div_ceil(MR);
         let scores_len = key_panels * TILE;
         let mask_len = if self.mask.is_some() { keys * NR } else { 0 };
         let query_len = head_dim * NR;
+        let tiles_len = dim_panels * TILE;
         let group = query_heads / kv_heads;
-        with_scratch(scores_len + mask_len + query_len + dim_panels * TILE, |scratch| {
-            let (scores, rest) = scratch.split_at_mut(scores_len);
-            let (mask_t, rest) = rest.split_at_mut(mask_len);
-            let (query_panel, rest) = rest.split_at_mut(query_len);
-            let (tiles, _) = rest.as_chunks_mut::<TILE>();
+        let len = panels * (scores_len + mask_len + query_len + tiles_len);
+        with_scratch(len, |scratch| {
+            let (scores, rest) = scratch.split_at_mut(panels * scores_len);
+            let (mask_t, rest) = rest.split_at_mut(panels * mask_len);
+            let (query_panels, tiles) = rest.split_at_mut(panels * query_len);
             let shared_mask = self.mask.filter(|mask| mask.shared_by_heads());
             if let Some(mask) = shared_mask {
-                self.transpose_mask(mask, 0, count, mask_t);
+                for (qp, dst) in mask_t.chunks_exact_mut(mask_len).enumerate() {
+                    self.transpose_mask(mask, 0, (self.i0 + qp * NR, lanes(qp)), dst);
+                }
             }
             for h in 0..query_heads {
                 let g = h / group;
                 let bg = self.b * kv_heads + g;
                 let packed_keys = &self.packed.keys[bg * self.packed.keys_len..][..self.packed.keys_len];
                 let packed_values = &self.packed.values[bg * self.packed.values_len..][..self.packed.values_len];
-                pack_queries(self.shape, self.q, self.scale, self.b, h, (self.i0, count), query_panel);
-                for (p, score_tile) in scores.as_chunks_mut::<TILE>().0.iter_mut().enumerate() {
-                    let key_panel = &packed_keys[p * head_dim * MR..];
-                    self.tile.run(head_dim, key_panel, query_panel, score_tile, false);
+                for (qp, panel) in query_panels.chunks_exact_mut(query_len).enumerate() {
+                    pack_queries(self.shape, self.q, self.scale, self.b, h, (self.i0 + qp * NR, lanes(qp)), panel);
                 }
-                let probabilities = &mut scores[..keys * NR];
-                let mask_t: Option<&[f32]> = match self.mask {
-                    None => None,
-                    Some(_) if shared_mask.is_some() => Some(mask_t),
-                    Some(mask) => {
-                        self.transpose_mask(mask, h, count, mask_t);
-                        Some(mask_t)
+                if let Some(mask) = self.mask.filter(|_| shared_mask.is_none()) {
+                    for (qp, dst) in mask_t.chunks_exact_mut(mask_len).enumerate() {
+                        self.transpose_mask(mask, h, (self.i0 + qp * NR, lanes(qp)), dst);
                     }
-                };
-                softmax::<T>(self.lanes, probabilities, mask_t);
+                }
+                let mut exact_scores = [false; QUERY_PANELS];
+                for (exact, panel) in exact_scores.iter_mut().zip(query_panels.chunks_exact(query_len)) {
+                    *exact = self.packed.exact(&self.packed.key_magnitudes, bg, panel);
+                }
+                // sᵀ = k · q'ᵀ, each key panel serving every query panel while in L1; each
+                // tile's scores are finished (rounded, masked, into the maximum) right away.
+                let mut maximum = [[f32::NEG_INFINITY; NR]; QUERY_PANELS];
+                for (p, key_panel) in packed_keys.chunks_exact(head_dim * MR).enumerate() {
+                    let rows = MR.min(keys - p * MR);
+                    let panels = scores.chunks_exact_mut(scores_len).zip(query_panels.chunks_exact(query_len));
+                    for (qp, (scores, query_panel)) in panels.enumerate() {
+                        let tile = &mut scores.as_chunks_mut::<TILE>().0[p];
+                        if exact_scores[qp] {
+                            self.tile.run_exact(head_dim, key_panel, query_panel, tile, false);
+                        } else {
+                            self.tile.run(head_dim, key_panel, query_panel, tile, false);
+                        }
+                        let mask_rows = self
+                            .mask
+                            .map(|_| &mask_t[qp * mask_len + p * MR * NR..qp * mask_len + (p * MR + rows) * NR]);
+                        self.lanes.scores::<T>(&mut tile[..rows * NR], mask_rows, &mut maximum[qp]);
+                    }
+                }
+                let mut inverse = [[0.0f32; NR]; QUERY_PANELS];
+                for (qp, scores) in scores.chunks_exact_mut(scores_len).enumerate() {
+                    let sum = self.lanes.exponentials(&mut scores[..keys * NR], &maximum[qp]);
+                    inverse[qp] = sum.map(|total| 1.0 / total);
+                }
+                // outᵀ = vᵀ · pᵀ: a block of keys is normalised, then each block of a value
+                // panel serves every query panel.
                 for j0 in (0..keys).step_by(KEY_BLOCK) {
                     let kc = KEY_BLOCK.min(keys - j0);
-                    let p_block = &probabilities[j0 * NR..];
-                    for (dp, tile) in tiles.iter_mut().enumerate() {
-                        let v_block = &packed_values[dp * keys * MR + j0 * MR..];
-                        self.tile.run(kc, v_block, p_block, tile, j0 > 0);
+                    let mut exact_values = [false; QUERY_PANELS];
+                    for (qp, scores) in scores.chunks_exact_mut(scores_len).enumerate() {
+                        let block = &mut scores[j0 * NR..(j0 + kc) * NR];
+                        self.lanes.normalize::<T>(block, &inverse[qp]);
+                        exact_values[qp] = self.packed.exact(&self.packed.value_magnitudes, bg, block);
+                    }
+                    for (dp, value_panel) in packed_values.chunks_exact(keys * MR).enumerate() {
+                        let v_block = &value_panel[j0 * MR..];
+                        let panels = scores.chunks_exact(scores_len).zip(tiles.chunks_exact_mut(tiles_len));
+                        for (qp, (probabilities, tiles)) in panels.enumerate() {
+                            let tile = &mut tiles.as_chunks_mut::<TILE>().0[dp];
+                            let p_block = &probabilities[j0 * NR..];
+                            if exact_values[qp] {
+                                self.tile.run_exact(kc, v_block, p_block, tile, j0 > 0);
+                            } else {
+                                self.tile.run(kc, v_block, p_block, tile, j0 > 0);
+                            }
+                        }
                     }
                 }
-                for (dp, tile) in tiles.iter().enumerate() {
-                    for (r, row) in tile.chunks_exact(NR).enumerate().take(head_dim - dp * MR) {
-                        let d = dp * MR + r;
-                        for (lane, &x) in row.iter().enumerate().take(count) {
-                            out[(lane * query_heads + h) * head_dim + d] = T::from_f32(x);
+                for (qp, tiles) in tiles.chunks_exact(tiles_len).enumerate() {
+                    for (dp, tile) in tiles.as_chunks::<TILE>().0.iter().enumerate() {
+                        for (r, row) in tile.chunks_exact(NR).enumerate().take(head_dim - dp * MR) {
+                            let d = dp * MR + r;
+                            for (lane, &x) in row.iter().enumerate().take(lanes(qp)) {
+                                out[((qp * NR + lane) * query_heads + h) * head_dim + d] = T::from_f32(x);
+                            }
                         }
                     }
                 }
@@ -153,9 +230,9 @@ impl<T: Float> Task<'_, T> {
         });
     }
 
-    /// `dst[j · NR + lane]` = the mask of query `i0 + lane`, key `j`, for query head `h`
+    /// `dst[j · NR + lane]` = the mask of query `first + lane`, key `j`, for query head `h`
     /// (lanes past `count` zero).
-    fn transpose_mask(&self, mask: &MaskRef<'_, T>, h: usize, count: usize, dst: &mut [f32]) {
+    fn transpose_mask(&self, mask: &MaskRef<'_, T>, h: usize, (first, count): (usize, usize), dst: &mut [f32]) {
         const CHUNK: usize = 64;
         let keys = self.shape.keys;
         if count < NR {
@@ -164,7 +241,7 @@ impl<T: Float> Task<'_, T> {
         for j0 in (0..keys).step_by(CHUNK) {
             let len = CHUNK.min(keys - j0);
             for lane in 0..count {
-                let row = &mask.row(self.shape, self.b, h, self.i0 + lane)[j0..j0 + len];
+                let row = &mask.row(self.shape, self.b, h, first + lane)[j0..j0 + len];
                 for (j, &x) in row.iter().enumerate() {
                     dst[(j0 + j) * NR + lane] = x.to_f32();
                 }

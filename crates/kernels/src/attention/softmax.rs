@@ -1,23 +1,22 @@
-//! The masked softmax of a block of queries, one query per lane, down the keys: the scores
-//! `sᵀ` (`Lk × NR`, key-major) become the probabilities `pᵀ` in place, each lane's
-//! maximum, sum and scaling in key order as MLX's CPU softmax runs over one row.
+//! The masked softmax of a panel of `NR` queries, one query per lane, down the keys, in three
+//! steps that each keep MLX's per-row order (`softmax.cpp`, simd width 1):
+//!
+//! 1. [`Lanes::scores`], on each tile of `q'·kᵀ` sums as the micro-kernel leaves it (keys
+//!    in order): `s = T(acc)`, `s = T(s + mask)`, the running maximum `m` (MLX's `maximum`: a
+//!    NaN is taken, else the larger, the earlier on ties);
+//! 2. [`Lanes::exponentials`]: `e = exp(s − m)` and the sum of the `e` in key order;
+//! 3. [`Lanes::normalize`], on each block of keys just before `p · v` reads it:
+//!    `p = T(e · (1 / sum))` (bf16 recomputes `e` in MLX, which gives the same `e`).
 
 use crate::Float;
 use crate::exp::exp;
 use crate::gemm::microkernel::NR;
 
-/// Which code runs the lanes.
+/// Which code runs the lanes: AVX2 + FMA (MLX's `exp` polynomial uses `fma`) or portable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lanes {
-    /// AVX2 + FMA (the exponential's polynomial uses `fma`, as MLX's `std::fma`).
     Avx2,
     Portable,
-}
-
-impl Lanes {
-    pub(crate) fn new(avx2: bool) -> Lanes {
-        if avx2 && crate::cpu::has_avx2_fma() { Lanes::Avx2 } else { Lanes::Portable }
-    }
 }
 
 /// `x` rounded to `T` and widened back.
@@ -26,59 +25,91 @@ fn round<T: Float>(x: f32) -> f32 {
     T::from_f32(x).to_f32()
 }
 
-/// In place over `scores` (`Lk × NR`, the raw `f32` k-sums of `q'·kᵀ`): `s = T(acc)`, with a
-/// mask (`Lk × NR`, values of `T`) `s = T(s + mask)`; then per lane `m = max s`,
-/// `e = exp(s − m)`, `sum = Σ e` in key order, `p = T(e · (1 / sum))`.
-pub(crate) fn softmax<T: Float>(lanes: Lanes, scores: &mut [f32], mask: Option<&[f32]>) {
-    #[cfg(target_arch = "x86_64")]
-    if lanes == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
-        // SAFETY: AVX2 and FMA are available (checked just above).
-        unsafe { avx2::softmax::<T>(scores, mask) };
-        return;
-    }
-    let _ = lanes;
-    portable::<T>(scores, mask);
+/// MLX's `maximum(x, m)`: `x` if it is NaN or larger, else `m`.
+#[inline(always)]
+fn maximum(x: f32, m: f32) -> f32 {
+    if x.is_nan() || x > m { x } else { m }
 }
 
-/// The lanes in plain Rust: the definition the AVX2 path matches.
-fn portable<T: Float>(scores: &mut [f32], mask: Option<&[f32]>) {
-    let mut maximum = [f32::NEG_INFINITY; NR];
-    for (j, row) in scores.chunks_exact_mut(NR).enumerate() {
-        let mask_row = mask.map(|mask| &mask[j * NR..(j + 1) * NR]);
-        for (l, s) in row.iter_mut().enumerate() {
-            let mut x = round::<T>(*s);
-            if let Some(mask_row) = mask_row {
-                x = round::<T>(x + mask_row[l]);
+impl Lanes {
+    pub(crate) fn new(avx2: bool) -> Lanes {
+        if avx2 && crate::cpu::has_avx2_fma() { Lanes::Avx2 } else { Lanes::Portable }
+    }
+
+    /// Step 1 on `rows` (`k × NR`, the raw sums of `k` consecutive keys): each becomes
+    /// `T(T(acc) + mask)` (or `T(acc)`), folded into the lanes' running `maximum`. `mask`
+    /// holds the same `k × NR` values of `T`.
+    #[inline]
+    pub(crate) fn scores<T: Float>(self, rows: &mut [f32], mask: Option<&[f32]>, maximum: &mut [f32; NR]) {
+        #[cfg(target_arch = "x86_64")]
+        if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            unsafe { avx2::scores::<T>(rows, mask, maximum) };
+            return;
+        }
+        for (j, row) in rows.chunks_exact_mut(NR).enumerate() {
+            for (l, (s, m)) in row.iter_mut().zip(maximum.iter_mut()).enumerate() {
+                let mut x = round::<T>(*s);
+                if let Some(mask) = mask {
+                    x = round::<T>(x + mask[j * NR + l]);
+                }
+                *s = x;
+                *m = self::maximum(x, *m);
             }
-            *s = x;
-            maximum[l] = if x.is_nan() || x > maximum[l] { x } else { maximum[l] };
         }
     }
-    let mut sum = [0.0f32; NR];
-    for row in scores.chunks_exact_mut(NR) {
-        for ((s, total), m) in row.iter_mut().zip(&mut sum).zip(&maximum) {
-            let e = exp(*s - m);
-            *total += e;
-            *s = e;
+
+    /// Step 2 over all keys of the panel (`Lk × NR`): `e = exp(s − m)` in place; returns the
+    /// lanes' sums `Σ e` in key order.
+    #[inline]
+    pub(crate) fn exponentials(self, scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+        #[cfg(target_arch = "x86_64")]
+        if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            return unsafe { avx2::exponentials(scores, maximum) };
         }
+        let mut sum = [0.0f32; NR];
+        for row in scores.chunks_exact_mut(NR) {
+            for ((s, total), m) in row.iter_mut().zip(&mut sum).zip(maximum) {
+                let e = exp(*s - m);
+                *total += e;
+                *s = e;
+            }
+        }
+        sum
     }
-    let inverse = sum.map(|total| 1.0 / total);
-    for row in scores.chunks_exact_mut(NR) {
-        for (s, inv) in row.iter_mut().zip(&inverse) {
-            *s = round::<T>(*s * inv);
+
+    /// Step 3 on a block of keys (`k × NR`): `p = T(e · inverse)` in place, `inverse` being
+    /// `1 / sum` per lane.
+    #[inline]
+    pub(crate) fn normalize<T: Float>(self, rows: &mut [f32], inverse: &[f32; NR]) {
+        #[cfg(target_arch = "x86_64")]
+        if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            unsafe { avx2::normalize::<T>(rows, inverse) };
+            return;
+        }
+        for row in rows.chunks_exact_mut(NR) {
+            for (s, inv) in row.iter_mut().zip(inverse) {
+                *s = round::<T>(*s * inv);
+            }
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    //! The steps on two vectors of 8 lanes per key, the same bits as the portable loops.
+
     use super::NR;
     use crate::Float;
     use crate::exp::avx2::exp8;
     use crate::lanes::round8;
     use std::arch::x86_64::*;
 
-    /// MLX's `maximum(x, m)` per lane: `x` if it is NaN or larger, else `m`.
+    const _: () = assert!(NR == 16);
+
+    /// MLX's `maximum(x, m)` per lane.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     fn maximum(x: __m256, m: __m256) -> __m256 {
@@ -86,48 +117,64 @@ mod avx2 {
         _mm256_blendv_ps(m, x, take)
     }
 
-    /// [`super::portable`], two vectors of 8 lanes per key.
+    /// Loads the 16 lanes of `row`.
+    #[inline]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn softmax<T: Float>(scores: &mut [f32], mask: Option<&[f32]>) {
-        const _: () = assert!(NR == 16);
-        let keys = scores.len() / NR;
-        let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); 2];
-        for j in 0..keys {
-            let row = &mut scores[j * NR..(j + 1) * NR];
-            for (half, m) in m.iter_mut().enumerate() {
-                let at = &mut row[half * 8..half * 8 + 8];
-                // SAFETY: `at` holds 8 floats.
-                let mut x = round8::<T>(unsafe { _mm256_loadu_ps(at.as_ptr()) });
-                if let Some(mask) = mask {
-                    let add = &mask[j * NR + half * 8..j * NR + half * 8 + 8];
-                    // SAFETY: `add` holds 8 floats.
-                    x = round8::<T>(_mm256_add_ps(x, unsafe { _mm256_loadu_ps(add.as_ptr()) }));
-                }
-                // SAFETY: `at` holds 8 floats.
-                unsafe { _mm256_storeu_ps(at.as_mut_ptr(), x) };
-                *m = maximum(x, *m);
-            }
+    fn load(row: &[f32]) -> [__m256; 2] {
+        let row = &row[..NR];
+        // SAFETY: `row` holds 16 floats.
+        unsafe { [_mm256_loadu_ps(row.as_ptr()), _mm256_loadu_ps(row.as_ptr().add(8))] }
+    }
+
+    /// Stores 16 lanes into `row`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn store(row: &mut [f32], lanes: [__m256; 2]) {
+        let row = &mut row[..NR];
+        // SAFETY: `row` holds 16 floats.
+        unsafe {
+            _mm256_storeu_ps(row.as_mut_ptr(), lanes[0]);
+            _mm256_storeu_ps(row.as_mut_ptr().add(8), lanes[1]);
         }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn scores<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
+        let mut m = load(maximum_lanes);
+        for (j, row) in rows.chunks_exact_mut(NR).enumerate() {
+            let s = load(row);
+            let mut x = [round8::<T>(s[0]), round8::<T>(s[1])];
+            if let Some(mask) = mask {
+                let add = load(&mask[j * NR..]);
+                x = [round8::<T>(_mm256_add_ps(x[0], add[0])), round8::<T>(_mm256_add_ps(x[1], add[1]))];
+            }
+            store(row, x);
+            m = [maximum(x[0], m[0]), maximum(x[1], m[1])];
+        }
+        store(maximum_lanes, m);
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+        let m = load(maximum);
         let mut sum = [_mm256_setzero_ps(); 2];
         for row in scores.chunks_exact_mut(NR) {
-            for (half, (total, m)) in sum.iter_mut().zip(&m).enumerate() {
-                let at = &mut row[half * 8..half * 8 + 8];
-                // SAFETY: `at` holds 8 floats.
-                let e = exp8(_mm256_sub_ps(unsafe { _mm256_loadu_ps(at.as_ptr()) }, *m));
-                *total = _mm256_add_ps(*total, e);
-                // SAFETY: `at` holds 8 floats.
-                unsafe { _mm256_storeu_ps(at.as_mut_ptr(), e) };
-            }
+            let s = load(row);
+            let e = [exp8(_mm256_sub_ps(s[0], m[0])), exp8(_mm256_sub_ps(s[1], m[1]))];
+            sum = [_mm256_add_ps(sum[0], e[0]), _mm256_add_ps(sum[1], e[1])];
+            store(row, e);
         }
-        let inverse = sum.map(|total| _mm256_div_ps(_mm256_set1_ps(1.0), total));
-        for row in scores.chunks_exact_mut(NR) {
-            for (half, inv) in inverse.iter().enumerate() {
-                let at = &mut row[half * 8..half * 8 + 8];
-                // SAFETY: `at` holds 8 floats.
-                let p = round8::<T>(_mm256_mul_ps(unsafe { _mm256_loadu_ps(at.as_ptr()) }, *inv));
-                // SAFETY: `at` holds 8 floats.
-                unsafe { _mm256_storeu_ps(at.as_mut_ptr(), p) };
-            }
+        let mut out = [0.0f32; NR];
+        store(&mut out, sum);
+        out
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) {
+        let inv = load(inverse);
+        for row in rows.chunks_exact_mut(NR) {
+            let e = load(row);
+            store(row, [round8::<T>(_mm256_mul_ps(e[0], inv[0])), round8::<T>(_mm256_mul_ps(e[1], inv[1]))]);
         }
     }
 }

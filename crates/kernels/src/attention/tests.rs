@@ -138,3 +138,43 @@ fn bad_shapes_are_errors() {
     let mask = MaskRef::new(&x[..12], 1, 3);
     assert!(attention(shape, &x[..16], &x[..16], &x[..16], 1.0, Some(mask), &mut out).is_err());
 }
+
+#[test]
+fn the_bits_do_not_depend_on_the_number_of_threads() {
+    let shape = AttentionShape { batch: 2, query_heads: 4, kv_heads: 2, queries: 75, keys: 61, head_dim: 20 };
+    let values = |n: usize, seed: usize| -> Vec<bf16> {
+        (0..n).map(|i| crate::bf16_from_f32(((i * 7919 + seed) % 1013) as f32 / 300.0 - 1.7)).collect()
+    };
+    let q = values(shape.batch * shape.queries * shape.query_heads * shape.head_dim, 1);
+    let k = values(shape.batch * shape.keys * shape.kv_heads * shape.head_dim, 2);
+    let v = values(shape.batch * shape.keys * shape.kv_heads * shape.head_dim, 3);
+    let mask = values(shape.queries * shape.keys, 4);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut out = vec![bf16::ZERO; q.len()];
+        pool.install(|| attention(shape, &q, &k, &v, 0.3, Some(MaskRef::new(&mask, 1, 1)), &mut out).unwrap());
+        out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(5));
+}
+
+/// Products that overflow: `−∞ + ∞` is NaN when each product is rounded first (MLX), while an
+/// FMA would carry `−∞` through; the bf16 path must not take FMA here.
+#[test]
+fn overflowing_products_keep_the_separate_rounding() {
+    let shape = AttentionShape { batch: 1, query_heads: 1, kv_heads: 1, queries: 1, keys: 2, head_dim: 2 };
+    let b = |x: f32| crate::bf16_from_f32(x);
+    let q = [b(1e30), b(1e30)];
+    let k = [b(-1e30), b(1e30), b(1.0), b(1.0)];
+    let v = [b(1.0), b(2.0), b(3.0), b(4.0)];
+    let mut expected = [bf16::ZERO; 2];
+    reference(shape, &q, &k, &v, 1.0, None, &mut expected).unwrap();
+    assert!(expected.iter().all(|x| x.to_f32().is_nan()));
+    for kernel in MicroKernel::available() {
+        let mut out = [bf16::ZERO; 2];
+        attention_with(kernel, shape, &q, &k, &v, 1.0, None, &mut out).unwrap();
+        assert_eq!(out.map(|x| x.to_bits()), expected.map(|x| x.to_bits()), "{kernel:?}");
+    }
+}

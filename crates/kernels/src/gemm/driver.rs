@@ -3,7 +3,8 @@
 //!
 //! For each block of `nc` output columns, `b` is packed once (all of k, in parallel over its
 //! panels) and shared; the rows are then split into blocks of `mc` rows, one task each, in
-//! parallel. A task packs its rows of `a` one k block (`kc`) at a time and runs the
+//! parallel. A task packs its rows of `a` one k block (`kc`) at a time (or, with several column
+//! blocks, reads them from `a` packed once for all of them) and runs the
 //! micro-kernel over every tile of its block; between k blocks the tiles' accumulators wait in
 //! an `f32` buffer, and after the last one the epilogue stores them. Every output is computed
 //! by exactly one task, in the same order whatever the blocking, so neither the blocking nor
@@ -11,11 +12,12 @@
 
 use super::arithmetic::{BiasPlacement, clip};
 use super::epilogue::Epilogue;
+use super::magnitudes::{Magnitudes, products_are_exact};
 use super::matrix::MatRef;
 use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
 use super::pack::{pack_a, pack_b_panel};
 use super::{GemmOptions, check_arguments};
-use crate::{Float, Result};
+use crate::{DType, Float, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
 
@@ -23,8 +25,13 @@ use std::cell::RefCell;
 const KC_MAX: usize = 256;
 /// Largest row block (its packed `a`, `mc × kc`, 48 KiB, stays in L2).
 const MC_MAX: usize = 48;
-/// Bytes of packed `b` per column block (kept within the last-level cache).
-const PACKED_B_BYTES: usize = 12 << 20;
+/// Columns per block: a task's accumulator tiles (`mc × nc`, 48 KiB) stay in L1/L2 beside its
+/// packed `a` (larger blocks measured up to a third slower at e2b shapes).
+const NC: usize = 256;
+/// Columns per block when `a` is too large to share: fewer blocks, fewer repacks of `a`.
+const NC_UNSHARED: usize = 1024;
+/// Largest `a` (in floats) packed once and shared by the column blocks.
+const SHARED_A_MAX: usize = 16 << 20;
 
 /// The cache blocking of one product: rows per task (`mc`, a multiple of the tile's rows), the
 /// longest k block (`kc`; k is split into equal blocks no longer than this) and the columns
@@ -48,7 +55,8 @@ impl Blocking {
         // Row blocks small enough that the threads finish together (rayon balances many
         // tasks), large enough that each reuses a packed panel of `b` over many tiles.
         let mc = m.div_ceil(2 * crate::parallel::threads()).clamp(1, MC_MAX);
-        let nc = (PACKED_B_BYTES / (4 * k.max(1))).max(NR).min(n.max(1));
+        let shared = m.next_multiple_of(MR).saturating_mul(k) <= SHARED_A_MAX;
+        let nc = if shared { NC } else { NC_UNSHARED }.min(n.max(1));
         Blocking::new(mc, KC_MAX, nc)
     }
 }
@@ -67,8 +75,12 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let epilogue =
-        Epilogue { bias: options.bias, placement: BiasPlacement::for_product::<O, B>(&b), out_clip: options.out_clip };
+    let epilogue = Epilogue {
+        bias: options.bias,
+        placement: BiasPlacement::for_product::<O, B>(&b),
+        out_clip: options.out_clip,
+        simd: kernel == MicroKernel::Avx2,
+    };
     if k == 0 {
         empty_product(out, n, &epilogue);
         return Ok(());
@@ -77,19 +89,48 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     let kc = k.div_ceil(k_blocks);
     let nc = blocking.nc.min(n.next_multiple_of(NR));
     let tile_kernel = kernel.resolve();
+    // With several column blocks, `a` is packed once for all of them (when it is not huge):
+    // row block `t` at `t · mc · k`, its k blocks one after the other, as `pack_a` lays them.
+    // FMA may replace the separate multiply and add where both operands hold bf16 values and
+    // their magnitudes make every product exact (see `magnitudes`).
+    let exact_possible = kernel == MicroKernel::Avx2
+        && (O::DTYPE == DType::Bf16 || (A::DTYPE == DType::Bf16 && B::DTYPE == DType::Bf16));
+    let shared_a = (n > nc && m.next_multiple_of(MR) * k <= SHARED_A_MAX).then(|| {
+        let mut packed = vec![0.0f32; m.next_multiple_of(MR) * k];
+        packed.par_chunks_mut(blocking.mc * k).enumerate().for_each(|(t, dst)| {
+            let (i0, rows) = (t * blocking.mc, blocking.mc.min(m - t * blocking.mc));
+            let panels = rows.div_ceil(MR);
+            for p0 in (0..k).step_by(kc) {
+                let kcur = kc.min(k - p0);
+                pack_a::<A, O>(&a, options.a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
+            }
+        });
+        let magnitudes = if exact_possible {
+            packed.par_chunks(blocking.mc * k).map(Magnitudes::of).reduce(|| Magnitudes::EMPTY, Magnitudes::merge)
+        } else {
+            Magnitudes::EMPTY
+        };
+        (packed, magnitudes)
+    });
     let mut packed_b = vec![0.0f32; k * nc];
     for j0 in (0..n).step_by(nc) {
         let cols = nc.min(n - j0);
         let panels = cols.div_ceil(NR);
         let packed_b = &mut packed_b[..panels * k * NR];
         packed_b.par_chunks_mut(k * NR).enumerate().for_each(|(p, dst)| {
-            pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst);
+            pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst, kernel == MicroKernel::Avx2);
         });
         let packed_b = &*packed_b;
-        let block = ColumnBlock { j0, cols, packed_b, k, kc };
+        let b_magnitudes = if exact_possible {
+            packed_b.par_chunks(k * NR).map(Magnitudes::of).reduce(|| Magnitudes::EMPTY, Magnitudes::merge)
+        } else {
+            Magnitudes::EMPTY
+        };
+        let block = ColumnBlock { j0, cols, packed_b, k, kc, exact_possible, b_magnitudes };
         out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
             let i0 = t * blocking.mc;
-            row_block(tile_kernel, &a, options.a_clip, &block, &epilogue, i0, rows, n);
+            let packed_a = shared_a.as_ref().map(|(packed, magnitudes)| (&packed[i0 * k..], *magnitudes));
+            row_block(tile_kernel, &a, options.a_clip, packed_a, &block, &epilogue, i0, rows, n);
         });
     }
     Ok(())
@@ -102,14 +143,19 @@ struct ColumnBlock<'a> {
     packed_b: &'a [f32],
     k: usize,
     kc: usize,
+    /// Whether the operands hold bf16 values (FMA is then exact where magnitudes allow).
+    exact_possible: bool,
+    b_magnitudes: Magnitudes,
 }
 
-/// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`.
+/// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`; `a` packed
+/// here one k block at a time unless `shared_a` holds these rows packed already.
 #[allow(clippy::too_many_arguments, reason = "the loop state of one task, each argument distinct")]
 fn row_block<A: Float, O: Float>(
     kernel: TileKernel,
     a: &MatRef<'_, A>,
     a_clip: Option<(f32, f32)>,
+    shared_a: Option<(&[f32], Magnitudes)>,
     block: &ColumnBlock<'_>,
     epilogue: &Epilogue<'_, O>,
     i0: usize,
@@ -120,14 +166,23 @@ fn row_block<A: Float, O: Float>(
     let row_panels = rows.div_ceil(MR);
     let col_panels = block.cols.div_ceil(NR);
     let (k, kc) = (block.k, block.kc);
-    let packed_a_len = row_panels * kc * MR;
+    let packed_a_len = if shared_a.is_some() { 0 } else { row_panels * kc * MR };
     with_scratch(packed_a_len + row_panels * col_panels * TILE, |scratch| {
-        let (packed_a, tiles) = scratch.split_at_mut(packed_a_len);
+        let (own_a, tiles) = scratch.split_at_mut(packed_a_len);
         let (tiles, _) = tiles.as_chunks_mut::<TILE>();
         for p0 in (0..k).step_by(kc) {
             let kcur = kc.min(k - p0);
             let (first, last) = (p0 == 0, p0 + kcur == k);
-            pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), packed_a);
+            let (packed_a, a_magnitudes): (&[f32], Magnitudes) = match shared_a {
+                Some((shared, magnitudes)) => (&shared[row_panels * MR * p0..], magnitudes),
+                None => {
+                    pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), own_a);
+                    let packed = &own_a[..row_panels * kcur * MR];
+                    let magnitudes = if block.exact_possible { Magnitudes::of(packed) } else { Magnitudes::EMPTY };
+                    (packed, magnitudes)
+                }
+            };
+            let exact = block.exact_possible && products_are_exact(a_magnitudes, block.b_magnitudes);
             for jp in 0..col_panels {
                 let jl = jp * NR;
                 let cols = NR.min(block.cols - jl);
@@ -136,7 +191,12 @@ fn row_block<A: Float, O: Float>(
                 for ip in 0..row_panels {
                     let tile = &mut tiles[jp * row_panels + ip];
                     let accumulate = !first || epilogue.init(jg, cols, tile);
-                    kernel.run(kcur, &packed_a[ip * kcur * MR..], b_panel, tile, accumulate);
+                    let a_panel = &packed_a[ip * kcur * MR..];
+                    if exact {
+                        kernel.run_exact(kcur, a_panel, b_panel, tile, accumulate);
+                    } else {
+                        kernel.run(kcur, a_panel, b_panel, tile, accumulate);
+                    }
                     if last {
                         let r0 = ip * MR;
                         epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);

@@ -11,6 +11,8 @@ pub(crate) struct Epilogue<'a, O> {
     pub(crate) bias: Option<&'a [O]>,
     pub(crate) placement: BiasPlacement,
     pub(crate) out_clip: Option<(O, O)>,
+    /// Full rows of a tile are stored with AVX2 (the same values).
+    pub(crate) simd: bool,
 }
 
 impl<O: Float> Epilogue<'_, O> {
@@ -41,6 +43,20 @@ impl<O: Float> Epilogue<'_, O> {
             (BiasPlacement::AfterSum, Some(bias)) => Some(&bias[j0..j0 + cols]),
             _ => None,
         };
+        #[cfg(target_arch = "x86_64")]
+        {
+            let clip = self.out_clip.map(|(lo, hi)| (lo.to_f32(), hi.to_f32()));
+            // (A NaN bound keeps its own bits in MLX's clip; the vector store would
+            // canonicalise a bf16 one, so those rows take the scalar path.)
+            let nan_bound = clip.is_some_and(|(lo, hi)| lo.is_nan() || hi.is_nan());
+            if self.simd && cols == NR && !nan_bound && crate::cpu::has_avx2_fma() {
+                for (r, acc) in tile.chunks_exact(NR).take(rows).enumerate() {
+                    // SAFETY: AVX2 and FMA are available (checked above).
+                    unsafe { avx2::store_row(acc, bias, clip, &mut out[r * ld..r * ld + NR]) };
+                }
+                return;
+            }
+        }
         for (r, acc) in tile.chunks_exact(NR).take(rows).enumerate() {
             self.store_row(&acc[..cols], bias, &mut out[r * ld..r * ld + cols]);
         }
@@ -69,6 +85,42 @@ impl<O: Float> Epilogue<'_, O> {
                     *d = clip(O::from_f32(x + c.to_f32()), lo, hi);
                 }
             }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::NR;
+    use crate::Float;
+    use crate::lanes::{load8, round8, store8};
+    use std::arch::x86_64::*;
+
+    /// [`super::Epilogue::store_row`] for a full row of `NR` values: `O(acc [+ bias])`, then
+    /// MLX's clip on the `O` values (a NaN kept, a NaN bound taken), stored as `O`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn store_row<O: Float>(acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
+        let (acc, dst) = (&acc[..NR], &mut dst[..NR]);
+        for half in 0..NR / 8 {
+            let at = half * 8;
+            // SAFETY: `acc` holds 16 floats.
+            let mut v = unsafe { _mm256_loadu_ps(acc.as_ptr().add(at)) };
+            if let Some(bias) = bias {
+                let bias = &bias[at..at + 8];
+                // SAFETY: `bias` holds 8 values.
+                v = _mm256_add_ps(v, unsafe { load8::<O>(bias.as_ptr()) });
+            }
+            v = round8::<O>(v);
+            if let Some((lo, hi)) = clip {
+                let keep = |take: __m256, v: __m256| _mm256_or_ps(take, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+                let above = keep(_mm256_cmp_ps::<_CMP_GT_OQ>(v, _mm256_set1_ps(lo)), v);
+                v = _mm256_blendv_ps(_mm256_set1_ps(lo), v, above);
+                let below = keep(_mm256_cmp_ps::<_CMP_LT_OQ>(v, _mm256_set1_ps(hi)), v);
+                v = _mm256_blendv_ps(_mm256_set1_ps(hi), v, below);
+            }
+            let out = &mut dst[at..at + 8];
+            // SAFETY: `out` holds 8 writable values; `v` holds values of `O` (rounded above).
+            unsafe { store8::<O>(out.as_mut_ptr(), v) };
         }
     }
 }

@@ -3,7 +3,8 @@
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
 //! the product rounded first. `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
-//! `kc × NR`. All kernels give the same bits.
+//! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
+//! exact, see [`magnitudes`](super::magnitudes)).
 
 use super::{microkernel_avx2, microkernel_portable};
 use std::fmt;
@@ -41,31 +42,52 @@ impl MicroKernel {
 
     /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
     pub(crate) fn resolve(self) -> TileKernel {
+        let portable = TileKernel { separate: microkernel_portable::tile, fused: microkernel_portable::tile };
         match self {
-            MicroKernel::Avx2 => microkernel_avx2::resolve().unwrap_or(TileKernel(microkernel_portable::tile)),
-            MicroKernel::Portable => TileKernel(microkernel_portable::tile),
+            MicroKernel::Avx2 => microkernel_avx2::resolve().unwrap_or(portable),
+            MicroKernel::Portable => portable,
         }
     }
 }
 
-/// A micro-kernel's tile function: `f(kc, a, b, c, accumulate)` updates the `MR × NR` tile at `c`
-/// with `kc` steps of the packed panels `a` (`kc × MR`) and `b` (`kc × NR`), starting from the
-/// tile's values when `accumulate`, from zeros otherwise.
+/// The signature of a tile function: `f(kc, a, b, c, accumulate)` updates the `MR × NR` tile at
+/// `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b` (`kc × NR`), starting from
+/// the tile's values when `accumulate`, from zeros otherwise.
+pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool);
+
+/// A micro-kernel's tile functions: `separate` multiplies then adds (MLX's rounding, always
+/// right); `fused` may use an FMA, which gives the same bits only where every product is exact
+/// (see [`magnitudes`](super::magnitudes)).
 ///
-/// Only the kernel modules make one, for a function the running CPU executes; calling it is
+/// Only the kernel modules make one, of functions the running CPU executes; calling them is
 /// sound whenever the pointers are valid for those extents.
 #[derive(Clone, Copy)]
-pub(crate) struct TileKernel(pub(crate) unsafe fn(usize, *const f32, *const f32, *mut f32, bool));
+pub(crate) struct TileKernel {
+    pub(crate) separate: TileFn,
+    pub(crate) fused: TileFn,
+}
 
 impl TileKernel {
-    /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps; `a` holds at least `kc · MR`
-    /// values, `b` at least `kc · NR`.
+    /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps, each product rounded before
+    /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`.
     #[inline(always)]
     pub(crate) fn run(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
+        Self::call(self.separate, kc, a, b, tile, accumulate);
+    }
+
+    /// [`TileKernel::run`], possibly with FMA: the caller has checked that every product of
+    /// `a`'s and `b`'s values is exact in `f32` (else the bits may differ from MLX's).
+    #[inline(always)]
+    pub(crate) fn run_exact(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
+        Self::call(self.fused, kc, a, b, tile, accumulate);
+    }
+
+    #[inline(always)]
+    fn call(f: TileFn, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
         let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
         // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
         // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function touches.
-        unsafe { (self.0)(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate) }
+        unsafe { f(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate) }
     }
 }
 

@@ -3,20 +3,24 @@
 //! is added) and bf16 (`gemms/simd_gemm.h`: the same sum in an `f32` accumulator, rounded to
 //! bf16 once), with MLX's `clip` of the left operand and of the output fused in.
 //!
-//! One accumulator per output runs over k in order, a separate multiply then add (never an
-//! FMA), so one register-tiled micro-kernel serves both dtypes and only the final store
-//! differs. The kernel vectorises across the outputs of a tile, never along k; between k
-//! blocks the accumulators pass through an `f32` buffer, which changes no bit.
+//! One accumulator per output runs over k in order, a separate multiply then add, so one
+//! register-tiled micro-kernel serves both dtypes and only the final store differs. The kernel
+//! vectorises across the outputs of a tile, never along k; between k blocks the accumulators
+//! pass through an `f32` buffer, which changes no bit. Where both operands hold bf16 values
+//! whose products are all exact in `f32`, an FMA gives the same bits with fewer instructions,
+//! and the AVX2 kernel uses one (checked per block of the product, `magnitudes`).
 //!
-//! - [`matrix`]: [`MatRef`], strided views and MLX's classification of them.
-//! - [`arithmetic`]: the shared scalar rules (clip, casts, where the bias goes).
+//! - `matrix`: [`MatRef`], strided views and MLX's classification of them.
+//! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes).
 //! - [`reference`](reference()): the scalar twin that defines the bits.
-//! - `pack`, `microkernel_*`, `epilogue`, `driver`: the fast path (packing to `f32` panels,
-//!   the AVX2 and portable micro-kernels, the store, the cache blocking and threads).
+//! - `pack`, `microkernel_*`, `magnitudes`, `epilogue`, `driver`: the fast path (packing to
+//!   `f32` panels, the AVX2 and portable micro-kernels, when FMA is exact, the store, the cache
+//!   blocking and threads).
 
 mod arithmetic;
 mod driver;
 mod epilogue;
+pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
 mod microkernel_avx2;
@@ -111,6 +115,16 @@ pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
         ));
     }
     let len = a.rows().checked_mul(b.cols()).ok_or_else(|| Error::shape("gemm", "M × N overflows"))?;
+    // The packed panels hold up to M × K and K × N values (views with zero strides may be
+    // far larger than their slices).
+    let padded_n = b.cols().checked_next_multiple_of(microkernel::NR);
+    let padded_m = a.rows().checked_next_multiple_of(microkernel::MR);
+    if padded_n.and_then(|n| n.checked_mul(a.cols())).and(padded_m.and_then(|m| m.checked_mul(a.cols()))).is_none() {
+        return Err(Error::shape(
+            "gemm",
+            format!("{} × {} by {} × {} overflows", a.rows(), a.cols(), b.rows(), b.cols()),
+        ));
+    }
     if out.len() != len {
         return Err(Error::shape(
             "gemm",

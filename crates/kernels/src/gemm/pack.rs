@@ -84,11 +84,24 @@ fn gather_rows<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Opti
 
 /// Packs columns `j0..j0 + cols` (`cols ≤ NR`) of `b`, all of k, into one panel `dst`
 /// (`K · NR` values).
-pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, cols: usize, dst: &mut [f32]) {
+/// With `simd`, a full panel of a column-contiguous `b` is transposed 8 × 8 at a time with
+/// AVX2 where the CPU has it (the same values).
+pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, cols: usize, dst: &mut [f32], simd: bool) {
     let k_len = b.rows();
     if cols < NR {
         dst.fill(0.0);
     }
+    #[cfg(target_arch = "x86_64")]
+    if simd && cols == NR && b.row_stride() == 1 && crate::cpu::has_avx2_fma() {
+        let columns: [&[B]; NR] = std::array::from_fn(|c| {
+            let start = (j0 + c) * b.col_stride();
+            &b.data()[start..start + k_len]
+        });
+        // SAFETY: AVX2 and FMA are available (checked above).
+        unsafe { avx2::pack_columns::<B, O>(&columns, &mut dst[..k_len * NR]) };
+        return;
+    }
+    let _ = simd;
     if b.col_stride() == 1 {
         // Row-major: row k holds the panel's columns contiguously.
         for (k, out) in dst.chunks_exact_mut(NR).take(k_len).enumerate() {
@@ -115,6 +128,42 @@ pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, col
         for k in 0..k_len {
             for c in 0..cols {
                 dst[k * NR + c] = operand::<B, O>(b.at(k, j0 + c), None);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{NR, operand};
+    use crate::Float;
+    use crate::lanes::{load8, round8, transpose8};
+    use std::arch::x86_64::*;
+
+    /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, 8 columns × 8 k
+    /// per transpose, the k past the last multiple of 8 one by one.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn pack_columns<B: Float, O: Float>(columns: &[&[B]; NR], dst: &mut [f32]) {
+        let k_len = dst.len() / NR;
+        let full = k_len / 8 * 8;
+        for k0 in (0..full).step_by(8) {
+            for group in 0..NR / 8 {
+                let mut rows = [_mm256_setzero_ps(); 8];
+                for (c, row) in rows.iter_mut().enumerate() {
+                    let src = &columns[group * 8 + c][k0..k0 + 8];
+                    // SAFETY: `src` holds 8 values.
+                    *row = round8::<O>(unsafe { load8::<B>(src.as_ptr()) });
+                }
+                for (i, v) in transpose8(rows).into_iter().enumerate() {
+                    let out = &mut dst[(k0 + i) * NR + group * 8..(k0 + i) * NR + group * 8 + 8];
+                    // SAFETY: `out` holds 8 floats.
+                    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+                }
+            }
+        }
+        for k in full..k_len {
+            for (c, column) in columns.iter().enumerate() {
+                dst[k * NR + c] = operand::<B, O>(column[k], None);
             }
         }
     }

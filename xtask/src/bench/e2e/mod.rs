@@ -29,7 +29,7 @@ mod side;
 mod store;
 
 pub use case::{CASES, Case};
-pub use model::Model;
+pub use model::{Model, parse_models};
 pub use side::{SIDES, Side};
 
 use crate::bench::gemm_peak::GemmPeak;
@@ -37,7 +37,6 @@ use crate::bench::machine::{Load, Machine};
 use crate::bench::write_section;
 use crate::project::{Result, output, work_dir};
 use case::parse_case;
-use model::parse_models;
 
 /// What the command line selects.
 #[derive(Debug, clap::Args)]
