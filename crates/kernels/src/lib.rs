@@ -31,6 +31,7 @@ pub mod power;
 pub mod rms_norm;
 pub mod rope;
 mod rows;
+mod scratch;
 pub mod vision_rms_norm;
 
 pub use element::{DType, Float, bf16_from_f32};

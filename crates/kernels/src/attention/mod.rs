@@ -69,6 +69,14 @@ impl<'a, T: Float> MaskRef<'a, T> {
         &self.data[start..start + shape.keys]
     }
 
+    /// Whether every value is `±0` (a single image's padding-free mask: adding it changes no
+    /// score, see the driver). Scans the data, in parallel, until the first nonzero value.
+    pub(crate) fn is_zero(&self) -> bool {
+        use rayon::prelude::*;
+        const CHUNK: usize = 1 << 14;
+        self.data.par_chunks(CHUNK).all(|chunk| chunk.iter().all(|x| x.to_f32() == 0.0))
+    }
+
     /// Whether every query head sees the same mask.
     pub(crate) fn shared_by_heads(&self) -> bool {
         self.heads == 1

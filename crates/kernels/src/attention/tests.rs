@@ -178,3 +178,22 @@ fn overflowing_products_keep_the_separate_rounding() {
         assert_eq!(out.map(|x| x.to_bits()), expected.map(|x| x.to_bits()), "{kernel:?}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A mask of `±0` (a single image's: no padding) is skipped; the scores it would have
+    /// touched include zeros of both signs in `q` and `k`, so sums of zero products.
+    #[test]
+    fn a_mask_of_zeros_changes_no_bit(case in case(), signs in prop::collection::vec(any::<bool>(), 64)) {
+        let zero_heavy = |values: &[f32]| -> Vec<f32> {
+            values.iter().enumerate().map(|(i, &x)| if i % 3 == 0 { if signs[i % 64] { -0.0 } else { 0.0 } } else { x }).collect()
+        };
+        let shape = case.shape;
+        let mask_len = shape.queries * shape.keys;
+        let mask: Vec<f32> = (0..mask_len).map(|i| if signs[i % 64] { -0.0 } else { 0.0 }).collect();
+        let case = Case { q: zero_heavy(&case.q), k: zero_heavy(&case.k), mask: Some((1, 1, mask)), ..case };
+        check::<f32>(&case)?;
+        check::<bf16>(&case)?;
+    }
+}

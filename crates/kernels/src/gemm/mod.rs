@@ -31,7 +31,6 @@ mod reference;
 mod tests;
 
 pub use driver::Blocking;
-pub(crate) use driver::with_scratch;
 pub use matrix::{MatRef, MlxLayout};
 pub use microkernel::MicroKernel;
 pub use reference::reference;
