@@ -19,6 +19,10 @@ fuzz_target!(|data: &[u8]| {
             assert!(!field.is_empty());
             return;
         }
+        Err(vision::Error::NoVisionTower { path: named, .. }) => {
+            assert_eq!(named, path);
+            return;
+        }
         Err(other) => panic!("ModelConfig::parse returned a non-config error: {other}"),
     };
     assert!(config.text_hidden_size > 0);
@@ -31,10 +35,20 @@ fuzz_target!(|data: &[u8]| {
         }
         (vision, model_type) => panic!("{model_type:?} parsed with {vision:?}"),
     }
+    let mut vision = serde_json::to_value(&config.vision).expect("a config renders");
+    vision["skip_vision"] = config.skip_vision.into();
+    let quantization = config.quantization.as_ref().map(|q| {
+        let mut section = serde_json::json!({ "group_size": q.group_size, "bits": q.bits, "mode": q.mode });
+        for (module, entry) in &q.modules {
+            section[module] = serde_json::to_value(entry).expect("an entry renders");
+        }
+        section
+    });
     let rendered = serde_json::json!({
         "model_type": config.model_type,
-        "vision_config": config.vision,
+        "vision_config": vision,
         "text_config": { "hidden_size": config.text_hidden_size },
+        "quantization": quantization,
     });
     let again = ModelConfig::parse(&rendered.to_string(), path).expect("an accepted config re-parses");
     assert_eq!(again, config);

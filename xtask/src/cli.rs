@@ -1,4 +1,4 @@
-//! `cargo xtask encode …` / `cargo xtask preprocess …`: setup if needed, build the release
+//! `cargo xtask encode …` / `preprocess …` / `inspect …`: setup if needed, build the release
 //! `gemma-vision` binary, and run it with the same arguments (see its `--help`). Scripts may
 //! call `target/release/gemma-vision` directly once built.
 

@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_e2e;
+mod bench_embed;
 mod bench_ops;
 mod bench_preprocess;
 mod cli;
@@ -28,8 +29,8 @@ cargo xtask <command>
   doctor        MLX version, backend, the BLAS and its measured GFLOP/s
   parity [ops|preprocess|vision]
                 our outputs against the reference's, bit for bit (all suites by default)
-  bench <ops|preprocess|e2e>
-                timings beside the reference's, written into BENCHMARKS.md
+  bench <ops|preprocess|e2e|embed>
+                timings beside the reference's (embed: corpus jobs), written into BENCHMARKS.md
   fuzz [--seconds N]
                 every cargo-fuzz target under fuzz/ for N seconds each
   soak [--iterations N]
@@ -38,6 +39,8 @@ cargo xtask <command>
                 features of images (the release gemma-vision binary)
   preprocess --model DIR --image FILE [--max-soft-tokens N] --out FILE
                 what the encoder consumes for an image
+  inspect --model DIR [--max-soft-tokens N] [--image-size WxH] [--json]
+                what a checkpoint is: dimensions, quantized modules, budget, tensors
 ";
 
 fn main() -> ExitCode {
@@ -52,7 +55,7 @@ fn main() -> ExitCode {
         "doctor" => test::doctor(),
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),
-        "encode" | "preprocess" => cli::main(command, rest),
+        "encode" | "preprocess" | "inspect" => cli::main(command, rest),
         "soak" => soak::main(rest),
         "fuzz" => fuzz::main(rest),
         "help" | "--help" | "-h" => {

@@ -5,7 +5,9 @@
 //! leaves no output file behind (outputs are written to a temporary file renamed into place).
 
 mod args;
+mod embed;
 mod encode;
+mod inspect;
 mod preprocess;
 
 use clap::{Parser, Subcommand};
@@ -22,7 +24,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Encode(encode::EncodeArgs),
+    Embed(embed::EmbedArgs),
     Preprocess(preprocess::PreprocessArgs),
+    Inspect(inspect::InspectArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,13 +38,15 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            return fail("expected a command: encode or preprocess (see gemma-vision --help)");
+            return fail("expected a command: encode, embed, preprocess or inspect (see gemma-vision --help)");
         }
         Err(e) => return fail(&one_line(&e)),
     };
     let result = match &cli.command {
         Command::Encode(args) => encode::run(args),
+        Command::Embed(args) => embed::run(args),
         Command::Preprocess(args) => preprocess::run(args),
+        Command::Inspect(args) => inspect::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

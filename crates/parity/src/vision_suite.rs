@@ -1,11 +1,17 @@
 //! The vision suite: both encoders, every stage, from the image files and checkpoints the
 //! reference side wrote (`crates/parity/python/vision.py`), compared row by row.
+//!
+//! Quantized cases add a row comparing the set of quantized vision modules with the
+//! reference's; `compute: "float32"` cases load with [`ComputeDtype::F32`], which is what
+//! mlx-vlm computes on the model cast to float32. Our side runs the encoder as a user gets it:
+//! on the CPU, every hot op in the host kernels; each run's `features` row names the kernels
+//! that ran.
 
-use crate::{Table, compare_arrays};
+use crate::{Table, compare_arrays, compare_bytes};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use vision::{EncoderOptions, PreparedImage, Trace, VisionEncoder};
+use vision::{ComputeDtype, EncoderOptions, PreparedImage, Trace, VisionEncoder};
 
 /// Any failure of the suite itself (a missing file, a load error): not a parity row.
 pub type SuiteError = Box<dyn std::error::Error>;
@@ -21,6 +27,12 @@ struct Case {
     model_type: String,
     dtype: String,
     runs: Vec<Run>,
+    /// `"float32"`: the reference ran on the model cast to float32.
+    #[serde(default)]
+    compute: Option<String>,
+    /// The vision modules the reference loaded as `nn.QuantizedLinear`.
+    #[serde(default)]
+    quantized: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -39,16 +51,40 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
     let manifest: Manifest = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     for case in &manifest.cases {
         let case_dir = dir.join(&case.name);
-        let encoder = VisionEncoder::load(case_dir.join("model"), EncoderOptions::default())?;
+        let options = match case.compute.as_deref() {
+            None => EncoderOptions::default(),
+            Some("float32") => EncoderOptions { compute_dtype: ComputeDtype::F32, ..Default::default() },
+            Some(other) => return Err(format!("{}: unknown compute dtype `{other}`", case.name).into()),
+        };
+        let encoder = VisionEncoder::load(case_dir.join("model"), options)?;
         let reference = tensor::load_safetensors(case_dir.join("reference.safetensors"))?;
+        let label = match &case.compute {
+            Some(compute) => format!("{}, {} as {compute}", case.model_type, case.dtype),
+            None => format!("{}, {}", case.model_type, case.dtype),
+        };
+        if let Some(expected) = &case.quantized {
+            let plan = encoder.checkpoint().quantization();
+            let ours: Vec<&str> = plan.modules().keys().map(String::as_str).collect();
+            let what = format!("{} quantized modules", expected.len());
+            let name = format!("{} ({label}) quantized modules", case.name);
+            table.push(compare_bytes(&name, &what, ours.join("\n").as_bytes(), expected.join("\n").as_bytes()));
+        }
         for run in &case.runs {
             let started = std::time::Instant::now();
+            let _ = layers::take_kernels_run();
             let ours = run_ours(&encoder, &case_dir, run)?;
             let seconds = started.elapsed().as_secs_f64();
+            let kernels = match layers::take_kernels_run() {
+                ran if ran.is_empty() => "MLX ops".to_owned(),
+                ran => format!("host: {}", ran.join(", ")),
+            };
             for stage in &run.stages {
                 let key = format!("{}.{stage}", run.name);
                 let expected = reference.get(&key).ok_or_else(|| format!("reference lacks {key}"))?;
-                let name = format!("{} ({}, {}) {} {stage}", case.name, case.model_type, case.dtype, run.name);
+                let name = match stage.as_str() {
+                    "features" => format!("{} ({label}) {} {stage} [{kernels}]", case.name, run.name),
+                    _ => format!("{} ({label}) {} {stage}", case.name, run.name),
+                };
                 let actual = ours.get(stage).ok_or_else(|| format!("our trace lacks stage {stage} of {}", run.name))?;
                 table.push(compare_arrays(&name, actual, expected)?);
             }
@@ -58,8 +94,8 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
     Ok(())
 }
 
-/// Our full path for one run; returns each traced stage by name (the last batch's, for stages
-/// recorded once per batch).
+/// Our full path for one run; returns each traced stage by name, a stage traced again (the next
+/// batch's) as `<stage>#<k>` with k counting from 1, as the reference side names them.
 fn run_ours(
     encoder: &VisionEncoder,
     case_dir: &Path,
@@ -82,5 +118,16 @@ fn run_ours(
     encoder.encode_prepared(&prepared, Some(&mut trace))?;
     let stages = trace.into_stages();
     tensor::Array::eval_all(&stages.iter().map(|(_, a)| a).collect::<Vec<_>>())?;
-    Ok(stages.into_iter().collect())
+    let mut named = BTreeMap::new();
+    for (stage, array) in stages {
+        let mut key = stage.clone();
+        for k in 1.. {
+            if !named.contains_key(&key) {
+                break;
+            }
+            key = format!("{stage}#{k}");
+        }
+        named.insert(key, array);
+    }
+    Ok(named)
 }

@@ -1,7 +1,13 @@
 //! `config.json`: the parts of a gemma4 / gemma4_unified checkpoint's configuration that the
 //! vision side reads, with mlx-vlm 0.7.10's defaults (its config dataclasses), validated
 //! before anything is allocated.
+//!
+//! Everything else a release writes is ignored, as the reference's `from_dict` ignores unknown
+//! keys: Hugging Face boilerplate (`architectures`, `dtype`, `transformers_version`, …), each
+//! sub-config's `model_type`, `audio_config` (null or an object), token ids such as
+//! `eoa_token_index`, the language model's settings beyond its width.
 
+use crate::quantization::QuantizationConfig;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -23,6 +29,14 @@ pub struct ModelConfig {
     pub vision: VisionConfig,
     /// The language model's width (`text_config.hidden_size`): the width of the features.
     pub text_hidden_size: i32,
+    /// The quantization section (`quantization`, else `quantization_config`), vision entries
+    /// only; `None` when the config has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<QuantizationConfig>,
+    /// `vision_config.skip_vision`: legacy quants that left the vision side dense say so; a
+    /// per-module quantization entry then applies only where the checkpoint stores `scales`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skip_vision: bool,
 }
 
 /// The vision configuration of either family.
@@ -145,10 +159,24 @@ impl ModelConfig {
             Some(other) => return Err(error("model_type", format!("`{other}` is not gemma4 or gemma4_unified"))),
             None => return Err(error("model_type", "missing".into())),
         };
-        let vision_json = json.get("vision_config").ok_or_else(|| error("vision_config", "missing".into()))?;
-        if !vision_json.is_object() {
-            return Err(error("vision_config", "not an object".into()));
-        }
+        let vision_json = match json.get("vision_config") {
+            None => return Err(error("vision_config", "missing".into())),
+            Some(serde_json::Value::Null) => {
+                return Err(Error::NoVisionTower {
+                    path: path.to_path_buf(),
+                    detail: "`vision_config` is null (a text-only conversion)".into(),
+                });
+            }
+            Some(serde_json::Value::Object(fields)) => {
+                // A null field means the reference's default (`rope_parameters: null` is
+                // replaced in `__post_init__`); serde would refuse it.
+                serde_json::Value::Object(
+                    fields.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), v.clone())).collect(),
+                )
+            }
+            Some(_) => return Err(error("vision_config", "not an object".into())),
+        };
+        let vision_json = &vision_json;
         let vision = match model_type {
             ModelType::Gemma4 => VisionConfig::Siglip(
                 SiglipConfig::deserialize(vision_json).map_err(|e| error("vision_config", e.to_string()))?,
@@ -168,7 +196,14 @@ impl ModelConfig {
                 .and_then(|n| i32::try_from(n).ok())
                 .ok_or_else(|| error("text_config.hidden_size", format!("{v} is not an integer")))?,
         };
-        let config = ModelConfig { model_type, vision, text_hidden_size };
+        let quantization = QuantizationConfig::from_json(&json).map_err(|(field, detail)| error(&field, detail))?;
+        let skip_vision = match vision_json.get("skip_vision") {
+            None => false,
+            Some(v) => {
+                v.as_bool().ok_or_else(|| error("vision_config.skip_vision", format!("{v} is not a boolean")))?
+            }
+        };
+        let config = ModelConfig { model_type, vision, text_hidden_size, quantization, skip_vision };
         config.validate().map_err(|(field, detail)| error(&field, detail))?;
         Ok(config)
     }

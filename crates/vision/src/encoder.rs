@@ -3,7 +3,7 @@
 use crate::siglip_tower::SiglipVisionTower;
 use crate::trace::Trace;
 use crate::unified_embedder::UnifiedVisionEmbedder;
-use crate::{Checkpoint, Error, ModelConfig, ModelType, Result, SanitizedStore, VisionConfig};
+use crate::{Checkpoint, Error, ModelConfig, ModelType, Result, VisionConfig};
 use layers::{WeightStore, Weights};
 use preprocess::{ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage};
 use sha2::{Digest, Sha256};
@@ -95,17 +95,23 @@ pub struct VisionEncoder {
     processor: ProcessorConfig,
     options: EncoderOptions,
     model: Model,
-    store: Arc<SanitizedStore>,
+    checkpoint: Checkpoint,
     used_keys: Vec<String>,
     identity: Mutex<Option<String>>,
 }
 
 impl VisionEncoder {
     /// Loads the encoder of the model directory `dir` (see [`Checkpoint`]): validates the
-    /// config, reads only the vision tensors (checking each one's shape and dtype), and fails
-    /// if the checkpoint holds vision tensors no block uses.
+    /// config, reads only the vision tensors (checking each one's shape and dtype; quantized
+    /// modules as the checkpoint's quantization says), and fails if the checkpoint holds vision
+    /// tensors no block uses. A weight error names the file it looked in ([`Error::Weight`]).
     pub fn load(dir: impl AsRef<Path>, options: EncoderOptions) -> Result<VisionEncoder> {
         let checkpoint = Checkpoint::open(dir.as_ref())?;
+        VisionEncoder::from_checkpoint(checkpoint, options)
+    }
+
+    /// Loads the encoder of an opened [`Checkpoint`] (see [`VisionEncoder::load`]).
+    pub fn from_checkpoint(checkpoint: Checkpoint, options: EncoderOptions) -> Result<VisionEncoder> {
         let config = checkpoint.config().clone();
         let family = match config.model_type {
             ModelType::Gemma4 => ModelFamily::Gemma4,
@@ -117,18 +123,30 @@ impl VisionEncoder {
             ComputeDtype::Native => None,
             ComputeDtype::F32 => Some(Dtype::F32),
         };
-        let weights = Weights::new(Arc::clone(&store) as Arc<dyn WeightStore>).with_compute_dtype(compute);
+        let weights = Weights::new(store as Arc<dyn WeightStore>)
+            .with_compute_dtype(compute)
+            .with_quantization(checkpoint.quantization());
+        let execution = execution(&options)?;
         let model = match &config.vision {
-            VisionConfig::Siglip(c) => Model::Siglip(
-                SiglipVisionTower::load(&weights, c, config.text_hidden_size)?.with_execution(execution(&options)?),
-            ),
-            VisionConfig::Unified(c) => Model::Unified(
-                UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)?.with_execution(execution(&options)?),
-            ),
+            VisionConfig::Siglip(c) => SiglipVisionTower::load(&weights, c, config.text_hidden_size)
+                .map(|tower| Model::Siglip(tower.with_execution(execution))),
+            VisionConfig::Unified(c) => UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)
+                .map(|embedder| Model::Unified(embedder.with_execution(execution))),
         };
+        let model = model.map_err(|e| checkpoint.locate(e))?;
         weights.ensure_all_used()?;
         let used_keys = weights.used_keys();
-        Ok(VisionEncoder { config, processor, options, model, store, used_keys, identity: Mutex::new(None) })
+        Ok(VisionEncoder { config, processor, options, model, checkpoint, used_keys, identity: Mutex::new(None) })
+    }
+
+    /// The checkpoint the encoder was loaded from.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// The sanitized names of the vision tensors the encoder read, sorted.
+    pub fn used_keys(&self) -> &[String] {
+        &self.used_keys
     }
 
     /// The validated model configuration.
@@ -261,8 +279,10 @@ impl VisionEncoder {
     /// Refuses a budget whose images the encoder could not attend over in memory (gemma4: one
     /// image of `max_soft_tokens · pool²` patches, see [`SiglipVisionTower::check_attention`]),
     /// before any image is read or resized. gemma4_unified has no attention: its inputs are
-    /// bounded by the preprocessor's own limit.
-    fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
+    /// bounded by the preprocessor's own limit. [`encode_files`](Self::encode_files) and
+    /// [`encode_images`](Self::encode_images) check it; callers of
+    /// [`encode_prepared`](Self::encode_prepared) check it once per preprocessor.
+    pub fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
         let Model::Siglip(tower) = &self.model else { return Ok(()) };
         let config = preprocessor.config();
         let patches = usize::try_from(config.max_patches()).unwrap_or(usize::MAX);
@@ -283,7 +303,7 @@ impl VisionEncoder {
         let tensors = self
             .used_keys
             .iter()
-            .map(|key| Ok((key.as_str(), self.store.load(key)?)))
+            .map(|key| Ok((key.as_str(), self.checkpoint.store().load(key)?)))
             .collect::<layers::Result<Vec<_>>>()?;
         let fingerprint = tensor::fingerprint(tensors.iter().map(|(k, a)| (*k, a)))?;
         let processor = serde_json::to_string(&self.processor).map_err(|e| Error::input(e.to_string()))?;

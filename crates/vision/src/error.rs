@@ -23,6 +23,18 @@ pub enum Error {
     /// `config.json` is malformed or holds values the encoders cannot serve.
     #[error("{}: `{field}`: {detail}", path.display())]
     Config { path: PathBuf, field: String, detail: String },
+    /// The checkpoint has no vision tower: a text-only conversion (`vision_config: null`, or no
+    /// vision tensor in its weight files). `path` is the file or directory that shows it.
+    #[error("{}: the checkpoint has no vision tower: {detail}", path.display())]
+    NoVisionTower { path: PathBuf, detail: String },
+    /// A weight is missing, mis-shaped or of the wrong dtype; `files` are the weight files
+    /// looked in (the one holding the tensor, or all of them when it is missing).
+    #[error("{source} (in {})", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Weight { files: Vec<PathBuf>, source: layers::Error },
+    /// A vision module is stored quantized in a way mlx-vlm 0.7.10 does not load or run
+    /// (`module` is its path, e.g. `embed_vision.embedding_projection`).
+    #[error("quantized module `{module}`: {detail}")]
+    Quantization { module: String, detail: String },
     /// An input does not fit the encoder (shape, dtype, count).
     #[error("{what}")]
     Input { what: String },
@@ -32,8 +44,102 @@ pub enum Error {
     TooLarge { what: String, bytes: u128, limit: usize },
 }
 
+/// What kind of failure an [`Error`] is, for callers that map errors onto another error model
+/// (an exception class, an exit status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A file or directory that was named does not exist.
+    NotFound,
+    /// A file exists but could not be read, or was read but is not an image that decodes.
+    Unreadable,
+    /// An input, a parameter or a checkpoint the encoder cannot serve: malformed image bytes or
+    /// pixels, a budget too small for an image, a malformed config or weights.
+    Invalid,
+    /// MLX failed while computing.
+    Compute,
+}
+
 impl Error {
     pub(crate) fn input(what: impl Into<String>) -> Error {
         Error::Input { what: what.into() }
+    }
+
+    /// The kind of this error. A checkpoint file reported missing or unreadable is
+    /// [`ErrorKind::NotFound`] when its path does not exist (now), else [`ErrorKind::Unreadable`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Tensor(e)
+            | Error::Layers(layers::Error::Tensor(e))
+            | Error::Weight { source: layers::Error::Tensor(e), .. } => tensor_kind(e),
+            Error::Layers(_)
+            | Error::Weight { .. }
+            | Error::Config { .. }
+            | Error::NoVisionTower { .. }
+            | Error::Quantization { .. }
+            | Error::Input { .. }
+            | Error::TooLarge { .. } => ErrorKind::Invalid,
+            Error::Preprocess(e) => preprocess_kind(e),
+            Error::Checkpoint { path, .. } => match std::fs::symlink_metadata(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+                _ => ErrorKind::Unreadable,
+            },
+        }
+    }
+}
+
+fn io_kind(e: &std::io::Error) -> ErrorKind {
+    if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Unreadable }
+}
+
+fn tensor_kind(e: &tensor::Error) -> ErrorKind {
+    match e {
+        tensor::Error::Io { source, .. } => io_kind(source),
+        tensor::Error::Format { .. } | tensor::Error::TooLarge { .. } => ErrorKind::Invalid,
+        _ => ErrorKind::Compute,
+    }
+}
+
+/// Reading a file is I/O; a file read but not decoded is unreadable; the rest is bad input.
+fn preprocess_kind(e: &preprocess::Error) -> ErrorKind {
+    match e {
+        preprocess::Error::Io { source, .. } => io_kind(source),
+        preprocess::Error::File { .. } => ErrorKind::Unreadable,
+        _ => ErrorKind::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing_config() -> PathBuf {
+        std::env::temp_dir().join("vision-error-kind-missing").join("config.json")
+    }
+
+    #[test]
+    fn kinds_follow_what_failed() {
+        let missing = std::env::temp_dir().join("vision-error-kind-missing");
+        let checkpoint = |path: PathBuf| Error::Checkpoint { path, detail: "missing".into() };
+        assert_eq!(checkpoint(missing.clone()).kind(), ErrorKind::NotFound);
+        assert_eq!(checkpoint(std::env::temp_dir()).kind(), ErrorKind::Unreadable);
+        let io = |kind| preprocess::Error::Io { path: missing.clone(), source: std::io::Error::from(kind) };
+        assert_eq!(Error::from(io(std::io::ErrorKind::NotFound)).kind(), ErrorKind::NotFound);
+        assert_eq!(Error::from(io(std::io::ErrorKind::PermissionDenied)).kind(), ErrorKind::Unreadable);
+        let file = preprocess::Error::File { path: missing.clone(), source: Box::new(preprocess::Error::Empty) };
+        assert_eq!(Error::from(file).kind(), ErrorKind::Unreadable);
+        assert_eq!(Error::from(preprocess::Error::Empty).kind(), ErrorKind::Invalid);
+        assert_eq!(Error::input("no images").kind(), ErrorKind::Invalid);
+        let weights = layers::Error::Missing { name: "w".into() };
+        assert_eq!(Error::from(weights).kind(), ErrorKind::Invalid);
+        let tensor_io = tensor::Error::Io { path: missing, source: std::io::ErrorKind::NotFound.into() };
+        assert_eq!(Error::from(layers::Error::Tensor(tensor_io)).kind(), ErrorKind::NotFound);
+        let unreadable =
+            tensor::Error::Io { path: std::env::temp_dir(), source: std::io::ErrorKind::PermissionDenied.into() };
+        let weight = Error::Weight { files: vec![], source: layers::Error::Tensor(unreadable) };
+        assert_eq!(weight.kind(), ErrorKind::Unreadable);
+        let no_tower = Error::NoVisionTower { path: missing_config(), detail: "null".into() };
+        assert_eq!(no_tower.kind(), ErrorKind::Invalid);
+        let shape = tensor::Error::Shape { op: "reshape", detail: "bad".into() };
+        assert_eq!(Error::from(shape).kind(), ErrorKind::Compute);
     }
 }

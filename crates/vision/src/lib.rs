@@ -8,6 +8,9 @@
 //!   with the image processor: image files or decoded images in, [`Features`] out —
 //!   `[Σ soft tokens, text_hidden]`, identical bit for bit to mlx-vlm's `Model.encode_image`
 //!   (gemma4) / `Model.get_image_features` (gemma4_unified) on the same libmlx.
+//! - Checkpoints as published, quantized ones included: the vision modules mlx-vlm runs as
+//!   `nn.QuantizedLinear` are [`layers::QuantizedLinear`]s here ([`QuantizationConfig`]).
+//! - [`Inspection`]: what a loaded encoder is and why an image gives the tokens it gives.
 //!
 //! Composition only: blocks come from `layers`, preprocessing from `preprocess`; this crate
 //! knows checkpoints and model families, not FFI.
@@ -17,21 +20,26 @@ mod checkpoint;
 mod config;
 mod encoder;
 mod error;
+mod frames;
+mod inspection;
 mod multimodal_embedder;
 mod patch_embedder;
 mod pooler;
+mod quantization;
 mod sanitized_store;
 mod siglip_tower;
 mod trace;
 mod unified_embedder;
 
-pub use checkpoint::{Checkpoint, WEIGHT_FILES};
+pub use checkpoint::{Checkpoint, INDEX_FILE};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
 pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
+pub use inspection::{Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, QuantizedModule, TensorCounts};
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
+pub use quantization::{ModuleQuantization, QuantizationConfig};
 pub use sanitized_store::SanitizedStore;
 pub use siglip_tower::{PooledRows, SiglipVisionTower};
 pub use trace::Trace;

@@ -1,25 +1,27 @@
 //! `MultimodalEmbedder`: vision features into the language model's embedding space.
 
 use crate::Result;
-use layers::{Execution, Linear, RmsNorm, Weights};
+use layers::{Execution, Projection, RmsNorm, Weights};
 use tensor::Array;
 
 /// mlx-vlm's `MultimodalEmbedder` (gemma4, shared by gemma4_unified): a scale-free fused RMS
 /// norm (`fast.rms_norm(x, None, eps)`) followed by `embedding_projection` (`x @ W.T`,
-/// `W` `[text_hidden, width]`). Keys below `embed_vision`: `embedding_projection.weight`.
+/// `W` `[text_hidden, width]`; quantized checkpoints: `quantized_matmul`, see [`Projection`]).
+/// Keys below `embed_vision`: `embedding_projection.weight` (quantized: also `.scales`,
+/// `.biases`).
 #[derive(Debug, Clone)]
 pub struct MultimodalEmbedder {
     norm: RmsNorm,
-    projection: Linear,
+    projection: Projection,
 }
 
 impl MultimodalEmbedder {
-    pub fn new(projection: Linear, eps: f32) -> MultimodalEmbedder {
-        MultimodalEmbedder { norm: RmsNorm::no_scale(eps), projection }
+    pub fn new(projection: impl Into<Projection>, eps: f32) -> MultimodalEmbedder {
+        MultimodalEmbedder { norm: RmsNorm::no_scale(eps), projection: projection.into() }
     }
 
     pub fn load(weights: &Weights, width: i32, text_hidden: i32, eps: f32) -> Result<MultimodalEmbedder> {
-        let projection = Linear::load(&weights.pp("embedding_projection"), width, text_hidden, false)?;
+        let projection = Projection::load(&weights.pp("embedding_projection"), width, text_hidden, false)?;
         Ok(MultimodalEmbedder::new(projection, eps))
     }
 
@@ -29,6 +31,11 @@ impl MultimodalEmbedder {
             norm: self.norm.with_execution(execution),
             projection: self.projection.with_execution(execution),
         }
+    }
+
+    /// The projection, dense or quantized.
+    pub fn projection(&self) -> &Projection {
+        &self.projection
     }
 
     /// `[…, width]` → `[…, text_hidden]`.

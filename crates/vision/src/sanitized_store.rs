@@ -3,6 +3,7 @@
 use crate::ModelType;
 use layers::{Error, Result, WeightStore};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use tensor::{Array, ShardedSafetensors, TensorInfo};
 
@@ -51,6 +52,26 @@ impl SanitizedStore {
             }
         }
         Ok(SanitizedStore { files, names })
+    }
+
+    /// Whether the checkpoint holds no vision tensor at all.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The weight files behind the view (every tensor of the checkpoint, vision or not).
+    pub fn files(&self) -> &ShardedSafetensors {
+        &self.files
+    }
+
+    /// The name a vision tensor has in the files (`model.`-prefixed for raw checkpoints).
+    pub fn stored_name(&self, name: &str) -> Option<&str> {
+        self.names.get(name).map(String::as_str)
+    }
+
+    /// The file holding the vision tensor `name`.
+    pub fn file_of(&self, name: &str) -> Option<&Path> {
+        self.files.file_of(self.stored_name(name)?)
     }
 
     fn raw(&self, name: &str) -> Result<&str> {

@@ -86,7 +86,10 @@ fn missing_wrong_shaped_and_wrong_dtype_tensors_are_named() {
     let dir = model_copy("tiny-clipped", "missing");
     rewrite_weights(&dir, |t| t.retain(|(n, _)| n != key));
     let err = load_err(&dir);
-    assert!(matches!(&err, Error::Layers(layers::Error::Missing { name }) if name == sanitized), "{err}");
+    assert!(
+        matches!(&err, Error::Weight { source: layers::Error::Missing { name }, .. } if name == sanitized),
+        "{err}"
+    );
     assert!(err.to_string().contains(sanitized), "{err}");
 
     let dir = model_copy("tiny-clipped", "shape");
@@ -96,7 +99,7 @@ fn missing_wrong_shaped_and_wrong_dtype_tensors_are_named() {
     });
     let err = load_err(&dir);
     match &err {
-        Error::Layers(layers::Error::Shape { name, expected, actual }) => {
+        Error::Weight { source: layers::Error::Shape { name, expected, actual }, .. } => {
             assert_eq!(name, sanitized);
             assert_eq!(expected, &[16, 32]);
             assert_eq!(actual, &[4, 32]);
@@ -110,7 +113,10 @@ fn missing_wrong_shaped_and_wrong_dtype_tensors_are_named() {
         *w = w.astype(Dtype::I32).unwrap();
     });
     let err = load_err(&dir);
-    assert!(matches!(&err, Error::Layers(layers::Error::Dtype { name, .. }) if name == sanitized), "{err}");
+    assert!(
+        matches!(&err, Error::Weight { source: layers::Error::Dtype { name, .. }, .. } if name == sanitized),
+        "{err}"
+    );
 }
 
 #[test]
@@ -258,67 +264,150 @@ fn sharded_copy(name: &str, edit: impl FnOnce(&mut serde_json::Map<String, serde
     dir
 }
 
+/// The weight files of a sharded copy.
+fn shards(dir: &Path) -> [std::path::PathBuf; 2] {
+    ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"].map(|s| dir.join(s))
+}
+
 #[test]
-fn a_shard_missing_from_disk_or_a_tensor_missing_from_the_index_is_named() {
+fn the_index_names_the_files_and_every_tensor_in_them_is_read() {
+    let original = features(&fixture("tiny-clipped").join("model"));
     let key = "model.vision_tower.encoder.layers.1.mlp.down_proj.linear.weight";
-    // The index sends a vision tensor to a shard that is not in the directory.
-    let dir = sharded_copy("shard-missing", |map| {
-        map.insert(key.into(), "model-00003-of-00003.safetensors".into());
-    });
+    // As mlx-vlm's `load_model`: the index chooses the files (the shards it names that exist);
+    // the tensors are whatever those files hold. A tensor the index sends to a shard that is
+    // not there, one it does not list, or one it places in the wrong shard is read from the
+    // shard that holds it.
+    type Edit = Box<dyn FnOnce(&mut serde_json::Map<String, serde_json::Value>)>;
+    let edits: [(&str, Edit); 3] = [
+        ("shard-absent", Box::new(|map| drop(map.insert(key.into(), "model-00003-of-00003.safetensors".into())))),
+        ("shard-unlisted", Box::new(|map| drop(map.remove(key)))),
+        (
+            "shard-wrong",
+            Box::new(|map| {
+                let [first, second] = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"];
+                let other = if map[key] == first { second } else { first };
+                map.insert(key.into(), other.into());
+            }),
+        ),
+    ];
+    for (name, edit) in edits {
+        let dir = sharded_copy(name, edit);
+        assert_eq!(features(&dir), original, "{name}");
+    }
+    // Files the index does not name are not read, whatever they hold.
+    let dir = sharded_copy("index-ignores-others", |_| {});
+    fs::write(dir.join("model.safetensors"), b"not a safetensors file").unwrap();
+    fs::write(dir.join("extra.safetensors"), b"not one either").unwrap();
+    assert_eq!(features(&dir), original, "stray files beside an index");
+    let checkpoint = vision::Checkpoint::open(&dir).unwrap();
+    assert_eq!(checkpoint.index_file(), Some(dir.join(vision::INDEX_FILE).as_path()));
+    assert_eq!(checkpoint.weight_files(), shards(&dir));
+}
+
+#[test]
+fn without_a_usable_index_every_safetensors_file_but_consolidated_is_read() {
+    let original = features(&fixture("tiny-clipped").join("model"));
+    // No index: the two shards are found by their extension. A `consolidated.safetensors`
+    // (another format's single file) and hidden files are not read.
+    let dir = sharded_copy("no-index", |_| {});
+    fs::remove_file(dir.join(vision::INDEX_FILE)).unwrap();
+    fs::write(dir.join("consolidated.safetensors"), b"not read").unwrap();
+    fs::write(dir.join(".hidden.safetensors"), b"not read").unwrap();
+    fs::write(dir.join("notes.txt"), b"not read").unwrap();
+    assert_eq!(features(&dir), original, "no index");
+    assert_eq!(vision::Checkpoint::open(&dir).unwrap().weight_files(), shards(&dir));
+    // An index that is not JSON, has no weight map, or names no shard that exists: the
+    // reference falls back to the directory's files, and so do we.
+    for (case, text) in [
+        ("index-not-json", "{ not json".to_owned()),
+        ("index-no-map", r#"{"metadata": {}}"#.to_owned()),
+        ("index-no-shard", r#"{"weight_map": {"a": "elsewhere.safetensors"}}"#.to_owned()),
+    ] {
+        let dir = sharded_copy(case, |_| {});
+        fs::write(dir.join(vision::INDEX_FILE), text).unwrap();
+        assert_eq!(features(&dir), original, "{case}");
+        let checkpoint = vision::Checkpoint::open(&dir).unwrap();
+        assert_eq!(checkpoint.index_file(), None, "{case}");
+        assert_eq!(checkpoint.weight_files(), shards(&dir), "{case}");
+    }
+    // A weight map naming something other than a file of the directory is refused.
+    let dir = sharded_copy("index-escapes", |map| drop(map.insert("x".into(), "../outside.safetensors".into())));
     let err = load_err(&dir);
-    let shard = dir.join("model-00003-of-00003.safetensors");
+    assert!(matches!(&err, Error::Checkpoint { path, .. } if path.ends_with(vision::INDEX_FILE)), "{err}");
+    assert!(err.to_string().contains("`weight_map.x` is not a shard file name"), "{err}");
+    // Two files holding the same tensor without an index: which one the reference reads
+    // depends on the directory's listing order, so the checkpoint is refused, naming both.
+    let dir = sharded_copy("duplicated", |_| {});
+    fs::remove_file(dir.join(vision::INDEX_FILE)).unwrap();
+    fs::copy(fixture("tiny-clipped").join("model/model.safetensors"), dir.join("model.safetensors")).unwrap();
+    let err = load_err(&dir);
+    let message = err.to_string();
+    assert!(matches!(&err, Error::Checkpoint { .. }), "{err:?}");
+    assert!(message.contains("is in both ") && message.contains("model-00001-of-00002.safetensors and "), "{message}");
+    assert!(message.contains("/model.safetensors: without an index"), "{message}");
+}
+
+#[test]
+fn a_missing_or_malformed_tensor_names_the_file_it_was_looked_for_in() {
+    let key = "model.vision_tower.encoder.layers.1.mlp.down_proj.linear.weight";
+    let sanitized = &key["model.".len()..];
+    // Missing from every file: all of them are named.
+    let dir = sharded_copy("tensor-missing", |_| {});
+    let holder = shards(&dir).into_iter().find(|s| tensor::load_safetensors(s).unwrap().contains_key(key)).unwrap();
+    let mut kept: Vec<(String, Array)> = tensor::load_safetensors(&holder).unwrap().into_iter().collect();
+    kept.retain(|(n, _)| n != key);
+    save(&holder, &kept);
+    let err = load_err(&dir);
     match &err {
-        Error::Layers(layers::Error::Tensor(tensor::Error::Io { path, source })) => {
-            assert_eq!(path, &shard);
-            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        Error::Weight { files, source: layers::Error::Missing { name } } => {
+            assert_eq!(name, sanitized);
+            assert_eq!(files, &shards(&dir));
         }
-        other => panic!("expected the missing shard, got {other:?}"),
+        other => panic!("{other:?}"),
     }
-    assert!(err.to_string().starts_with(&format!("{}: ", shard.display())), "{err}");
+    let [a, b] = shards(&dir);
+    assert_eq!(err.to_string(), format!("weight `{sanitized}` is missing (in {}, {})", a.display(), b.display()));
+    // Mis-shaped or of the wrong dtype: the file that holds it.
+    let dir = sharded_copy("tensor-malformed", |_| {});
+    let holder = shards(&dir).into_iter().find(|s| tensor::load_safetensors(s).unwrap().contains_key(key)).unwrap();
+    let mut tensors: Vec<(String, Array)> = tensor::load_safetensors(&holder).unwrap().into_iter().collect();
+    let (_, w) = tensors.iter_mut().find(|(n, _)| n == key).unwrap();
+    *w = w.astype(Dtype::I32).unwrap();
+    save(&holder, &tensors);
+    let err = load_err(&dir);
+    assert!(
+        matches!(&err, Error::Weight { files, source: layers::Error::Dtype { .. } } if files == std::slice::from_ref(&holder))
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("weight `{sanitized}` has dtype int32, expected a float type (in {})", holder.display())
+    );
+}
 
-    // The index does not list a vision tensor at all (its shard still holds it).
-    let dir = sharded_copy("shard-unlisted", |map| {
-        map.remove(key);
+#[test]
+fn a_text_only_checkpoint_is_one_clear_error() {
+    // A text-only quant writes `vision_config: null`.
+    let dir = model_copy("tiny-clipped", "text-only-config");
+    let path = dir.join("config.json");
+    let mut json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    json["vision_config"] = serde_json::Value::Null;
+    fs::write(&path, json.to_string()).unwrap();
+    let err = load_err(&dir);
+    assert!(matches!(&err, Error::NoVisionTower { path: p, .. } if p == &path), "{err:?}");
+    assert!(err.to_string().contains("the checkpoint has no vision tower: `vision_config` is null"), "{err}");
+    // Or keeps the vision config but ships no vision tensor.
+    let dir = model_copy("tiny-clipped", "text-only-weights");
+    rewrite_weights(&dir, |t| {
+        t.retain(|(n, _)| !n.contains("vision"));
+        t.push(("model.language_model.embed_tokens.weight".into(), Array::ones(&[4, 4], Dtype::Bf16).unwrap()));
     });
     let err = load_err(&dir);
-    let sanitized = key.trim_start_matches("model.");
-    assert!(matches!(&err, Error::Layers(layers::Error::Missing { name }) if name == sanitized), "{err:?}");
-    assert_eq!(err.to_string(), format!("weight `{sanitized}` is missing"));
-
-    // The index lists a tensor in a shard that lacks it.
-    let dir = sharded_copy("shard-lacks", |map| {
-        let [first, second] = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"];
-        let other = if map[key] == first { second } else { first };
-        map.insert(key.into(), other.into());
-    });
-    let err = load_err(&dir);
-    assert!(matches!(&err, Error::Layers(layers::Error::Tensor(tensor::Error::Format { .. }))), "{err:?}");
-    assert!(err.to_string().contains(&format!("the index lists `{key}` here, but the file lacks it")), "{err}");
-
-    // An index that is not JSON, or has no weight map.
-    for (text, detail) in [("{ not json", "invalid JSON"), (r#"{"metadata": {}}"#, "no `weight_map` object")] {
-        let dir = sharded_copy("index-broken", |_| {});
-        let index = dir.join("model.safetensors.index.json");
-        fs::write(&index, text).unwrap();
-        let err = load_err(&dir);
-        assert!(matches!(&err, Error::Tensor(tensor::Error::Format { path, .. }) if path == &index), "{err:?}");
-        assert!(err.to_string().starts_with(&format!("{}: {detail}", index.display())), "{err}");
-    }
+    assert!(matches!(&err, Error::NoVisionTower { .. }), "{err:?}");
+    assert!(err.to_string().contains("no vision tower: no tensor under vision_tower. or embed_vision. in "), "{err}");
 }
 
 #[test]
 fn bad_weight_files_and_directories_have_messages_naming_them() {
-    // Wrong dtype: the tensor, the dtype found and the one expected.
-    let key = "model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight";
-    let dir = model_copy("tiny-clipped", "dtype-message");
-    rewrite_weights(&dir, |t| {
-        let (_, w) = t.iter_mut().find(|(n, _)| n == key).unwrap();
-        *w = w.astype(Dtype::I32).unwrap();
-    });
-    let err = load_err(&dir);
-    assert!(matches!(&err, Error::Layers(layers::Error::Dtype { .. })), "{err:?}");
-    assert!(err.to_string().starts_with(&format!("weight `{}` has dtype int32", &key[6..])), "{err}");
-
     // Garbage instead of a weight file: a format error naming the file.
     let dir = model_copy("tiny-clipped", "garbage-message");
     let weights = dir.join("model.safetensors");
@@ -337,7 +426,8 @@ fn bad_weight_files_and_directories_have_messages_naming_them() {
     assert_eq!(
         load_err(&no_weights).to_string(),
         format!(
-            "{}: no weights: none of model.safetensors.index.json, model.safetensors, optiq_vision.safetensors",
+            "{}: no weights: no model.safetensors.index.json naming a shard that exists, and no *.safetensors \
+             file (consolidated.safetensors is not read)",
             no_weights.display()
         )
     );

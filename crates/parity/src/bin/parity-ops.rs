@@ -4,12 +4,13 @@
 //! Usage: `parity-ops <dir> [ignored args]`. `<dir>/manifest.json` lists the entries ops.py
 //! wrote (case, dtype label, block kind, dimensions, file); each file holds the block's weights
 //! under mlx-vlm's key names (`weights.*`), its inputs (`in.*`) and the reference's `out`. One
-//! table row per entry; a block that fails, or leaves a weight unused, is a non-exact row that
-//! says why.
+//! table row per entry and execution: MLX's ops, and, for every block with a host path, the
+//! host kernels (the row names the kernels that ran); a block that fails, or leaves a weight
+//! unused, is a non-exact row that says why.
 
 use layers::{
-    ClippableLinear, GegluMlp, LayerNorm, Linear, RmsNorm, RopeTables, VisionAttention, VisionBlock, VisionBlockConfig,
-    VisionRmsNorm, Weights, ensure_fused_sdpa, gelu_approx,
+    ClippableLinear, Execution, GegluMlp, LayerNorm, Linear, RmsNorm, RopeTables, VisionAttention, VisionBlock,
+    VisionBlockConfig, VisionRmsNorm, Weights, ensure_fused_sdpa, gelu_approx, take_kernels_run,
 };
 use parity::{Comparison, Table, compare_arrays};
 use serde_json::Value;
@@ -43,45 +44,65 @@ fn run(dir: &Path) -> Result<bool, BoxError> {
     let manifest: Vec<Value> = serde_json::from_str(&text)?;
     let mut table = Table::new("Op parity: layers blocks vs mlx-vlm 0.7.10's own modules and functions (same libmlx)");
     for entry in &manifest {
-        let name = format!("{} {}", text_field(entry, "case")?, text_field(entry, "label")?);
-        let start = Instant::now();
-        let row = match compare_entry(dir, entry, &name) {
-            Ok(row) => row,
-            Err(e) => failed_row(&name, &e.to_string()),
-        };
-        eprintln!("  ours      {name:<44} {:8.3} s", start.elapsed().as_secs_f64());
-        table.push(row);
+        let case = format!("{} {}", text_field(entry, "case")?, text_field(entry, "label")?);
+        for execution in [Execution::Mlx, Execution::Host] {
+            let start = Instant::now();
+            let row = match compare_entry(dir, entry, &case, execution) {
+                Ok(Some(row)) => row,
+                Ok(None) => continue,
+                Err(e) => failed_row(&format!("{case} ({execution:?})"), &e.to_string()),
+            };
+            eprintln!("  ours      {:<60} {:8.3} s", row.name, start.elapsed().as_secs_f64());
+            table.push(row);
+        }
     }
     Ok(table.finish())
 }
 
-fn compare_entry(dir: &Path, entry: &Value, name: &str) -> Result<Comparison, BoxError> {
+/// One row: the entry computed by `execution`; `None` for a function-level entry without a host
+/// path of its own (its kernel runs, and is compared, inside the blocks that use it).
+fn compare_entry(dir: &Path, entry: &Value, case: &str, execution: Execution) -> Result<Option<Comparison>, BoxError> {
     let file = dir.join(text_field(entry, "file")?);
     let store = Arc::new(ShardedSafetensors::open(&file)?);
     let weights = Weights::new(store.clone()).pp("weights");
     let input = |key: &str| -> Result<Array, BoxError> { Ok(store.load(&format!("in.{key}"))?) };
-    let ours = forward(text_field(entry, "block")?, &entry["dims"], &weights, &input)?;
+    let _ = take_kernels_run();
+    let Some(ours) = forward(text_field(entry, "block")?, &entry["dims"], &weights, &input, execution)? else {
+        return Ok(None);
+    };
     ours.eval()?;
+    let name = match execution {
+        Execution::Mlx => format!("{case} (MLX ops)"),
+        Execution::Host => format!("{case} (host: {})", take_kernels_run().join(", ")),
+    };
     let unused = weights.unused_keys();
     if !unused.is_empty() {
-        return Ok(failed_row(name, &format!("unused weights {unused:?}")));
+        return Ok(Some(failed_row(&name, &format!("unused weights {unused:?}"))));
     }
-    Ok(compare_arrays(name, &ours, &store.load("out")?)?)
+    Ok(Some(compare_arrays(&name, &ours, &store.load("out")?)?))
 }
 
-/// Builds the entry's block from its weights and runs it on its inputs.
+/// Builds the entry's block from its weights and runs it on its inputs, computed by `execution`
+/// (`None`: a function-level entry, which only MLX's ops compute on their own).
 fn forward(
     block: &str,
     dims: &Value,
     weights: &Weights,
     input: &dyn Fn(&str) -> Result<Array, BoxError>,
-) -> Result<Array, BoxError> {
-    Ok(match block {
-        "linear" => {
-            Linear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "bias")?)?.forward(&input("x")?)?
-        }
+    execution: Execution,
+) -> Result<Option<Array>, BoxError> {
+    let function_level = matches!(block, "vision_rms_norm" | "gelu_approx" | "rope" | "sdpa");
+    if function_level && execution == Execution::Host {
+        return Ok(None);
+    }
+    let e = execution;
+    Ok(Some(match block {
+        "linear" => Linear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "bias")?)?
+            .with_execution(e)
+            .forward(&input("x")?)?,
         "clippable_linear" => {
             ClippableLinear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "clipped")?)?
+                .with_execution(e)
                 .forward(&input("x")?)?
         }
         "rms_norm" => {
@@ -91,7 +112,7 @@ fn forward(
             } else {
                 RmsNorm::no_scale(eps)
             };
-            norm.forward(&input("x")?)?
+            norm.with_execution(e).forward(&input("x")?)?
         }
         "vision_rms_norm" => {
             let norm = if flag(dims, "scaled")? {
@@ -101,12 +122,13 @@ fn forward(
             };
             norm.forward(&input("x")?)?
         }
-        "layer_norm" => {
-            LayerNorm::load(weights, int(dims, "dim")?, float(dims, "eps")? as f32)?.forward(&input("x")?)?
-        }
+        "layer_norm" => LayerNorm::load(weights, int(dims, "dim")?, float(dims, "eps")? as f32)?
+            .with_execution(e)
+            .forward(&input("x")?)?,
         "gelu_approx" => gelu_approx(&input("x")?)?,
         "geglu_mlp" => {
             GegluMlp::load(weights, int(dims, "hidden")?, int(dims, "intermediate")?, flag(dims, "clipped")?)?
+                .with_execution(e)
                 .forward(&input("x")?)?
         }
         "rope" => {
@@ -125,16 +147,16 @@ fn forward(
             let config = block_config(dims)?;
             let x = input("x")?;
             let rope = config.rope_tables(&input("positions")?, x.dtype())?;
-            VisionAttention::load(weights, &config)?.forward(&x, &rope, Some(&input("mask")?))?
+            VisionAttention::load(weights, &config)?.with_execution(e).forward(&x, &rope, Some(&input("mask")?))?
         }
         "vision_block" => {
             let config = block_config(dims)?;
             let x = input("x")?;
             let rope = config.rope_tables(&input("positions")?, x.dtype())?;
-            VisionBlock::load(weights, &config)?.forward(&x, &rope, Some(&input("mask")?))?
+            VisionBlock::load(weights, &config)?.with_execution(e).forward(&x, &rope, Some(&input("mask")?))?
         }
         other => return Err(format!("unknown block kind `{other}`").into()),
-    })
+    }))
 }
 
 fn block_config(dims: &Value) -> Result<VisionBlockConfig, BoxError> {

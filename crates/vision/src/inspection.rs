@@ -1,0 +1,269 @@
+//! [`Inspection`]: what a loaded encoder is, and why an image gives the soft tokens it gives.
+
+use crate::{Error, ModelType, PreparedImage, Result, VisionConfig, VisionEncoder};
+use layers::WeightStore;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The facts about a checkpoint as an encoder loaded it: its model and dimensions, the
+/// features it produces, its quantized modules, the soft-token budget and where that came
+/// from, the tensors it read and those it ignored, and its cache identity.
+///
+/// Serialisable (`serde`), so every front end (the `gemma-vision inspect` command, the Python
+/// package) reports the same facts under the same names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Inspection {
+    /// The model directory.
+    pub model_dir: PathBuf,
+    /// `gemma4` or `gemma4_unified`.
+    pub model_type: ModelType,
+    /// The vision configuration as parsed (the reference's defaults filled in).
+    pub vision: VisionConfig,
+    /// Width of every soft token: the language model's `text_config.hidden_size`.
+    pub feature_width: i32,
+    /// The features' dtype (`"bfloat16"`, `"float32"`), as an encode with these options
+    /// returns it.
+    pub feature_dtype: String,
+    /// The compute dtype the encoder was loaded with (`"native"` or `"f32"`).
+    pub compute_dtype: String,
+    /// The index the weight files were found through, if any.
+    pub index_file: Option<PathBuf>,
+    /// The weight files read, sorted.
+    pub weight_files: Vec<PathBuf>,
+    /// Every quantized vision module, sorted by path.
+    pub quantized_modules: Vec<QuantizedModule>,
+    /// The soft-token budget per image and where it came from.
+    pub budget: Budget,
+    /// What an image of the given size becomes, when a size was given.
+    pub image: Option<ImagePlan>,
+    /// Tensors of the weight files read and ignored.
+    pub tensors: TensorCounts,
+    /// [`VisionEncoder::cache_identity`].
+    pub cache_identity: String,
+}
+
+/// One quantized module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QuantizedModule {
+    /// The module path, e.g. `embed_vision.embedding_projection`.
+    pub module: String,
+    /// `affine`, `mxfp4`, `nvfp4` or `mxfp8`.
+    pub mode: String,
+    pub bits: i32,
+    pub group_size: i32,
+}
+
+/// The soft-token budget per image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    pub max_soft_tokens: u32,
+    /// Where the value came from.
+    pub source: BudgetSource,
+    /// `max_soft_tokens · pooling_kernel_size²`: the patch budget of the size formula.
+    pub max_patches: u64,
+}
+
+/// Where a budget came from, in the order they are consulted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum BudgetSource {
+    /// The caller's value (`--max-soft-tokens`).
+    #[serde(rename = "flag")]
+    Flag,
+    #[serde(rename = "processor_config.json")]
+    ProcessorConfig,
+    #[serde(rename = "preprocessor_config.json")]
+    PreprocessorConfig,
+    /// The reference's default, 280 (no file sets one).
+    #[serde(rename = "default")]
+    Default,
+}
+
+impl BudgetSource {
+    /// The name used in the serialised form: `flag`, a file name, or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetSource::Flag => "flag",
+            BudgetSource::ProcessorConfig => "processor_config.json",
+            BudgetSource::PreprocessorConfig => "preprocessor_config.json",
+            BudgetSource::Default => "default",
+        }
+    }
+}
+
+/// An input size and what the image processor makes of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ImagePlan {
+    /// `[width, height]` of the image given.
+    pub input: [u32; 2],
+    /// `[width, height]` after the aspect-preserving resize (the input when `do_resize` is off).
+    pub resized: [u32; 2],
+    /// Soft tokens the image gives.
+    pub soft_tokens: u64,
+}
+
+/// Tensors of the weight files, read and ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TensorCounts {
+    /// Vision tensors the encoder read.
+    pub read: usize,
+    /// Their size as stored (packed for quantized weights).
+    pub bytes_read: u64,
+    /// Tensors not read, by group.
+    pub ignored: IgnoredTensors,
+}
+
+/// Tensors not read, by what they belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct IgnoredTensors {
+    /// `language_model.*`, `lm_head.*`.
+    pub language_model: usize,
+    /// `audio_tower.*`, `embed_audio.*`.
+    pub audio: usize,
+    /// Everything else: rotary tables, clip bounds the config does not use, other towers.
+    pub other: usize,
+}
+
+impl Inspection {
+    /// The facts as pretty-printed JSON (field names as in this type; paths as strings).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The facts of `encoder`, with the soft-token budget `budget` (else the checkpoint's,
+    /// else 280) and, when `image_size` (`(width, height)`) is given, what an image of that
+    /// size becomes. Runs one encode of the smallest input (one soft token) to report the
+    /// features' dtype, and reads the loaded tensors once for the cache identity.
+    pub fn of(encoder: &VisionEncoder, budget: Option<u32>, image_size: Option<(u32, u32)>) -> Result<Inspection> {
+        let checkpoint = encoder.checkpoint();
+        let config = encoder.config();
+        let preprocessor = encoder.preprocessor(budget)?;
+        let processor = preprocessor.config();
+        let source = match budget {
+            Some(_) => BudgetSource::Flag,
+            None => budget_source(checkpoint.dir(), config.model_type)?,
+        };
+        let image = image_size
+            .map(|(width, height)| -> Result<ImagePlan> {
+                let (h, w) =
+                    if processor.do_resize { preprocessor.target_size(height, width)? } else { (height, width) };
+                let (p, k) = (u64::from(processor.patch_size.max(1)), u64::from(processor.pooling_kernel_size.max(1)));
+                let soft_tokens = match config.model_type {
+                    ModelType::Gemma4 => (u64::from(h) / p) * (u64::from(w) / p) / (k * k),
+                    ModelType::Gemma4Unified => (u64::from(h) / (p * k)) * (u64::from(w) / (p * k)),
+                };
+                Ok(ImagePlan { input: [width, height], resized: [w, h], soft_tokens })
+            })
+            .transpose()?;
+        let store = checkpoint.store();
+        let mut bytes_read = 0u64;
+        let mut read = BTreeSet::new();
+        for key in encoder.used_keys() {
+            let info = store.info(key)?;
+            let dtype = info.dtype.map_err(|found| Error::input(format!("`{key}` has dtype {found}")))?;
+            let elements: u64 = info.shape.iter().map(|&d| u64::try_from(d).unwrap_or(0)).product();
+            bytes_read += elements * dtype.size() as u64;
+            if let Some(stored) = store.stored_name(key) {
+                read.insert(stored.to_owned());
+            }
+        }
+        let mut ignored = IgnoredTensors::default();
+        for name in store.files().names().filter(|n| !read.contains(*n)) {
+            let name = name.strip_prefix("model.").unwrap_or(name);
+            if name.starts_with("language_model.") || name.starts_with("lm_head") {
+                ignored.language_model += 1;
+            } else if name.starts_with("audio_tower.") || name.starts_with("embed_audio.") {
+                ignored.audio += 1;
+            } else {
+                ignored.other += 1;
+            }
+        }
+        let quantized_modules = checkpoint
+            .quantization()
+            .modules()
+            .iter()
+            .map(|(module, q)| QuantizedModule {
+                module: module.clone(),
+                mode: q.mode().as_str().to_owned(),
+                bits: q.bits(),
+                group_size: q.group_size(),
+            })
+            .collect();
+        Ok(Inspection {
+            model_dir: checkpoint.dir().to_path_buf(),
+            model_type: config.model_type,
+            vision: config.vision.clone(),
+            feature_width: config.text_hidden_size,
+            feature_dtype: feature_dtype(encoder)?,
+            compute_dtype: match encoder.options().compute_dtype {
+                crate::ComputeDtype::Native => "native".into(),
+                crate::ComputeDtype::F32 => "f32".into(),
+            },
+            index_file: checkpoint.index_file().map(Path::to_path_buf),
+            weight_files: checkpoint.weight_files().to_vec(),
+            quantized_modules,
+            budget: Budget { max_soft_tokens: processor.max_soft_tokens, source, max_patches: processor.max_patches() },
+            image,
+            tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },
+            cache_identity: encoder.cache_identity()?,
+        })
+    }
+}
+
+/// The features' dtype: one encode of the smallest input, one soft token of zeros shaped by the
+/// model's own configuration (not the processor's, which may not fit it).
+fn feature_dtype(encoder: &VisionEncoder) -> Result<String> {
+    let input = match &encoder.config().vision {
+        VisionConfig::Siglip(c) => {
+            let side = usize::try_from(i64::from(c.patch_size) * i64::from(c.pooling_kernel_size))
+                .map_err(|_| Error::input("the patch size does not fit in memory"))?;
+            PreparedImage::Pixels(preprocess::PixelValues {
+                data: vec![0.0; 3 * side * side],
+                height: side,
+                width: side,
+                soft_tokens: 1,
+            })
+        }
+        VisionConfig::Unified(c) => {
+            let dim =
+                usize::try_from(c.patch_dim()).map_err(|_| Error::input("the patch size does not fit in memory"))?;
+            let side = usize::try_from(c.model_patch_size).unwrap_or(0);
+            PreparedImage::Patches(preprocess::Patches {
+                data: vec![0.0; dim],
+                positions: vec![0, 0],
+                len: 1,
+                dim,
+                patch: side,
+                grid: (1, 1),
+                real: 1,
+            })
+        }
+    };
+    Ok(encoder.encode_prepared(&[input], None)?.features.dtype().to_string())
+}
+
+/// Where the checkpoint's own budget comes from, looking where
+/// `preprocess::ProcessorConfig::from_checkpoint_dir` looks: the first of
+/// `processor_config.json` and `preprocessor_config.json` that exists, and in it the settings
+/// the processor reads (the `image_processor` object; for gemma4 also a flat file without
+/// `image_processor_type`), `max_soft_tokens` (gemma4_unified: or `num_soft_tokens`).
+fn budget_source(dir: &Path, model_type: ModelType) -> Result<BudgetSource> {
+    for (name, source) in [
+        ("processor_config.json", BudgetSource::ProcessorConfig),
+        ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
+    ] {
+        let path = dir.join(name);
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::Checkpoint { path: path.clone(), detail: format!("invalid JSON: {e}") })?;
+        let settings = match json.get("image_processor").filter(|v| v.is_object()) {
+            Some(nested) => Some(nested),
+            None if model_type == ModelType::Gemma4 && json.get("image_processor_type").is_none() => Some(&json),
+            None => None,
+        };
+        let sets = |key: &str| settings.and_then(|s| s.get(key)).is_some_and(|v| !v.is_null());
+        let has_budget = sets("max_soft_tokens") || (model_type == ModelType::Gemma4Unified && sets("num_soft_tokens"));
+        return Ok(if has_budget { source } else { BudgetSource::Default });
+    }
+    Ok(BudgetSource::Default)
+}
