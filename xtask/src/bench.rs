@@ -10,9 +10,10 @@ pub fn main(args: &[String]) -> Result<()> {
             "ops" => crate::bench_ops::main(rest),
             "preprocess" => crate::bench_preprocess::main(rest),
             "e2e" => crate::bench_e2e::main(rest),
-            other => Err(format!("unknown bench suite `{other}` (ops, preprocess, e2e)")),
+            "embed" => crate::bench_embed::main(rest),
+            other => Err(format!("unknown bench suite `{other}` (ops, preprocess, e2e, embed)")),
         },
-        None => Err("usage: cargo xtask bench <ops|preprocess|e2e>".to_owned()),
+        None => Err("usage: cargo xtask bench <ops|preprocess|e2e|embed>".to_owned()),
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_e2e;
+mod bench_embed;
 mod bench_ops;
 mod bench_preprocess;
 mod cli;
@@ -28,8 +29,8 @@ cargo xtask <command>
   doctor        MLX version, backend, the BLAS and its measured GFLOP/s
   parity [ops|preprocess|vision]
                 our outputs against the reference's, bit for bit (all suites by default)
-  bench <ops|preprocess|e2e>
-                timings beside the reference's, written into BENCHMARKS.md
+  bench <ops|preprocess|e2e|embed>
+                timings beside the reference's (embed: corpus jobs), written into BENCHMARKS.md
   fuzz [--seconds N]
                 every cargo-fuzz target under fuzz/ for N seconds each
   soak [--iterations N]

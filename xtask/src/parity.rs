@@ -2,7 +2,7 @@
 //! bit for bit.
 //!
 //! Each suite runs the reference side first (`crates/parity/python/<suite>.py` in the
-//! project's venv, on the same libmlx and BLAS as ours), which writes inputs and expected
+//! project's venv: stock mlx-vlm on the stock wheels, nothing preloaded), which writes inputs and expected
 //! outputs into `target/parity/<suite>/`; then our side (`parity-<suite>`, a release binary of
 //! the `parity` crate) on the same inputs, which prints one table row per comparison. Extra
 //! arguments go to both sides. Exits non-zero unless every row of every suite is bit-exact,

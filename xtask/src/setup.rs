@@ -22,6 +22,7 @@ pub fn main() -> Result<()> {
     warn_if_disk_is_short();
     debian_packages()?;
     python_env()?;
+    python_package_tools()?;
     mlx_link()?;
     mlx_c_sources()?;
     eprintln!("setup: ready in {:.1} s", started.elapsed().as_secs_f64());
@@ -48,7 +49,7 @@ fn warn_if_disk_is_short() {
 
 fn debian_packages() -> Result<()> {
     if which("dpkg-query").is_none() {
-        eprintln!("setup: not a Debian system; install libclang and a BLAS yourself");
+        eprintln!("setup: not a Debian system; install libclang yourself");
         return Ok(());
     }
     let missing: Vec<&str> = DEBIAN_PACKAGES.iter().copied().filter(|p| !dpkg_installed(p)).collect();
@@ -97,6 +98,27 @@ fn python_env() -> Result<()> {
     pip(&["-r", &req.join("python-requirements.txt").to_string_lossy()])?;
     pip(&["--no-deps", "-r", &req.join("python-nodeps.txt").to_string_lossy()])?;
     write_stamp(&venv, &recipe)
+}
+
+/// The Python package's build and test tools (`xtask/python-package-requirements.txt`: maturin,
+/// pytest, Ray Data, pyarrow, ml_dtypes) into `.deps/venv`, constrained by the pins of
+/// `python-requirements.txt` so that MLX and NumPy stay the reference's. Stamped separately.
+fn python_package_tools() -> Result<()> {
+    let xtask = project::root().join("xtask");
+    let (tools, pins) = (xtask.join("python-package-requirements.txt"), xtask.join("python-requirements.txt"));
+    let recipe = format!(
+        "{}\n--constraint\n{}",
+        fs::read_to_string(&tools).unwrap_or_default(),
+        fs::read_to_string(&pins).unwrap_or_default()
+    );
+    let stamp = deps().join("venv/.xtask-stamp-python-package");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == recipe) {
+        return Ok(());
+    }
+    eprintln!("setup: installing the Python package's tools (maturin, pytest, Ray Data) into .deps/venv");
+    let mut pip = cmd(python(), &["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"]);
+    run(pip.arg(&tools).arg("-c").arg(&pins))?;
+    fs::write(&stamp, recipe).map_err(|e| format!("writing {}: {e}", stamp.display()))
 }
 
 /// `.deps/mlx` → the wheel's `mlx` package directory (headers, libmlx, CMake config).

@@ -1,13 +1,50 @@
-//! `cargo xtask test`: setup, then formatting, lints and every test in the workspace.
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, and the
+//! Python package's suite.
 
-use crate::project::{Result, cargo, run};
+use crate::project::{Result, cargo, cmd, python, run, target_dir};
 use crate::setup;
+use std::fs;
+use std::path::PathBuf;
 
 pub fn main(extra: &[String]) -> Result<()> {
     setup::main()?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
-    run(cargo().args(["test", "--workspace"]).args(extra))
+    run(cargo().args(["test", "--workspace"]).args(extra))?;
+    python_package()
+}
+
+/// Builds the `gemma-vision` wheel (the dev profile, which reuses what `cargo test` built),
+/// installs it into `.deps/venv` and runs its pytest suite (`crates/python/tests`) against the
+/// `gemma-vision` command `cargo test` built.
+fn python_package() -> Result<()> {
+    let wheels = target_dir().join("python-wheels");
+    let _ = fs::remove_dir_all(&wheels);
+    let mut build =
+        cmd(python(), &["-m", "maturin", "build", "--quiet", "--manifest-path", "crates/python/Cargo.toml"]);
+    run(build.arg("--interpreter").arg(python()).arg("--out").arg(&wheels))?;
+    let wheel = built_wheel(&wheels)?;
+    run(cmd(
+        python(),
+        &["-m", "pip", "install", "-q", "--disable-pip-version-check", "--force-reinstall", "--no-deps"],
+    )
+    .arg(&wheel))?;
+    let binary = target_dir().join("debug").join("gemma-vision");
+    run(cmd(python(), &["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/python/tests"])
+        .env("GEMMA_VISION", binary))
+}
+
+/// The one wheel maturin wrote into `dir`.
+fn built_wheel(dir: &std::path::Path) -> Result<PathBuf> {
+    let mut wheels: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .collect();
+    match (wheels.pop(), wheels.is_empty()) {
+        (Some(wheel), true) => Ok(wheel),
+        _ => Err(format!("expected one wheel in {}", dir.display())),
+    }
 }
 
 /// `cargo xtask doctor`: what this build runs on.

@@ -5,6 +5,7 @@
 //! leaves no output file behind (outputs are written to a temporary file renamed into place).
 
 mod args;
+mod embed;
 mod encode;
 mod inspect;
 mod preprocess;
@@ -23,6 +24,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Encode(encode::EncodeArgs),
+    Embed(embed::EmbedArgs),
     Preprocess(preprocess::PreprocessArgs),
     Inspect(inspect::InspectArgs),
 }
@@ -36,12 +38,13 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            return fail("expected a command: encode or preprocess (see gemma-vision --help)");
+            return fail("expected a command: encode, embed, preprocess or inspect (see gemma-vision --help)");
         }
         Err(e) => return fail(&one_line(&e)),
     };
     let result = match &cli.command {
         Command::Encode(args) => encode::run(args),
+        Command::Embed(args) => embed::run(args),
         Command::Preprocess(args) => preprocess::run(args),
         Command::Inspect(args) => inspect::run(args),
     };

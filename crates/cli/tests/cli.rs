@@ -149,7 +149,7 @@ fn bad_command_lines_fail_with_one_error_line() {
     let out = out.to_str().unwrap();
     let (m, i) = (model("tiny-clipped"), image_arg("tiny-clipped", "noise-20x30.png"));
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec![], "expected a command: encode or preprocess"),
+        (vec![], "expected a command: encode, embed, preprocess or inspect"),
         (vec!["frobnicate", "--model", &m], "unrecognized subcommand 'frobnicate'"),
         (
             vec!["encode", "--model", &m, "--image", &i, "--frobnicate", "--out", out],

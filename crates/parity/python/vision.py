@@ -26,12 +26,13 @@ module whose `scales` are stored into an `nn.QuantizedLinear`. `compute="float32
 the loaded reference with `model.set_dtype(mx.float32)` (floating parameters only) before
 running; ours loads them with `--dtype f32` and the reference kernels.
 
+Checkpoints are written and loaded by checkpoints.py.
+
 --quick runs only the tiny configurations (seconds); --fixtures DIR writes the tiny cases
 into DIR instead (the checked-in test fixtures of crates/vision/tests).
 """
 
 import json
-import math
 import os
 import shutil
 import sys
@@ -39,35 +40,33 @@ import sys
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
-from mlx.utils import tree_flatten
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
+from checkpoints import (  # noqa: E402
+    TOWER,
+    build_reference_model,
+    load_quantized_reference,
+    load_reference,
+    model_config,
+    random_weights,
+    save_checkpoint,
+    vision_parameters,
+    write_quantized_checkpoint,
+)
 from reference import (  # noqa: E402
     import_reference,
     install_transformers_shims,
     load_image,
     parse_args,
-    reference_function,
 )
 
 install_transformers_shims()
-gemma4 = import_reference("models.gemma4.gemma4")
-gemma4_config = import_reference("models.gemma4.config")
 gemma4_vision = import_reference("models.gemma4.vision")
 gemma4_processing = import_reference("models.gemma4.processing_gemma4")
-unified = import_reference("models.gemma4_unified.gemma4_unified")
-unified_config = import_reference("models.gemma4_unified.config")
 unified_processing = import_reference("models.gemma4_unified.processing_gemma4_unified")
 
 SKIMAGE_DATA = os.path.join(os.path.dirname(np.__file__), "..", "skimage", "data")
-
-# Text configs only need a width; everything else is kept tiny so building the reference
-# Model does not allocate a language model.
-TINY_TEXT = dict(num_hidden_layers=1, intermediate_size=32, num_attention_heads=1, num_key_value_heads=1,
-                 head_dim=32, global_head_dim=32, vocab_size=16, vocab_size_per_layer_input=16,
-                 hidden_size_per_layer_input=0, num_kv_shared_layers=0, sliding_window_pattern=1,
-                 num_global_key_value_heads=1, enable_moe_block=False)
 
 CASES = [
     # The real e2b vision dimensions, at a small soft-token budget so bf16 runs in minutes.
@@ -117,7 +116,6 @@ TINY_AUDIO = dict(model_type="gemma4_unified_audio", audio_embed_dim=64, hidden_
 GEMMA4_RUNS = [dict(name="two-sizes", images=["gen:gradient-37x23.png", "gen:checker-20x30.png"], budget=6),
                dict(name="same-size", images=["gen:checker-20x30.png", "gen:noise-20x30.png"], budget=6)]
 UNIFIED_RUNS = [dict(name="two-sizes", images=["gen:gradient-37x23.png", "gen:checker-20x30.png"], budget=12)]
-TOWER = "tower"  # the tower's clippable linears (`vision_tower.encoder.layers.N.….linear`)
 PROJECTOR = "embed_vision.embedding_projection"
 PATCH_DENSE = "vision_embedder.patch_dense"
 # Per-module overrides of the mixed case: other bits and groups, and another mode, per module.
@@ -214,221 +212,6 @@ def materialize_images(names, directory):
                 shutil.copyfile(os.path.join(SKIMAGE_DATA, name), path)
         paths.append(path)
     return paths
-
-
-# ---------------------------------------------------------------------------------------------
-# Checkpoints
-
-
-def model_config(case):
-    vision = dict(case["vision"])
-    vision["model_type"] = "gemma4_vision" if case["model_type"] == "gemma4" else "gemma4_unified_vision"
-    text = dict(TINY_TEXT, hidden_size=case["text_hidden"])
-    config = dict(model_type=case["model_type"], vision_config=vision, text_config=text)
-    if case.get("audio"):
-        config["audio_config"] = dict(case["audio"])
-    if case.get("quant"):
-        q = case["quant"]
-        section = dict(group_size=q["group_size"], bits=q["bits"], mode=q["mode"], **q["overrides"])
-        # mlx-vlm's converter writes the same section under both names.
-        config["quantization"] = section
-        config["quantization_config"] = dict(section)
-    return config
-
-
-def build_reference_model(config):
-    if config["model_type"] == "gemma4":
-        cfg = gemma4_config.ModelConfig.from_dict(config)
-        cfg.vision_config = gemma4_config.VisionConfig.from_dict(config["vision_config"])
-        cfg.text_config = gemma4_config.TextConfig.from_dict(config["text_config"])
-        return gemma4.Model(cfg)
-    cfg = unified_config.ModelConfig.from_dict(config)
-    cfg.vision_config = unified_config.VisionConfig.from_dict(config["vision_config"])
-    cfg.text_config = unified_config.TextConfig.from_dict(config["text_config"])
-    return unified.Model(cfg)
-
-
-def vision_parameters(model):
-    """The vision parameters of a reference model, by sanitized name."""
-    prefixes = ("vision_tower.", "embed_vision.", "vision_embedder.")
-    return {k: v for k, v in tree_flatten(model.parameters()) if k.startswith(prefixes)}
-
-
-def random_weights(params, dtype, seed):
-    """Seeded random values with the reference parameters' names and shapes."""
-    key = mx.random.key(seed)
-    weights = {}
-    for i, (name, value) in enumerate(sorted(params.items())):
-        k = mx.random.fold_in(key, i) if hasattr(mx.random, "fold_in") else mx.random.split(key, i + 2)[i + 1]
-        leaf = name.rsplit(".", 1)[-1]
-        shape = value.shape
-        if leaf in ("input_min", "output_min"):
-            w = mx.array(-1.5 - float(mx.random.uniform(key=k)))
-        elif leaf in ("input_max", "output_max"):
-            w = mx.array(1.5 + float(mx.random.uniform(key=k)))
-        elif "norm" in name.split(".")[-2] or "_ln" in name or name.endswith("std_scale"):
-            if leaf == "bias":
-                w = 0.1 * mx.random.normal(shape, key=k)
-            else:
-                w = 1.0 + 0.25 * mx.random.normal(shape, key=k)
-        elif leaf == "bias" or name.endswith("std_bias"):
-            w = 0.1 * mx.random.normal(shape, key=k)
-        elif "position_embedding_table" in name or "pos_embedding" in name:
-            w = 0.5 * mx.random.normal(shape, key=k)
-        else:
-            w = mx.random.normal(shape, key=k) / math.sqrt(shape[-1])
-        weights[name] = w.astype(getattr(mx, dtype))
-    return weights
-
-
-def raw_name(key):
-    """The Hugging Face name of a sanitized key (the inverse of `Model.sanitize`'s renaming)."""
-    if key.startswith("language_model.model."):
-        return "model.language_model." + key[len("language_model.model."):]
-    return "model." + key
-
-
-def save_checkpoint(directory, config, weights, layout, budget):
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump(config, f, indent=1)
-    vision = config["vision_config"]
-    processor = dict(image_processor=dict(
-        image_processor_type="Gemma4ImageProcessor", do_rescale=True, rescale_factor=1 / 255, do_normalize=False,
-        image_mean=[0.0, 0.0, 0.0], image_std=[1.0, 1.0, 1.0], patch_size=vision.get("patch_size", 16),
-        pooling_kernel_size=vision.get("pooling_kernel_size", 3), max_soft_tokens=budget))
-    with open(os.path.join(directory, "processor_config.json"), "w") as f:
-        json.dump(processor, f, indent=1)
-    names = {(raw_name(k) if layout.startswith("raw") else k): v for k, v in weights.items()}
-    if layout.endswith("sharded"):
-        keys = sorted(names)
-        half = len(keys) // 2
-        shards = {"model-00001-of-00002.safetensors": keys[:half], "model-00002-of-00002.safetensors": keys[half:]}
-        weight_map = {}
-        for shard, shard_keys in shards.items():
-            mx.save_safetensors(os.path.join(directory, shard), {k: names[k] for k in shard_keys})
-            weight_map.update({k: shard for k in shard_keys})
-        with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
-            json.dump(dict(metadata=dict(), weight_map=weight_map), f, indent=1)
-    else:
-        mx.save_safetensors(os.path.join(directory, "model.safetensors"), names)
-
-
-def load_reference(model, directory):
-    """The reference's loading path: read the files, Model.sanitize, load_weights."""
-    index = os.path.join(directory, "model.safetensors.index.json")
-    weights = {}
-    if os.path.exists(index):
-        with open(index) as f:
-            for shard in sorted(set(json.load(f)["weight_map"].values())):
-                weights.update(mx.load(os.path.join(directory, shard)))
-    else:
-        weights.update(mx.load(os.path.join(directory, "model.safetensors")))
-    weights = model.sanitize(weights)
-    model.load_weights(list(weights.items()), strict=False)
-    loaded = vision_parameters(model)
-    missing = sorted(set(loaded) - set(weights))
-    if missing:
-        raise RuntimeError(f"reference did not load {missing[:5]}")
-    mx.eval(model.parameters())
-
-
-def writer_predicate(case):
-    """The class predicate a converter quantizes with: the case's vision modules (overrides as
-    per-module parameters), never the patch embedder, and the language model's linears whose
-    input width the group divides."""
-    q = case["quant"]
-
-    def chosen(path):
-        if path in q["modules"]:
-            return True
-        return TOWER in q["modules"] and path.startswith("vision_tower.encoder.layers.") and path.endswith(".linear")
-
-    def predicate(path, module):
-        if not isinstance(module, nn.Linear):
-            return False
-        if path.startswith(("vision_tower.", "embed_vision.", "vision_embedder.")):
-            if not chosen(path):
-                return False
-            return dict(q["overrides"][path]) if path in q["overrides"] else True
-        return (path.startswith("language_model.") and module.weight.shape[-1] % q["group_size"] == 0
-                and module.weight.size % 64 == 0)
-
-    return predicate
-
-
-def write_quantized_checkpoint(case, config, directory, seed):
-    """The reference model with seeded vision weights, quantized by `nn.quantize`, every
-    parameter saved in the case's layout."""
-    mx.random.seed(seed)
-    model = build_reference_model(config)
-    weights = random_weights(vision_parameters(model), case["dtype"], seed)
-    model.load_weights(list(weights.items()), strict=False)
-    model.set_dtype(getattr(mx, case["dtype"]))
-    q = case["quant"]
-    nn.quantize(model, group_size=q["group_size"], bits=q["bits"], mode=q["mode"],
-                class_predicate=writer_predicate(case))
-    params = dict(tree_flatten(model.parameters()))
-    mx.eval(list(params.values()))
-    save_checkpoint(directory, config, params, case["layout"], case["runs"][0]["budget"])
-
-
-def _reference_loader():
-    """mlx-vlm's `utils.load_model_weights`, run from its source with the helpers it calls."""
-    from pathlib import Path
-    from typing import Optional
-
-    from mlx.utils import tree_map
-
-    one_bit = import_reference("quantization.one_bit")
-    nvfp4 = import_reference("quantization.nvfp4")
-    scope = dict(mx=mx, nn=nn, logging=__import__("logging"), Optional=Optional, Path=Path, tree_flatten=tree_flatten,
-                 tree_map=tree_map, Dict=dict, Tuple=tuple,
-                 replace_one_bit_modules=one_bit.replace_one_bit_modules,
-                 _quantization_for_path=one_bit._quantization_for_path,
-                 replace_scaled_quantized_linears=nvfp4.replace_scaled_quantized_linears)
-    for name in ("skip_multimodal_module", "_has_quantized_weights", "_quantization_path_aliases",
-                 "_quantization_for_module_path", "_drop_modules_without_weights", "load_model_weights"):
-        scope[name] = reference_function("utils", name, scope)
-    return scope["load_model_weights"]
-
-
-def find_weight_files(directory):
-    """`load_model`'s choice of files: the index's existing shards, else every *.safetensors but
-    consolidated.safetensors."""
-    import glob
-
-    index = os.path.join(directory, "model.safetensors.index.json")
-    files = []
-    if os.path.exists(index):
-        with open(index) as f:
-            weight_map = json.load(f).get("weight_map", {})
-        files = [os.path.join(directory, s) for s in sorted(set(weight_map.values()))
-                 if os.path.exists(os.path.join(directory, s))]
-    if not files:
-        files = [f for f in glob.glob(os.path.join(directory, "*.safetensors"))
-                 if not f.endswith("consolidated.safetensors")]
-    return files
-
-
-def load_quantized_reference(model, directory):
-    """The reference's loading path for a published quant: the files `load_model` finds,
-    Model.sanitize, then `load_model_weights` (nn.quantize by the checkpoint's scales, strict
-    load_weights)."""
-    from pathlib import Path
-
-    with open(os.path.join(directory, "config.json")) as f:
-        config = json.load(f)
-    weights = {}
-    for file in find_weight_files(directory):
-        weights.update(mx.load(file))
-    weights = model.sanitize(weights)
-    _reference_loader()(model, config, weights, Path(directory))
-    quantized = sorted(p for p, m in model.named_modules() if isinstance(m, nn.QuantizedLinear)
-                       and p.startswith(("vision_tower.", "embed_vision.", "vision_embedder.")))
-    if not quantized:
-        raise RuntimeError("the reference quantized no vision module")
-    return quantized
 
 
 # ---------------------------------------------------------------------------------------------

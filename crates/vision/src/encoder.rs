@@ -279,8 +279,10 @@ impl VisionEncoder {
     /// Refuses a budget whose images the encoder could not attend over in memory (gemma4: one
     /// image of `max_soft_tokens · pool²` patches, see [`SiglipVisionTower::check_attention`]),
     /// before any image is read or resized. gemma4_unified has no attention: its inputs are
-    /// bounded by the preprocessor's own limit.
-    fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
+    /// bounded by the preprocessor's own limit. [`encode_files`](Self::encode_files) and
+    /// [`encode_images`](Self::encode_images) check it; callers of
+    /// [`encode_prepared`](Self::encode_prepared) check it once per preprocessor.
+    pub fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
         let Model::Siglip(tower) = &self.model else { return Ok(()) };
         let config = preprocessor.config();
         let patches = usize::try_from(config.max_patches()).unwrap_or(usize::MAX);

@@ -44,8 +44,102 @@ pub enum Error {
     TooLarge { what: String, bytes: u128, limit: usize },
 }
 
+/// What kind of failure an [`Error`] is, for callers that map errors onto another error model
+/// (an exception class, an exit status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A file or directory that was named does not exist.
+    NotFound,
+    /// A file exists but could not be read, or was read but is not an image that decodes.
+    Unreadable,
+    /// An input, a parameter or a checkpoint the encoder cannot serve: malformed image bytes or
+    /// pixels, a budget too small for an image, a malformed config or weights.
+    Invalid,
+    /// MLX failed while computing.
+    Compute,
+}
+
 impl Error {
     pub(crate) fn input(what: impl Into<String>) -> Error {
         Error::Input { what: what.into() }
+    }
+
+    /// The kind of this error. A checkpoint file reported missing or unreadable is
+    /// [`ErrorKind::NotFound`] when its path does not exist (now), else [`ErrorKind::Unreadable`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Tensor(e)
+            | Error::Layers(layers::Error::Tensor(e))
+            | Error::Weight { source: layers::Error::Tensor(e), .. } => tensor_kind(e),
+            Error::Layers(_)
+            | Error::Weight { .. }
+            | Error::Config { .. }
+            | Error::NoVisionTower { .. }
+            | Error::Quantization { .. }
+            | Error::Input { .. }
+            | Error::TooLarge { .. } => ErrorKind::Invalid,
+            Error::Preprocess(e) => preprocess_kind(e),
+            Error::Checkpoint { path, .. } => match std::fs::symlink_metadata(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+                _ => ErrorKind::Unreadable,
+            },
+        }
+    }
+}
+
+fn io_kind(e: &std::io::Error) -> ErrorKind {
+    if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Unreadable }
+}
+
+fn tensor_kind(e: &tensor::Error) -> ErrorKind {
+    match e {
+        tensor::Error::Io { source, .. } => io_kind(source),
+        tensor::Error::Format { .. } | tensor::Error::TooLarge { .. } => ErrorKind::Invalid,
+        _ => ErrorKind::Compute,
+    }
+}
+
+/// Reading a file is I/O; a file read but not decoded is unreadable; the rest is bad input.
+fn preprocess_kind(e: &preprocess::Error) -> ErrorKind {
+    match e {
+        preprocess::Error::Io { source, .. } => io_kind(source),
+        preprocess::Error::File { .. } => ErrorKind::Unreadable,
+        _ => ErrorKind::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing_config() -> PathBuf {
+        std::env::temp_dir().join("vision-error-kind-missing").join("config.json")
+    }
+
+    #[test]
+    fn kinds_follow_what_failed() {
+        let missing = std::env::temp_dir().join("vision-error-kind-missing");
+        let checkpoint = |path: PathBuf| Error::Checkpoint { path, detail: "missing".into() };
+        assert_eq!(checkpoint(missing.clone()).kind(), ErrorKind::NotFound);
+        assert_eq!(checkpoint(std::env::temp_dir()).kind(), ErrorKind::Unreadable);
+        let io = |kind| preprocess::Error::Io { path: missing.clone(), source: std::io::Error::from(kind) };
+        assert_eq!(Error::from(io(std::io::ErrorKind::NotFound)).kind(), ErrorKind::NotFound);
+        assert_eq!(Error::from(io(std::io::ErrorKind::PermissionDenied)).kind(), ErrorKind::Unreadable);
+        let file = preprocess::Error::File { path: missing.clone(), source: Box::new(preprocess::Error::Empty) };
+        assert_eq!(Error::from(file).kind(), ErrorKind::Unreadable);
+        assert_eq!(Error::from(preprocess::Error::Empty).kind(), ErrorKind::Invalid);
+        assert_eq!(Error::input("no images").kind(), ErrorKind::Invalid);
+        let weights = layers::Error::Missing { name: "w".into() };
+        assert_eq!(Error::from(weights).kind(), ErrorKind::Invalid);
+        let tensor_io = tensor::Error::Io { path: missing, source: std::io::ErrorKind::NotFound.into() };
+        assert_eq!(Error::from(layers::Error::Tensor(tensor_io)).kind(), ErrorKind::NotFound);
+        let unreadable =
+            tensor::Error::Io { path: std::env::temp_dir(), source: std::io::ErrorKind::PermissionDenied.into() };
+        let weight = Error::Weight { files: vec![], source: layers::Error::Tensor(unreadable) };
+        assert_eq!(weight.kind(), ErrorKind::Unreadable);
+        let no_tower = Error::NoVisionTower { path: missing_config(), detail: "null".into() };
+        assert_eq!(no_tower.kind(), ErrorKind::Invalid);
+        let shape = tensor::Error::Shape { op: "reshape", detail: "bad".into() };
+        assert_eq!(Error::from(shape).kind(), ErrorKind::Compute);
     }
 }

@@ -82,19 +82,15 @@ impl PatchEmbedder {
             return Err(crate::Error::input(format!("positions must be [B, L, 2], found {shape:?}")));
         };
         let hidden = self.position_table.dim(2)?;
-        let mut sum: Option<Array> = None;
-        for axis in 0..2 {
+        // Axis 0 looks up the x (column) table, axis 1 the y (row) table.
+        let rows = |axis: i32| -> Result<Array> {
             let table = self.position_table.slice_axis(0, axis, axis + 1)?.reshape(&[self.table_size, hidden])?;
             let ids = positions.slice_axis(-1, axis, axis + 1)?.reshape(&[b * l])?.astype(tensor::Dtype::I32)?;
             let in_range = ids.gt(-1)?.logical_and(&ids.lt(self.table_size)?)?;
             let rows = table.take(&in_range.select(&ids, 0)?, 0)?;
-            let rows = in_range.expand_dims(-1)?.select(&rows, 0.0)?.reshape(&[b, l, hidden])?;
-            sum = Some(match sum {
-                None => rows,
-                Some(x_rows) => x_rows.add(&rows)?,
-            });
-        }
-        let sum = sum.ok_or_else(|| crate::Error::input("no position axes"))?;
+            Ok(in_range.expand_dims(-1)?.select(&rows, 0.0)?.reshape(&[b, l, hidden])?)
+        };
+        let sum = rows(0)?.add(&rows(1)?)?;
         Ok(padding.expand_dims(-1)?.select(0.0, &sum)?)
     }
 }

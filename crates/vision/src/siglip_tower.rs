@@ -1,5 +1,6 @@
 //! The gemma4 vision encoder: mlx-vlm's `VisionModel` followed by `embed_vision`.
 
+use crate::frames::{keep_leading_rows, patch_rows};
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::patch_embedder::PatchEmbedder;
 use crate::pooler::Pooler;
@@ -164,17 +165,7 @@ impl SiglipVisionTower {
         mut trace: Option<&mut Trace>,
     ) -> Result<PooledRows> {
         let patch_dim = 3 * self.config.patch_size * self.config.patch_size;
-        let (patches, positions) = match (patches.shape().as_slice(), positions.shape().as_slice()) {
-            ([b, l, d], [pb, pl, 2]) if *d == patch_dim && (b, l) == (pb, pl) => (patches.clone(), positions.clone()),
-            ([b, t, l, d], [pb, pt, pl, 2]) if *d == patch_dim && (b, t, l) == (pb, pt, pl) => {
-                (patches.reshape(&[b * t, *l, *d])?, positions.reshape(&[b * t, *l, 2])?)
-            }
-            (p, q) => {
-                return Err(Error::input(format!(
-                    "patches must be [B, L, {patch_dim}] with positions [B, L, 2]; found {p:?} and {q:?}"
-                )));
-            }
-        };
+        let (patches, positions) = patch_rows(patches, positions, patch_dim)?;
         if patches.dtype() != Dtype::F32 {
             return Err(Error::input(format!("patches must be float32, found {}", patches.dtype())));
         }
@@ -256,16 +247,4 @@ fn attention_mask(padding: &Array, dtype: Dtype) -> Result<Array> {
     let zero = Array::scalar(0.0f32)?.astype(dtype)?;
     let fill = Array::scalar(-1e4f32)?.astype(dtype)?;
     Ok(pairs.select(&zero, &fill)?.expand_dims(1)?)
-}
-
-/// The first `counts[b]` rows of each batch row of `pooled` `[B, len, D]`, concatenated to
-/// `[Σ counts, D]` (the reference's per-image slicing after its `.item()` count).
-fn keep_leading_rows(pooled: &Array, counts: &[usize]) -> Result<Array> {
-    let rows: Vec<Array> = counts
-        .iter()
-        .enumerate()
-        .map(|(b, &n)| pooled.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n as i32))
-        .collect::<tensor::Result<_>>()?;
-    let refs: Vec<&Array> = rows.iter().collect();
-    Ok(Array::concatenate(&refs, 0)?)
 }

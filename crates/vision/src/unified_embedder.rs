@@ -1,5 +1,6 @@
 //! The gemma4_unified vision embedder: mlx-vlm's `VisionEmbedder` followed by `embed_vision`.
 
+use crate::frames::{keep_leading_rows, patch_rows};
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, UnifiedConfig};
@@ -83,17 +84,7 @@ impl UnifiedVisionEmbedder {
     /// flattened to frames) and positions `[B, N, 2]` → features `[Σ real rows, T]`.
     pub fn encode_patches(&self, patches: &Array, positions: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
         let patch_dim = self.config.patch_dim();
-        let (patches, positions) = match (patches.shape().as_slice(), positions.shape().as_slice()) {
-            ([b, n, d], [pb, pn, 2]) if *d == patch_dim && (b, n) == (pb, pn) => (patches.clone(), positions.clone()),
-            ([b, t, n, d], [pb, pt, pn, 2]) if *d == patch_dim && (b, t, n) == (pb, pt, pn) => {
-                (patches.reshape(&[b * t, *n, *d])?, positions.reshape(&[b * t, *n, 2])?)
-            }
-            (p, q) => {
-                return Err(Error::input(format!(
-                    "patches must be [B, N, {patch_dim}] with positions [B, N, 2]; found {p:?} and {q:?}"
-                )));
-            }
-        };
+        let (patches, positions) = patch_rows(patches, positions, patch_dim)?;
         let counts = self.real_rows(&positions)?;
         let h = self.patch_ln1.forward(&patches)?;
         record(&mut trace, "patch_ln1", &h);
@@ -134,34 +125,13 @@ impl UnifiedVisionEmbedder {
         let e = self.config.mm_embed_dim;
         let clamped = positions.maximum(0)?.astype(Dtype::I32)?;
         let valid = positions.ne(-1)?.astype(dtype)?;
-        let mut sum: Option<Array> = None;
-        for axis in 0..2 {
+        // Axis 0 looks up the x (column) table, axis 1 the y (row) table.
+        let term = |axis: i32| -> Result<Array> {
             let ids = clamped.slice_axis(-1, axis, axis + 1)?.reshape(&[b * n])?;
             let table = self.pos_embedding.slice_axis(1, axis, axis + 1)?.squeeze(&[1])?;
             let rows = table.take(&ids, 0)?.reshape(&[b, n, e])?;
-            let term = rows.mul(&valid.slice_axis(-1, axis, axis + 1)?)?;
-            sum = Some(match sum {
-                None => term,
-                Some(x_term) => x_term.add(&term)?,
-            });
-        }
-        sum.ok_or_else(|| Error::input("no position axes"))
+            Ok(rows.mul(&valid.slice_axis(-1, axis, axis + 1)?)?)
+        };
+        Ok(term(0)?.add(&term(1)?)?)
     }
-}
-
-/// `_compact_prefix_rows`: per batch row, its first `counts[b]` rows (the non-padding count),
-/// concatenated; empty rows dropped.
-fn keep_leading_rows(features: &Array, counts: &[usize]) -> Result<Array> {
-    let rows: Vec<Array> = counts
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(b, &n)| features.slice_axis(0, b as i32, b as i32 + 1)?.squeeze(&[0])?.slice_axis(0, 0, n as i32))
-        .collect::<tensor::Result<_>>()?;
-    if rows.is_empty() {
-        let width = features.dim(-1)?;
-        return Ok(features.reshape(&[-1, width])?.slice_axis(0, 0, 0)?);
-    }
-    let refs: Vec<&Array> = rows.iter().collect();
-    Ok(Array::concatenate(&refs, 0)?)
 }

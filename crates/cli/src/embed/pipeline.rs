@@ -1,0 +1,197 @@
+//! The streaming part of an `embed` job: decode and prepare on worker threads, encode batches
+//! of same-size images on the calling thread, hand the results to the shard writer.
+//!
+//! Memory is bounded by the batch size, not the corpus: the workers stop when `batch` prepared
+//! images wait in the channel, the encoding side holds at most `2 × batch` more while it groups
+//! them by size, and the writer at most one shard.
+
+use super::progress::Progress;
+use super::shard::{ErrorRow, ImageRow, ShardWriter};
+use preprocess::Preprocessor;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use vision::{PreparedImage, VisionEncoder};
+
+/// What the encoding side does with the images.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Images encoded together (all of one size).
+    pub batch: usize,
+    /// Threads decoding and preparing images.
+    pub workers: usize,
+    /// The budget, recorded with every image.
+    pub budget: u32,
+}
+
+/// Counts of one run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub encoded: usize,
+    pub soft_tokens: usize,
+    pub failed: usize,
+}
+
+/// One image off a worker: its path and either its prepared input or why it failed.
+struct Item {
+    path: String,
+    outcome: Result<Ready, String>,
+}
+
+/// A prepared image and the size of the decoded image it came from.
+struct Ready {
+    image: PreparedImage,
+    height: u32,
+    width: u32,
+}
+
+/// The inputs the encoder can run as one batch share this key (see
+/// [`VisionEncoder::encode_prepared`]): kind and size.
+type BatchKey = (u8, usize, usize);
+
+/// Prepared images of one [`BatchKey`] waiting for their batch, with their recorded paths.
+type Group = (BatchKey, Vec<(String, Ready)>);
+
+fn batch_key(image: &PreparedImage) -> BatchKey {
+    match image {
+        PreparedImage::Pixels(p) => (0, p.height, p.width),
+        PreparedImage::Patches(p) => (1, p.len, p.dim),
+    }
+}
+
+/// Embeds `paths` (each recorded under its path as text) into `writer`. A failure to read or
+/// prepare one image is recorded and the job goes on; a failure to encode or write ends it.
+pub fn run(
+    encoder: &VisionEncoder,
+    preprocessor: &Preprocessor,
+    paths: &[PathBuf],
+    settings: Settings,
+    writer: &mut ShardWriter,
+    progress: &Progress,
+) -> Result<Counts, String> {
+    let batch = settings.batch.max(1);
+    let (sender, receiver) = mpsc::sync_channel::<Item>(batch);
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..settings.workers.max(1) {
+            let sender = sender.clone();
+            let next = &next;
+            scope.spawn(move || {
+                while let Some(path) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let item = Item {
+                        path: path.to_string_lossy().into_owned(),
+                        outcome: prepare(encoder, preprocessor, path),
+                    };
+                    if sender.send(item).is_err() {
+                        break; // the encoding side stopped on an error
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut batcher =
+            Batcher { encoder, writer, progress, batch, budget: settings.budget, counts: Counts::default() };
+        // The receiver is dropped when this returns, so the workers stop after an error.
+        batcher.consume(receiver)?;
+        Ok(batcher.counts)
+    })
+}
+
+/// Decodes (EXIF orientation applied) and prepares one image.
+fn prepare(encoder: &VisionEncoder, preprocessor: &Preprocessor, path: &PathBuf) -> Result<Ready, String> {
+    let decoded = preprocess::open(path, &encoder.options().limits).map_err(|e| e.to_string())?;
+    let (height, width) = (decoded.height(), decoded.width());
+    let image = encoder.prepare(&decoded, preprocessor).map_err(|e| e.to_string())?;
+    Ok(Ready { image, height, width })
+}
+
+/// Groups prepared images by size and encodes them in batches.
+struct Batcher<'a> {
+    encoder: &'a VisionEncoder,
+    writer: &'a mut ShardWriter,
+    progress: &'a Progress,
+    batch: usize,
+    budget: u32,
+    counts: Counts,
+}
+
+impl Batcher<'_> {
+    fn consume(&mut self, receiver: mpsc::Receiver<Item>) -> Result<(), String> {
+        // Groups in order of first appearance; at most 2 × batch images wait in all.
+        let mut groups: Vec<Group> = Vec::new();
+        let mut waiting = 0;
+        for item in receiver {
+            let ready = match item.outcome {
+                Ok(ready) => ready,
+                Err(error) => {
+                    self.counts.failed += 1;
+                    self.writer.push_error(ErrorRow { path: item.path, error })?;
+                    self.progress.advance(self.counts.failed);
+                    continue;
+                }
+            };
+            let key = batch_key(&ready.image);
+            let at = match groups.iter().position(|(k, _)| *k == key) {
+                Some(at) => at,
+                None => {
+                    groups.push((key, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            groups[at].1.push((item.path, ready));
+            waiting += 1;
+            let full = if groups[at].1.len() >= self.batch {
+                Some(at)
+            } else if waiting >= 2 * self.batch {
+                // Too many sizes in flight: the largest group goes, partial.
+                groups.iter().enumerate().max_by_key(|(i, (_, g))| (g.len(), usize::MAX - i)).map(|(i, _)| i)
+            } else {
+                None
+            };
+            if let Some(at) = full {
+                let (_, group) = groups.remove(at);
+                waiting -= group.len();
+                self.encode(group)?;
+            }
+        }
+        for (_, group) in groups {
+            self.encode(group)?;
+        }
+        Ok(())
+    }
+
+    /// Encodes one group of same-size images and hands each image's rows to the writer.
+    fn encode(&mut self, group: Vec<(String, Ready)>) -> Result<(), String> {
+        let mut rows = Vec::with_capacity(group.len());
+        let mut images = Vec::with_capacity(group.len());
+        for (path, ready) in group {
+            rows.push(ImageRow { path, soft_tokens: 0, height: ready.height, width: ready.width, budget: self.budget });
+            images.push(ready.image);
+        }
+        let features = self.encoder.encode_prepared(&images, None).map_err(|e| e.to_string())?;
+        drop(images);
+        let dtype = features.features.dtype();
+        let total: usize = features.soft_tokens.iter().sum();
+        let writer = &mut *self.writer;
+        let progress = self.progress;
+        let counts = &mut self.counts;
+        features
+            .features
+            .with_bytes(|bytes| {
+                let per_token = bytes.len().checked_div(total).unwrap_or(0);
+                let mut start = 0;
+                for (mut row, &n) in rows.into_iter().zip(&features.soft_tokens) {
+                    row.soft_tokens = n;
+                    let end = start + n * per_token;
+                    let own = bytes.get(start..end).ok_or("the encoder returned fewer rows than soft tokens")?;
+                    writer.push_image(row, dtype, own)?;
+                    start = end;
+                    counts.encoded += 1;
+                    counts.soft_tokens += n;
+                    progress.advance(counts.failed);
+                }
+                Ok(())
+            })
+            .map_err(|e| e.to_string())?
+    }
+}

@@ -1,0 +1,313 @@
+//! The shard files of an `embed` job: writing them atomically, reading their headers back.
+//!
+//! A shard, `shard-NNNNNN.safetensors`, is a safetensors file holding:
+//! - `soft_tokens`: I32 `[N]`, the soft tokens of each image in row order;
+//! - `features`: `[Σ soft_tokens, text_hidden]` in the encoder's dtype (BF16 or F32): the
+//!   images' soft tokens one after the other, each exactly what `gemma-vision encode` writes for
+//!   that image alone;
+//! - metadata (strings): `format` ([`FORMAT`]), `model_identity` (the encoder's cache identity),
+//!   `max_soft_tokens` (the budget), `images` (a JSON array, one [`ImageRow`] per image in row
+//!   order) and `errors` (a JSON array of [`ErrorRow`]: the images that could not be read).
+//!
+//! A shard in which every image failed has no tensors, only its metadata.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use tensor::Dtype;
+
+/// The `format` metadata value of the shards this version writes.
+pub const FORMAT: &str = "gemma-vision-embed/1";
+
+/// Shards stop growing at this many bytes of features, whatever `--shard-size` says.
+pub const MAX_SHARD_FEATURE_BYTES: usize = 256 << 20;
+
+/// One encoded image of a shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRow {
+    /// The image's path as listed by the job's source.
+    pub path: String,
+    /// Its soft tokens: its rows of `features`.
+    pub soft_tokens: usize,
+    /// The decoded image's height and width in pixels (after its EXIF orientation).
+    pub height: u32,
+    pub width: u32,
+    /// The soft-token budget it was encoded with.
+    pub budget: u32,
+}
+
+/// One image that could not be read, decoded or prepared, with the message saying why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorRow {
+    pub path: String,
+    pub error: String,
+}
+
+/// The file name of shard number `n`.
+pub fn shard_name(n: u64) -> String {
+    format!("shard-{n:06}.safetensors")
+}
+
+/// The shard number of a file name written by [`shard_name`].
+pub fn shard_number(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("shard-")?.strip_suffix(".safetensors")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// What every shard of a job states about its encoder.
+#[derive(Debug, Clone)]
+pub struct JobFacts {
+    pub identity: String,
+    pub budget: u32,
+    /// Columns of `features` (the language model's hidden size).
+    pub hidden: usize,
+}
+
+/// Collects encoded images and failures and writes them out as shards of at most `shard_size`
+/// entries (images plus failures) and [`MAX_SHARD_FEATURE_BYTES`] bytes of features. Each shard
+/// is written to a temporary file renamed into place ([`tensor::write_atomically`]): a shard on
+/// disk is complete, and whatever was not yet written is lost to a kill, never half-written.
+#[derive(Debug)]
+pub struct ShardWriter {
+    dir: PathBuf,
+    facts: JobFacts,
+    shard_size: usize,
+    next: u64,
+    dtype: Option<Dtype>,
+    images: Vec<ImageRow>,
+    errors: Vec<ErrorRow>,
+    features: Vec<u8>,
+    /// Every failure written by this writer, for the job's errors file.
+    written_errors: Vec<ErrorRow>,
+    shards_written: usize,
+}
+
+impl ShardWriter {
+    /// A writer whose first shard is number `first`.
+    pub fn new(dir: &Path, facts: JobFacts, shard_size: usize, first: u64) -> ShardWriter {
+        ShardWriter {
+            dir: dir.to_path_buf(),
+            facts,
+            shard_size: shard_size.max(1),
+            next: first,
+            dtype: None,
+            images: Vec::new(),
+            errors: Vec::new(),
+            features: Vec::new(),
+            written_errors: Vec::new(),
+            shards_written: 0,
+        }
+    }
+
+    /// Adds an encoded image: `features` are its rows, `row.soft_tokens × hidden` elements of
+    /// `dtype`, row-major.
+    pub fn push_image(&mut self, row: ImageRow, dtype: Dtype, features: &[u8]) -> Result<(), String> {
+        let expected = row.soft_tokens * self.facts.hidden * dtype.size();
+        if features.len() != expected {
+            return Err(format!(
+                "{}: {} bytes of features for {} soft tokens of {} {dtype} values",
+                row.path,
+                features.len(),
+                row.soft_tokens,
+                self.facts.hidden
+            ));
+        }
+        match self.dtype {
+            Some(known) if known != dtype => {
+                return Err(format!("features of dtype {dtype} after features of dtype {known}"));
+            }
+            _ => self.dtype = Some(dtype),
+        }
+        self.features.extend_from_slice(features);
+        self.images.push(row);
+        self.flush_when_full()
+    }
+
+    /// Adds an image that could not be read or prepared.
+    pub fn push_error(&mut self, row: ErrorRow) -> Result<(), String> {
+        self.errors.push(row);
+        self.flush_when_full()
+    }
+
+    /// Writes what is left and returns the failures written by this writer and the number of
+    /// shards it wrote.
+    pub fn finish(mut self) -> Result<(Vec<ErrorRow>, usize), String> {
+        self.flush()?;
+        Ok((self.written_errors, self.shards_written))
+    }
+
+    fn flush_when_full(&mut self) -> Result<(), String> {
+        if self.images.len() + self.errors.len() >= self.shard_size || self.features.len() >= MAX_SHARD_FEATURE_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        if self.images.is_empty() && self.errors.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join(shard_name(self.next));
+        let bytes = self.encode_header()?;
+        let counts: Vec<u8> = self.images.iter().flat_map(|row| (row.soft_tokens as i32).to_le_bytes()).collect();
+        tensor::write_atomically(&path, |file| {
+            let mut out = std::io::BufWriter::new(file);
+            out.write_all(&(bytes.len() as u64).to_le_bytes())?;
+            out.write_all(&bytes)?;
+            out.write_all(&counts)?;
+            out.write_all(&self.features)?;
+            out.flush()
+        })
+        .map_err(|e| e.to_string())?;
+        self.next += 1;
+        self.shards_written += 1;
+        self.written_errors.append(&mut self.errors);
+        self.images.clear();
+        self.features.clear();
+        Ok(())
+    }
+
+    /// The safetensors header: tensor entries and metadata, JSON padded with spaces to a
+    /// multiple of 8 bytes. Data: `soft_tokens` first (4-byte aligned), then `features`.
+    fn encode_header(&self) -> Result<Vec<u8>, String> {
+        let mut metadata = HashMap::new();
+        metadata.insert("format", FORMAT.to_owned());
+        metadata.insert("model_identity", self.facts.identity.clone());
+        metadata.insert("max_soft_tokens", self.facts.budget.to_string());
+        metadata.insert("images", json(&self.images)?);
+        metadata.insert("errors", json(&self.errors)?);
+        let mut header = serde_json::Map::new();
+        header.insert("__metadata__".into(), serde_json::to_value(metadata).map_err(|e| e.to_string())?);
+        if let (false, Some(dtype)) = (self.images.is_empty(), self.dtype) {
+            let counts = self.images.len() * 4;
+            let rows: usize = self.images.iter().map(|row| row.soft_tokens).sum();
+            let entry = |dtype: &str, shape: Vec<usize>, start: usize, end: usize| serde_json::json!({ "dtype": dtype, "shape": shape, "data_offsets": [start, end] });
+            header.insert("soft_tokens".into(), entry("I32", vec![self.images.len()], 0, counts));
+            header.insert(
+                "features".into(),
+                entry(dtype.safetensors_name(), vec![rows, self.facts.hidden], counts, counts + self.features.len()),
+            );
+        }
+        let mut bytes = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
+        bytes.resize(bytes.len().next_multiple_of(8), b' ');
+        Ok(bytes)
+    }
+}
+
+fn json(value: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| e.to_string())
+}
+
+/// What a shard's header says: its metadata, and whether the file holds all its data.
+#[derive(Debug)]
+pub struct ShardHeader {
+    pub format: String,
+    pub identity: String,
+    pub budget: Option<u32>,
+    pub images: Vec<ImageRow>,
+    pub errors: Vec<ErrorRow>,
+}
+
+/// Headers larger than this are not shards of ours (safetensors' own limit is 100 MB).
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+/// Reads a shard's header (not its data) and checks the file is as long as the header says.
+pub fn read_header(path: &Path) -> Result<ShardHeader, String> {
+    let fail = |detail: String| format!("{}: {detail}", path.display());
+    let mut file = File::open(path).map_err(|e| fail(e.to_string()))?;
+    let file_len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len).map_err(|_| fail("not a safetensors file (shorter than 8 bytes)".into()))?;
+    let header_len = u64::from_le_bytes(len);
+    if header_len > MAX_HEADER_BYTES || header_len > file_len.saturating_sub(8) {
+        return Err(fail(format!("not a complete safetensors file (header of {header_len} bytes)")));
+    }
+    let mut bytes = vec![0u8; header_len as usize];
+    file.read_exact(&mut bytes).map_err(|e| fail(e.to_string()))?;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&bytes).map_err(|e| fail(format!("unreadable safetensors header: {e}")))?;
+    let data_end = header
+        .iter()
+        .filter(|(name, _)| *name != "__metadata__")
+        .filter_map(|(_, entry)| entry.get("data_offsets")?.get(1)?.as_u64())
+        .max()
+        .unwrap_or(0);
+    if 8 + header_len + data_end != file_len {
+        return Err(fail(format!(
+            "not a complete shard ({file_len} bytes, the header describes {})",
+            8 + header_len + data_end
+        )));
+    }
+    let metadata = header.get("__metadata__").and_then(|m| m.as_object());
+    let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(|v| v.as_str()).unwrap_or_default();
+    Ok(ShardHeader {
+        format: text("format").to_owned(),
+        identity: text("model_identity").to_owned(),
+        budget: text("max_soft_tokens").parse().ok(),
+        images: rows(text("images")).map_err(|e| fail(format!("metadata `images`: {e}")))?,
+        errors: rows(text("errors")).map_err(|e| fail(format!("metadata `errors`: {e}")))?,
+    })
+}
+
+/// The rows of a JSON array (none for an empty string).
+fn rows<T: serde::de::DeserializeOwned>(json: &str) -> serde_json::Result<Vec<T>> {
+    if json.is_empty() { Ok(Vec::new()) } else { serde_json::from_str(json) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> JobFacts {
+        JobFacts { identity: "abc".into(), budget: 6, hidden: 2 }
+    }
+
+    fn row(path: &str, soft_tokens: usize) -> ImageRow {
+        ImageRow { path: path.into(), soft_tokens, height: 3, width: 4, budget: 6 }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(shard_name(7), "shard-000007.safetensors");
+        assert_eq!(shard_number(&shard_name(1_234_567)), Some(1_234_567));
+        for other in
+            ["shard-.safetensors", "shard-01a.safetensors", "errors.jsonl", ".shard-000001.safetensors.1-0.partial"]
+        {
+            assert_eq!(shard_number(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn shards_are_cut_at_the_shard_size_and_read_back() {
+        let dir = std::env::temp_dir().join(format!("embed-shard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut writer = ShardWriter::new(&dir, facts(), 2, 5);
+        writer.push_image(row("a", 1), Dtype::F32, &[0; 8]).unwrap();
+        writer.push_error(ErrorRow { path: "b".into(), error: "bad".into() }).unwrap();
+        writer.push_image(row("c", 2), Dtype::F32, &[1; 16]).unwrap();
+        assert!(writer.push_image(row("d", 1), Dtype::Bf16, &[0; 4]).unwrap_err().contains("dtype"));
+        assert!(writer.push_image(row("d", 1), Dtype::F32, &[0; 4]).unwrap_err().contains("bytes of features"));
+        let (errors, shards) = writer.finish().unwrap();
+        assert_eq!((errors.len(), shards), (1, 2));
+        let first = read_header(&dir.join(shard_name(5))).unwrap();
+        assert_eq!((first.format.as_str(), first.identity.as_str(), first.budget), (FORMAT, "abc", Some(6)));
+        assert_eq!(first.images, [row("a", 1)]);
+        assert_eq!(first.errors, [ErrorRow { path: "b".into(), error: "bad".into() }]);
+        let second = read_header(&dir.join(shard_name(6))).unwrap();
+        assert_eq!((second.images, second.errors), (vec![row("c", 2)], vec![]));
+        let bytes = std::fs::read(dir.join(shard_name(6))).unwrap();
+        let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(file.tensor("features").unwrap().shape(), [2, 2]);
+        assert_eq!(file.tensor("features").unwrap().data(), [1; 16]);
+        assert_eq!(file.tensor("soft_tokens").unwrap().data(), 2i32.to_le_bytes());
+        std::fs::write(dir.join("cut.safetensors"), &bytes[..bytes.len() - 1]).unwrap();
+        assert!(read_header(&dir.join("cut.safetensors")).unwrap_err().contains("not a complete shard"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

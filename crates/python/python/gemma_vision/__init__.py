@@ -1,0 +1,17 @@
+"""Gemma 4 vision features ("soft tokens") on MLX, bit for bit what mlx-vlm computes.
+
+>>> import gemma_vision
+>>> encoder = gemma_vision.Encoder("path/to/gemma-4-e2b")
+>>> [cat, street] = encoder.encode(["cat.jpg", open("street.png", "rb").read()])
+>>> cat.shape, cat.dtype  # (soft tokens, hidden size), bfloat16 for published checkpoints
+((280, 1536), dtype(bfloat16))
+
+- ``Encoder``: the encoder, loaded once; ``encode`` releases the GIL, so threads may share it.
+- ``read_shards``: the images of a ``gemma-vision embed`` output directory.
+- ``gemma_vision.ray_embed``: the same job over a Ray cluster (``python -m gemma_vision.ray_embed``).
+"""
+
+from ._native import Encoder, __version__
+from .shards import EmbeddedImage, read_errors, read_shards
+
+__all__ = ["Encoder", "EmbeddedImage", "read_errors", "read_shards", "__version__"]

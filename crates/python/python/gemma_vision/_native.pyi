@@ -1,0 +1,79 @@
+"""Type stubs of the native extension (crates/python/src)."""
+
+import os
+from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+Image = Union[str, "os.PathLike[str]", bytes, bytearray, npt.NDArray[np.uint8]]
+"""A path, the bytes of an image file, or uint8 pixels [H, W, 3] (RGB)."""
+
+class Encoder:
+    """A Gemma 4 vision encoder loaded once from a model directory.
+
+    ``encode`` releases the GIL while it decodes and encodes: one encoder may serve several
+    threads, and each image's features are the same bits whichever thread or call computes them.
+    """
+
+    def __init__(
+        self,
+        model_dir: Union[str, "os.PathLike[str]"],
+        dtype: Literal["native", "f32", "float32"] = "native",
+        max_soft_tokens: Optional[int] = None,
+    ) -> None:
+        """Loads the encoder of ``model_dir``.
+
+        Raises FileNotFoundError (no such directory or config.json), OSError (unreadable
+        files), ValueError (a config, weights or budget the encoder cannot serve).
+        """
+
+    def encode(
+        self,
+        images: Sequence[Image],
+        max_soft_tokens: Optional[int] = None,
+        as_float32: bool = False,
+    ) -> list[npt.NDArray[np.generic]]:
+        """One ``[n_i, D]`` array of soft tokens per image, in input order.
+
+        float32 for float32 encoders; ``ml_dtypes.bfloat16`` (the exact bits) for bf16
+        checkpoints, or float32 with ``as_float32=True``. Paths and bytes are decoded with
+        their EXIF orientation applied; arrays are used as they are.
+
+        Raises FileNotFoundError (a missing file), OSError (a file that is not a readable
+        image), ValueError (bytes that do not decode, an array that is not uint8 [H, W, 3], a
+        budget too small for an image), TypeError (an object that is none of these). The
+        message is the one ``gemma-vision encode`` prints for the same file.
+        """
+
+    def inspect(
+        self,
+        max_soft_tokens: Optional[int] = None,
+        image_size: Optional[Tuple[int, int]] = None,
+    ) -> Dict[str, Any]:
+        """What the encoder makes of its checkpoint, the dict ``gemma-vision inspect --json``
+        prints: tower, quantized modules, weight files, budget and its source, tensors read and
+        ignored, the cache identity, and with ``image_size`` (width, height) what an image of
+        that size becomes."""
+
+    @property
+    def identity(self) -> str:
+        """The cache identity (SHA-256, hex): equal identities give equal features for equal
+        image bytes and budgets."""
+
+    @property
+    def model_type(self) -> Literal["gemma4", "gemma4_unified"]: ...
+    @property
+    def hidden_size(self) -> int:
+        """D, the columns of every feature array."""
+
+    @property
+    def max_soft_tokens(self) -> int:
+        """The default soft-token budget of ``encode``."""
+
+    @property
+    def dtype(self) -> Literal["native", "f32"]: ...
+    @property
+    def model_dir(self) -> "os.PathLike[str]": ...

@@ -1,0 +1,187 @@
+//! `gemma_vision.Encoder`: a loaded encoder shared by Python threads.
+
+use crate::arrays::{self, HostFeatures};
+use crate::errors::{to_python, to_python_as};
+use crate::inputs::{self, Input};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyString};
+use std::path::PathBuf;
+use vision::{ComputeDtype, EncoderOptions, ModelType, VisionEncoder};
+
+/// A Gemma 4 vision encoder loaded once from a model directory.
+///
+/// `encode` releases the GIL while it decodes and encodes, so one encoder may serve several
+/// Python threads at once; each image's features are the same bits whichever thread, batch or
+/// call computes them.
+#[pyclass(frozen, module = "gemma_vision", name = "Encoder")]
+#[derive(Debug)]
+pub struct Encoder {
+    inner: VisionEncoder,
+    model_dir: PathBuf,
+    dtype: &'static str,
+    budget: Option<u32>,
+}
+
+#[pymethods]
+impl Encoder {
+    /// Loads the encoder of `model_dir` (config.json, model.safetensors or shards with an
+    /// index, optionally processor_config.json). `dtype`: "native" (the checkpoint's dtype,
+    /// bit-exact with mlx-vlm) or "f32". `max_soft_tokens`: the default budget of `encode`
+    /// (else processor_config.json's, else 280).
+    #[new]
+    #[pyo3(signature = (model_dir, dtype = "native", max_soft_tokens = None))]
+    fn new(py: Python<'_>, model_dir: PathBuf, dtype: &str, max_soft_tokens: Option<i64>) -> PyResult<Encoder> {
+        let (compute_dtype, dtype) = match dtype {
+            "native" => (ComputeDtype::Native, "native"),
+            "f32" | "float32" => (ComputeDtype::F32, "f32"),
+            other => return Err(PyValueError::new_err(format!("dtype must be \"native\" or \"f32\", got {other:?}"))),
+        };
+        let budget = budget(max_soft_tokens)?;
+        let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
+        let inner = py
+            .detach(|| {
+                let encoder = VisionEncoder::load(&model_dir, options)?;
+                encoder.check_budget(&encoder.preprocessor(budget)?)?;
+                Ok(encoder)
+            })
+            .map_err(to_python)?;
+        Ok(Encoder { inner, model_dir, dtype, budget })
+    }
+
+    /// Soft tokens of `images`, one `[n_i, D]` array per image in input order.
+    ///
+    /// An image is a path (str or os.PathLike), the bytes of an image file (JPEG, PNG, GIF,
+    /// WebP, BMP, TIFF; EXIF orientation applied, as for files), or a uint8 array [H, W, 3]
+    /// (e.g. `np.asarray(pil_image.convert("RGB"))`, used as it is). Features are float32 for
+    /// float32 encoders and `ml_dtypes.bfloat16` (the exact bits) for bf16 checkpoints, or
+    /// float32 with `as_float32=True`.
+    #[pyo3(signature = (images, max_soft_tokens = None, as_float32 = false))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        images: &Bound<'py, PyAny>,
+        max_soft_tokens: Option<i64>,
+        as_float32: bool,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        if images.cast::<PyString>().is_ok()
+            || images.cast::<PyBytes>().is_ok()
+            || images.cast::<PyByteArray>().is_ok()
+            || images.hasattr("__fspath__")?
+            || images.hasattr("__array_interface__")?
+        {
+            return Err(PyTypeError::new_err("encode takes a list of images; wrap a single image in a list"));
+        }
+        let inputs: Vec<Input> =
+            images.try_iter()?.enumerate().map(|(i, image)| inputs::extract(i, &image?)).collect::<PyResult<_>>()?;
+        if inputs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let budget = budget(max_soft_tokens)?.or(self.budget);
+        let host = py.detach(|| self.encode_inputs(inputs, budget, as_float32))?;
+        arrays::to_numpy(py, host)
+    }
+
+    /// The cache identity (SHA-256, hex): equal identities give equal features for equal image
+    /// bytes and budgets. The first call reads the weights once.
+    #[getter]
+    fn identity(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| self.inner.cache_identity()).map_err(to_python)
+    }
+
+    /// What the encoder makes of its checkpoint, as `gemma-vision inspect --json` prints it (a
+    /// dict): the tower, the quantized modules, the weight files, the budget and its source, the
+    /// tensors read and ignored, the cache identity, and with `image_size` (`(width, height)`)
+    /// what an image of that size becomes. `max_soft_tokens` defaults to the encoder's budget.
+    #[pyo3(signature = (max_soft_tokens = None, image_size = None))]
+    fn inspect<'py>(
+        &self,
+        py: Python<'py>,
+        max_soft_tokens: Option<i64>,
+        image_size: Option<(i64, i64)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let budget = budget(max_soft_tokens)?.or(self.budget);
+        let image_size = match image_size {
+            Some((width, height)) => Some((side("width", width)?, side("height", height)?)),
+            None => None,
+        };
+        let json = py
+            .detach(|| vision::Inspection::of(&self.inner, budget, image_size).map(|i| i.to_json()))
+            .map_err(to_python)?;
+        py.import("json")?.call_method1("loads", (json,))
+    }
+
+    /// "gemma4" or "gemma4_unified".
+    #[getter]
+    fn model_type(&self) -> &'static str {
+        match self.inner.config().model_type {
+            ModelType::Gemma4 => "gemma4",
+            ModelType::Gemma4Unified => "gemma4_unified",
+        }
+    }
+
+    /// D: the columns of every feature array (the language model's hidden size).
+    #[getter]
+    fn hidden_size(&self) -> i64 {
+        i64::from(self.inner.config().text_hidden_size)
+    }
+
+    /// The default soft-token budget of `encode`.
+    #[getter]
+    fn max_soft_tokens(&self) -> PyResult<u32> {
+        let preprocessor = self.inner.preprocessor(self.budget).map_err(to_python)?;
+        Ok(preprocessor.config().max_soft_tokens)
+    }
+
+    /// "native" or "f32": the dtype the encoder computes in.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.dtype
+    }
+
+    /// The model directory the encoder was loaded from.
+    #[getter]
+    fn model_dir(&self) -> PathBuf {
+        self.model_dir.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Encoder({:?}, dtype={:?})", self.model_dir.display().to_string(), self.dtype)
+    }
+}
+
+impl Encoder {
+    /// Decodes and encodes without the GIL; errors as the command reports them.
+    fn encode_inputs(&self, inputs: Vec<Input>, budget: Option<u32>, as_float32: bool) -> PyResult<HostFeatures> {
+        let preprocessor = self.inner.preprocessor(budget).map_err(to_python)?;
+        self.inner.check_budget(&preprocessor).map_err(to_python)?;
+        let limits = self.inner.options().limits;
+        let images = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, input)| input.decode(i, &limits))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|(kind, message)| to_python_as(kind, message))?;
+        let features = self.inner.encode_images(&images, budget).map_err(to_python)?;
+        arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
+    }
+}
+
+/// A positive budget, or none.
+fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<u32>> {
+    match max_soft_tokens {
+        None => Ok(None),
+        Some(n) if n > 0 => u32::try_from(n)
+            .map(Some)
+            .map_err(|_| PyValueError::new_err(format!("max_soft_tokens must be at most {}, got {n}", u32::MAX))),
+        Some(n) => Err(PyValueError::new_err(format!("max_soft_tokens must be positive, got {n}"))),
+    }
+}
+
+/// One side of an image size: a positive pixel count.
+fn side(name: &str, pixels: i64) -> PyResult<u32> {
+    u32::try_from(pixels)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| PyValueError::new_err(format!("image_size {name} must be a positive pixel count, got {pixels}")))
+}
