@@ -12,7 +12,7 @@
 //!
 //! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound.
 #![allow(unsafe_code, reason = "SIMD intrinsics (std::arch) behind run-time CPU feature checks")]
-#![warn(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod attention;

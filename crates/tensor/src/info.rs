@@ -1,4 +1,5 @@
-//! Facts about the MLX this process runs on: its version and the BLAS serving float32 matmuls.
+//! Facts about the MLX this process runs on: its version, where its library is, and the BLAS
+//! libmlx resolved.
 
 use crate::Result;
 use crate::status::{check, init};
@@ -25,6 +26,11 @@ pub fn mlx_version() -> Result<String> {
     // SAFETY: `text` is ours, no longer used (nothing borrowed from it survives), and freed once.
     unsafe { ffi::mlx_string_free(text) };
     result
+}
+
+/// The directory of the libmlx this build linked (the wheel's `mlx/lib`, or `MLX_DIR`'s).
+pub fn mlx_lib_dir() -> &'static str {
+    ffi::MLX_LIB_DIR
 }
 
 /// The shared library serving MLX's float32 matmuls on the CPU backend (the one providing
