@@ -18,22 +18,12 @@
 
 use half::bf16;
 use kernels::Float;
-use kernels::attention::{AttentionShape, MaskRef, attention};
+use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
 use kernels::gemm::{GemmOptions, MatRef, gemm};
+use kernels::testing::{lcg_values, tower_mask};
 use std::time::Instant;
 
 const TOKENS: usize = 2394;
-
-/// `len` pseudo-random values in `[-scale, scale)` (a fixed LCG).
-fn values<T: Float>(len: usize, seed: u64, scale: f32) -> Vec<T> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            T::from_f32((((state >> 40) as f32 / (1u64 << 23) as f32) - 1.0) * scale)
-        })
-        .collect()
-}
 
 /// This process's CPU time (all threads), in seconds.
 fn cpu_seconds() -> f64 {
@@ -53,8 +43,8 @@ struct Case {
 }
 
 fn gemm_case<X: Float, W: Float, O: Float>(group: &str, label: &str, m: usize, k: usize, n: usize) -> Case {
-    let x = values::<X>(m * k, 1, 1.0);
-    let w = values::<W>(n * k, 2, 1.0);
+    let x = lcg_values::<X>(m * k, 1, 1.0);
+    let w = lcg_values::<W>(n * k, 2, 1.0);
     let mut out = vec![O::default(); m * n];
     Case {
         name: format!("gemm/{group}/{label}/{m}x{k}x{n}"),
@@ -73,20 +63,17 @@ fn attention_case<T: Float>(group: &str, label: &str, heads: usize, head_dim: us
     let shape =
         AttentionShape { batch: 1, query_heads: heads, kv_heads: heads, queries: TOKENS, keys: TOKENS, head_dim };
     let len = TOKENS * heads * head_dim;
-    let (q, k, v) = (values::<T>(len, 1, 2.0), values::<T>(len, 2, 2.0), values::<T>(len, 3, 1.0));
+    let (q, k, v) = (lcg_values::<T>(len, 1, 2.0), lcg_values::<T>(len, 2, 2.0), lcg_values::<T>(len, 3, 1.0));
     // The tower's mask: zeros among real patches, -1e4 to and from the padding (the last
     // `padding` tokens; none for a single image).
-    let real = TOKENS - padding;
-    let mask: Vec<T> = (0..TOKENS * TOKENS)
-        .map(|x| T::from_f32(if x / TOKENS < real && x % TOKENS < real { 0.0 } else { -1e4 }))
-        .collect();
+    let mask: Vec<T> = tower_mask(TOKENS, TOKENS - padding);
     let mut out = vec![T::default(); len];
     Case {
         name: format!("attention/{group}/{label}{}", if padding > 0 { "/padded" } else { "" }),
         flops: 4.0 * (heads * TOKENS * TOKENS * head_dim) as f64,
         run: Box::new(move || {
-            let mask = MaskRef::new(&mask, 1, 1);
-            attention(shape, &q, &k, &v, 0.125, Some(mask), &mut out).unwrap();
+            let mask = Some(MaskRef::new(&mask, 1, 1));
+            attention(AttentionInputs { shape, q: &q, k: &k, v: &v, scale: 0.125, mask }, &mut out).unwrap();
         }),
         cpu: Vec::new(),
         wall: Vec::new(),

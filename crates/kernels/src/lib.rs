@@ -32,6 +32,9 @@ pub mod rms_norm;
 pub mod rope;
 mod rows;
 mod scratch;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 pub mod vision_rms_norm;
 
 pub use element::{DType, Float, bf16_from_f32};

@@ -14,12 +14,12 @@
 
 use super::pack::{pack_keys, pack_queries, pack_values};
 use super::softmax::Lanes;
-use super::{AttentionShape, MaskRef, check_arguments};
+use super::{AttentionInputs, AttentionShape, MaskRef};
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{MR, NR, TILE, TileKernel};
 use crate::scratch::{with_scratch, with_shared};
-use crate::{DType, Float, Result};
+use crate::{DType, Float};
 use rayon::prelude::*;
 
 /// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
@@ -29,27 +29,14 @@ const QUERY_PANELS: usize = 2;
 /// Keys per k block of `p · v` (a `KEY_BLOCK × NR` slice of `pᵀ` stays in L1).
 const KEY_BLOCK: usize = 256;
 
-/// [`attention_with`](super::attention_with).
-#[allow(clippy::too_many_arguments, reason = "attention's arguments and the kernel choice")]
-pub(crate) fn run<T: Float>(
-    kernel: MicroKernel,
-    shape: AttentionShape,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    scale: f32,
-    mask: Option<MaskRef<'_, T>>,
-    out: &mut [T],
-) -> Result<()> {
-    check_arguments(&shape, q, k, v, mask.as_ref(), out)?;
+/// [`attention_with`](super::attention_with) on checked inputs and a nonempty output.
+pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>, out: &mut [T]) {
+    let AttentionInputs { shape, q, k, v, scale, mask } = inputs;
     let AttentionShape { batch, kv_heads, queries, keys, head_dim, .. } = shape;
-    if out.is_empty() {
-        return Ok(());
-    }
     if keys == 0 {
         // An empty softmax, then a product over no keys: zeros.
         out.fill(T::default());
-        return Ok(());
+        return;
     }
     // A mask of zeros changes no score: each k-sum starts at `+0`, so no score is `−0`, and
     // `s + ±0 = s` for every other `s` (NaNs included). Skipping it saves its transposition
@@ -100,7 +87,6 @@ pub(crate) fn run<T: Float>(
             });
         });
     });
-    Ok(())
 }
 
 /// The packed `k` and `v` of every (batch row, kv head).

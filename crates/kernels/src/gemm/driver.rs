@@ -10,15 +10,15 @@
 //! by exactly one task, in the same order whatever the blocking, so neither the blocking nor
 //! the number of threads changes a bit.
 
+use super::GemmOptions;
 use super::arithmetic::{BiasPlacement, clip};
 use super::epilogue::Epilogue;
 use super::magnitudes::{Magnitudes, products_are_exact};
 use super::matrix::MatRef;
 use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
 use super::pack::{pack_a, pack_b_panel};
-use super::{GemmOptions, check_arguments};
 use crate::scratch::{with_scratch, with_shared};
-use crate::{DType, Float, Result};
+use crate::{DType, Float};
 use rayon::prelude::*;
 
 /// Largest k block: a `kc × NR` panel of `b` (16 KiB) stays in L1 while the tile loop runs.
@@ -63,19 +63,19 @@ impl Blocking {
     }
 }
 
-/// The fast path of [`gemm`](super::gemm).
-pub(crate) fn run<A: Float, B: Float, O: Float>(
+/// The fast path of [`gemm_with`](super::gemm_with), on arguments that passed its check (which
+/// returned their `extents`).
+pub(super) fn run<A: Float, B: Float, O: Float>(
     kernel: MicroKernel,
     blocking: Blocking,
+    (m, k, n): (usize, usize, usize),
     a: MatRef<'_, A>,
     b: MatRef<'_, B>,
     out: &mut [O],
     options: &GemmOptions<'_, O>,
-) -> Result<()> {
-    check_arguments(&a, &b, out, options)?;
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+) {
     if m == 0 || n == 0 {
-        return Ok(());
+        return;
     }
     let epilogue = Epilogue {
         bias: options.bias,
@@ -85,7 +85,7 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     };
     if k == 0 {
         empty_product(out, n, &epilogue);
-        return Ok(());
+        return;
     }
     let k_blocks = k.div_ceil(blocking.kc);
     let kc = k.div_ceil(k_blocks);
@@ -142,7 +142,6 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
             }
         });
     });
-    Ok(())
 }
 
 /// One packed block of `b`'s columns, shared by the row tasks.
