@@ -20,7 +20,8 @@ cargo xtask <command>
 
   setup         install or unpack everything into .deps/ (idempotent)
   test          setup, then fmt --check, clippy -D warnings, cargo test --workspace
-  doctor        MLX version, backend, the BLAS and its measured GFLOP/s
+  doctor        MLX version and backend, the host kernels' CPU path, MLX's and the host
+                kernels' matmul GFLOP/s and whether their bits agree
   parity [ops|preprocess|vision]
                 our outputs against the reference's, bit for bit (all suites by default)
   bench <ops|preprocess|e2e|kernels|embed> [--help]

@@ -50,5 +50,5 @@ fn built_wheel(dir: &std::path::Path) -> Result<PathBuf> {
 /// `cargo xtask doctor`: what this build runs on.
 pub fn doctor() -> Result<()> {
     setup::main()?;
-    run(cargo().args(["run", "--release", "--quiet", "-p", "tensor", "--example", "doctor"]))
+    run(cargo().args(["run", "--release", "--quiet", "-p", "layers", "--example", "doctor"]))
 }

@@ -11,22 +11,12 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
 use kernels::Float;
-use kernels::attention::{AttentionShape, MaskRef, attention_with};
+use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention_with};
 use kernels::gemm::MicroKernel;
+use kernels::testing::{lcg_values, tower_mask};
 use std::time::Duration;
 
 const TOKENS: usize = 2394;
-
-/// `len` pseudo-random values in `[-scale, scale)` (a fixed LCG).
-fn values<T: Float>(len: usize, seed: u64, scale: f32) -> Vec<T> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            T::from_f32((((state >> 40) as f32 / (1u64 << 23) as f32) - 1.0) * scale)
-        })
-        .collect()
-}
 
 fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
@@ -39,12 +29,9 @@ fn run<T: Float>(c: &mut Criterion, group: &str, heads: usize, head_dim: usize, 
     let shape =
         AttentionShape { batch: 1, query_heads: heads, kv_heads: heads, queries: TOKENS, keys: TOKENS, head_dim };
     let n = TOKENS * heads * head_dim;
-    let (q, k, v) = (values::<T>(n, 1, 2.0), values::<T>(n, 2, 2.0), values::<T>(n, 3, 1.0));
+    let (q, k, v) = (lcg_values::<T>(n, 1, 2.0), lcg_values::<T>(n, 2, 2.0), lcg_values::<T>(n, 3, 1.0));
     // The tower's mask: zeros among real patches, -1e4 to and from the last 100 (padding).
-    let real = TOKENS - 100;
-    let mask: Vec<T> = (0..TOKENS * TOKENS)
-        .map(|x| T::from_f32(if x / TOKENS < real && x % TOKENS < real { 0.0 } else { -1e4 }))
-        .collect();
+    let mask: Vec<T> = tower_mask(TOKENS, TOKENS - 100);
     let mut out = vec![T::default(); n];
     let kernel = kernel();
     let mut bench = c.benchmark_group(format!("attention/{group}"));
@@ -55,7 +42,8 @@ fn run<T: Float>(c: &mut Criterion, group: &str, heads: usize, head_dim: usize, 
         bench.bench_function(id, |bencher| {
             bencher.iter(|| {
                 let mask = masked.then(|| MaskRef::new(&mask, 1, 1));
-                attention_with(kernel, shape, &q, &k, &v, 1.0, mask, &mut out).unwrap()
+                attention_with(kernel, AttentionInputs { shape, q: &q, k: &k, v: &v, scale: 1.0, mask }, &mut out)
+                    .unwrap()
             })
         });
     }

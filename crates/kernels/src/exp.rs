@@ -128,17 +128,26 @@ pub(crate) mod avx2 {
     use std::arch::x86_64::*;
 
     /// [`exp`](super::exp) of each of 8 lanes, the same bits.
-    ///
-    /// `floor(y + 0.5)` (a double sum in MLX) is computed in float32 as
-    /// `floor(y) + (y - floor(y) >= 0.5)`: `y - floor(y)` is exact for every float32 `y`
-    /// except in `(-0.5, 0)`, where it exceeds 0.5 either way, so the comparison is exact.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(crate) fn exp8(x: __m256) -> __m256 {
+        let r = exp8_nonpositive(x);
+        let r = _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+        _mm256_blendv_ps(r, _mm256_set1_ps(f32::INFINITY), _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(LIMIT)))
+    }
+
+    /// [`exp`](super::exp) of each of 8 lanes that are all `≤ 0` or `−∞` (no NaN), the same
+    /// bits: [`exp8`] without the NaN and overflow cases (the softmax's `exp(s − max)`).
+    ///
+    /// `floor(y + 0.5)` (a double sum in MLX) is computed as the float32 `floor(y + 0.5f)`:
+    /// for `|y| < 2^23` the float32 sum is exact, or rounds without crossing an integer, except
+    /// at `y = 0.5 − 2⁻²⁵` (it rounds up to 1), which no float32 `x · 1.442695f` equals; for
+    /// `|y| ≥ 2^23` (`|x|` far above 88) the result is overridden by the limits.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn exp8_nonpositive(x: __m256) -> __m256 {
         let y = _mm256_mul_ps(x, _mm256_set1_ps(LOG2_E));
-        let down = _mm256_floor_ps(y);
-        let up = _mm256_cmp_ps::<_CMP_GE_OQ>(_mm256_sub_ps(y, down), _mm256_set1_ps(0.5));
-        let n = _mm256_add_ps(down, _mm256_and_ps(up, _mm256_set1_ps(1.0)));
+        let n = _mm256_floor_ps(_mm256_add_ps(y, _mm256_set1_ps(0.5)));
         let f = _mm256_sub_ps(y, n);
         let mut p = _mm256_set1_ps(POLY[0]);
         for &c in &POLY[1..] {
@@ -147,9 +156,6 @@ pub(crate) mod avx2 {
         let biased = _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127));
         let two_to_n = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(biased));
         let r = _mm256_mul_ps(two_to_n, p);
-        let r = _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
-        let r =
-            _mm256_blendv_ps(r, _mm256_set1_ps(f32::INFINITY), _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(LIMIT)));
         _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(-LIMIT)), r)
     }
 

@@ -205,12 +205,9 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::Error;
+    use crate::testing::{bits, cast, floats};
     use half::bf16;
     use proptest::prelude::*;
-
-    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-    }
 
     fn check_paths<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, bias: Option<&[T]>, eps: f32, dim: usize) {
         let mut want = vec![T::default(); x.len()];
@@ -260,11 +257,8 @@ mod tests {
         fn paths_agree_on_random_rows(
             rows in 1usize..21,
             dim in prop_oneof![1usize..20, Just(64), Just(768)],
-            seed in prop::collection::vec(prop_oneof![
-                6 => -4f32..4.0,
-                1 => any::<u32>().prop_map(f32::from_bits),
-                1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 3e19, f32::MAX]),
-            ], 64),
+            seed in prop::collection::vec(floats((6, -4.0..4.0),
+                vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 3e19, f32::MAX]), 64),
             (weighted, biased) in (any::<bool>(), any::<bool>()),
         ) {
             let x: Vec<f32> = (0..rows * dim).map(|i| seed[(i * 31 + i / 7) % seed.len()] + (i % 5) as f32).collect();
@@ -272,9 +266,7 @@ mod tests {
             let b: Vec<f32> = (0..dim).map(|i| seed[(i * 13 + 1) % seed.len()]).collect();
             let (w, b) = (weighted.then_some(&w[..]), biased.then_some(&b[..]));
             check_paths(&x, w, b, 1e-5, dim);
-            let xb: Vec<bf16> = x.iter().map(|&v| crate::bf16_from_f32(v)).collect();
-            let to_bf16 = |p: Option<&[f32]>| p.map(|p| p.iter().map(|&v| crate::bf16_from_f32(v)).collect::<Vec<_>>());
-            let (wb, bb) = (to_bf16(w), to_bf16(b));
+            let (xb, wb, bb) = (cast::<bf16>(&x), w.map(cast::<bf16>), b.map(cast::<bf16>));
             check_paths(&xb, wb.as_deref(), bb.as_deref(), 1e-5, dim);
             check_paths(&xb, w, b, 1e-5, dim);
         }

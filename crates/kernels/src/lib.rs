@@ -12,7 +12,7 @@
 //!
 //! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound.
 #![allow(unsafe_code, reason = "SIMD intrinsics (std::arch) behind run-time CPU feature checks")]
-#![warn(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod attention;
@@ -31,6 +31,10 @@ pub mod power;
 pub mod rms_norm;
 pub mod rope;
 mod rows;
+mod scratch;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 pub mod vision_rms_norm;
 
 pub use element::{DType, Float, bf16_from_f32};

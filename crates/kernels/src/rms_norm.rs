@@ -145,38 +145,9 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::Error;
+    use crate::testing::{bits, cast, floats, norm_specials};
     use half::bf16;
     use proptest::prelude::*;
-
-    fn special() -> Vec<f32> {
-        vec![
-            0.0,
-            -0.0,
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::from_bits(1),
-            f32::MIN_POSITIVE,
-            1e-30,
-            3e19,
-            f32::MAX,
-            -1.0,
-            1.0,
-        ]
-    }
-
-    fn value() -> impl Strategy<Value = f32> {
-        prop_oneof![
-            6 => -4f32..4.0,
-            1 => any::<u32>().prop_map(f32::from_bits),
-            1 => prop::sample::select(special()),
-        ]
-    }
-
-    /// The bits, every NaN as one: a row with NaNs of several payloads may carry either.
-    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-    }
 
     /// Both paths (and the parallel entry point) against the twin.
     fn check_paths<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize) {
@@ -231,7 +202,7 @@ mod tests {
         fn paths_agree_on_random_rows(
             rows in 1usize..21,
             dim in prop_oneof![1usize..20, Just(64), Just(72), Just(768)],
-            seed in prop::collection::vec(value(), 64),
+            seed in prop::collection::vec(floats((6, -4.0..4.0), norm_specials()), 64),
             weighted in any::<bool>(),
             eps in prop::sample::select(vec![1e-6f32, 1e-5, 0.0]),
         ) {
@@ -239,8 +210,7 @@ mod tests {
             let w: Vec<f32> = (0..dim).map(|i| seed[(i * 17 + 5) % seed.len()]).collect();
             let w = weighted.then_some(&w[..]);
             check_paths(&x, w, eps, dim);
-            let xb: Vec<bf16> = x.iter().map(|&v| crate::bf16_from_f32(v)).collect();
-            let wb: Option<Vec<bf16>> = w.map(|w| w.iter().map(|&v| crate::bf16_from_f32(v)).collect());
+            let (xb, wb) = (cast::<bf16>(&x), w.map(cast::<bf16>));
             check_paths(&xb, wb.as_deref(), eps, dim);
             check_paths(&xb, w, eps, dim);
         }

@@ -140,18 +140,32 @@ pub(crate) fn rotate_head<T: Float>(head: &mut [T], token: usize, parts: &[RopeT
     rotate_head_portable(head, token, parts);
 }
 
+/// The partitions of one head of token `token` (extents checked by the caller), one after
+/// another along the head: each one's channels of `head` and its tables' row for the token,
+/// `cos` and `sin`, all three of the partition's width.
+#[inline(always)]
+fn partitions<'h, T>(
+    head: &'h mut [T],
+    token: usize,
+    parts: &'h [RopeTables<'_, T>],
+) -> impl Iterator<Item = (&'h mut [T], &'h [T], &'h [T])> {
+    let mut rest = head;
+    parts.iter().map(move |part| {
+        let c = part.channels;
+        let (u, tail) = std::mem::take(&mut rest).split_at_mut(c);
+        rest = tail;
+        let row = token * c..(token + 1) * c;
+        (u, &part.cos[row.clone()], &part.sin[row])
+    })
+}
+
 /// One head, element by element.
 fn rotate_head_portable<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
-    let mut offset = 0;
-    for part in parts {
-        let c = part.channels;
-        let half = c / 2;
-        let (cos, sin) = (&part.cos[token * c..(token + 1) * c], &part.sin[token * c..(token + 1) * c]);
-        let u = &mut head[offset..offset + c];
+    for (u, cos, sin) in partitions(head, token, parts) {
+        let half = u.len() / 2;
         for j in 0..half {
             (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);
         }
-        offset += c;
     }
 }
 
@@ -168,7 +182,7 @@ fn rotate_pair<T: Float>(a: T, b: T, cos: [T; 2], sin: [T; 2]) -> (T, T) {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{RopeTables, rotate_pair};
+    use super::{RopeTables, partitions, rotate_pair};
     use crate::Float;
     use crate::lanes::{load8, round8, store8};
     use std::arch::x86_64::*;
@@ -176,16 +190,12 @@ mod avx2 {
     /// One head: each partition's low and high halves 8 channels at a time.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn rotate_head<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
-        let mut offset = 0;
-        for part in parts {
-            let c = part.channels;
-            let half = c / 2;
-            let (cos, sin) = (&part.cos[token * c..(token + 1) * c], &part.sin[token * c..(token + 1) * c]);
-            let u = &mut head[offset..offset + c];
+        for (u, cos, sin) in partitions(head, token, parts) {
+            let half = u.len() / 2;
             let mut j = 0;
             while j + 8 <= half {
                 // SAFETY: `j + 8 <= half`: channels `j..j+8` and `j+half..j+half+8` are in `u`,
-                // `cos` and `sin` (all of `c = 2·half` values).
+                // `cos` and `sin` (each of the partition's `2·half` values).
                 unsafe {
                     let a = load8(u.as_ptr().add(j));
                     let b = load8(u.as_ptr().add(j + half));
@@ -206,7 +216,6 @@ mod avx2 {
             for j in j..half {
                 (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);
             }
-            offset += c;
         }
     }
 }
@@ -214,12 +223,9 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{bits, floats};
     use half::bf16;
     use proptest::prelude::*;
-
-    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-    }
 
     /// Tables as the reference builds them (angles `pos / 100^(2j/c)`), cast to `T`.
     fn tables<T: Float>(tokens: usize, channels: usize, axis: usize) -> (Vec<T>, Vec<T>) {
@@ -291,11 +297,8 @@ mod tests {
             tokens in 1usize..30,
             heads in 1usize..5,
             (head_dim, axes) in prop::sample::select(vec![(64usize, 2usize), (72, 2), (8, 2), (2, 1), (36, 1), (64, 1), (24, 3)]),
-            values in prop::collection::vec(prop_oneof![
-                8 => -8f32..8.0,
-                1 => any::<u32>().prop_map(f32::from_bits),
-                1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e38, 1e-40]),
-            ], 61),
+            values in prop::collection::vec(floats((8, -8.0..8.0),
+                vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e38, 1e-40]), 61),
         ) {
             let c = head_dim / axes;
             let x: Vec<f32> = (0..tokens * heads * head_dim).map(|i| values[i % values.len()]).collect();

@@ -39,11 +39,7 @@ pub fn vision_rms_norm<T: Float, W: Float>(
 ) -> Result<()> {
     check(x.len(), out.len(), weight.map(<[W]>::len), dim)?;
     out.copy_from_slice(x);
-    let weight = widen(weight);
-    parallel::for_row_blocks(out, dim, rows::min_rows(dim), |_, block| {
-        normalize_rows(block, weight.as_deref(), eps, dim);
-    });
-    Ok(())
+    vision_rms_norm_in_place(out, weight, eps, dim)
 }
 
 /// [`vision_rms_norm`] in place.
@@ -216,12 +212,9 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::Error;
+    use crate::testing::{bits, cast, floats};
     use half::bf16;
     use proptest::prelude::*;
-
-    fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-        v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-    }
 
     fn check_paths<T: Float, W: Float>(x: &[T], weight: Option<&[W]>, eps: f32, dim: usize) {
         let mut want = vec![T::default(); x.len()];
@@ -296,19 +289,15 @@ mod tests {
         fn paths_agree_on_random_rows(
             rows in 1usize..21,
             dim in prop_oneof![1usize..20, Just(64), Just(72)],
-            seed in prop::collection::vec(prop_oneof![
-                6 => -4f32..4.0,
-                1 => any::<u32>().prop_map(f32::from_bits),
-                1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 1e-20, 3e19, f32::MAX]),
-            ], 64),
+            seed in prop::collection::vec(floats((6, -4.0..4.0),
+                vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 1e-20, 3e19, f32::MAX]), 64),
             weighted in any::<bool>(),
         ) {
             let x: Vec<f32> = (0..rows * dim).map(|i| seed[(i * 31 + i / 7) % seed.len()]).collect();
             let w: Vec<f32> = (0..dim).map(|i| seed[(i * 17 + 5) % seed.len()]).collect();
             let w = weighted.then_some(&w[..]);
             check_paths(&x, w, 1e-6, dim);
-            let xb: Vec<bf16> = x.iter().map(|&v| crate::bf16_from_f32(v)).collect();
-            let wb: Option<Vec<bf16>> = w.map(|w| w.iter().map(|&v| crate::bf16_from_f32(v)).collect());
+            let (xb, wb) = (cast::<bf16>(&x), w.map(cast::<bf16>));
             check_paths(&xb, wb.as_deref(), 1e-6, dim);
             check_paths(&xb, w, 1e-6, dim);
         }

@@ -5,7 +5,7 @@ use crate::vision_rms_norm::VISION_RMS_NORM_EPS;
 use crate::{
     ClippableLinear, Error, Execution, Result, RopeTables, VisionBlockConfig, VisionRmsNorm, Weights, ensure_fused_sdpa,
 };
-use kernels::attention::{AttentionShape, MaskRef, attention};
+use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
 use tensor::{Array, Dtype};
 
 /// Multi-head self-attention of the gemma4 vision encoder (`VisionAttention.__call__`):
@@ -220,7 +220,8 @@ impl VisionAttention {
     fn attend<T: HostFloat>(&self, heads: HostHeads<T>, shape: AttentionShape, mask: Option<&Array>) -> Result<Array> {
         let mut out = host::output::<T>(heads.q.len());
         let run = |mask: Option<MaskRef<'_, T>>, out: &mut [T]| -> Result<()> {
-            Ok(attention(shape, &heads.q, &heads.k, &heads.v, 1.0, mask, out)?)
+            let HostHeads { q, k, v } = &heads;
+            Ok(attention(AttentionInputs { shape, q, k, v, scale: 1.0, mask }, out)?)
         };
         match mask {
             Some(mask) => {

@@ -15,7 +15,9 @@ use common::require_reference_blas;
 
 use half::bf16;
 use kernels::Float;
-use kernels::attention::{AttentionShape, MaskRef, attention};
+use kernels::attention::{AttentionShape, attention};
+use kernels::testing::attention::{Case, cases};
+use kernels::testing::{lcg_values, same_as_mlx, scaled_floats, tower_mask};
 use layers::ensure_fused_sdpa;
 use proptest::prelude::*;
 use tensor::fast::{AttentionMask, scaled_dot_product_attention};
@@ -25,49 +27,20 @@ trait Scalar: Float + Element {}
 impl Scalar for f32 {}
 impl Scalar for bf16 {}
 
-fn value() -> impl Strategy<Value = f32> {
-    prop_oneof![
-        24 => -3.0f32..3.0,
-        2 => (-30i32..12, -1.0f32..1.0).prop_map(|(e, m)| m * 2f32.powi(e)),
-        1 => prop::sample::select(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, 1e-40, -4e-39, 1e30]),
-    ]
+fn value() -> impl Strategy<Value = f32> + Clone {
+    scaled_floats(
+        (24, -3.0..3.0),
+        (2, -30..12),
+        vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, 1e-40, -4e-39, 1e30],
+    )
 }
 
-/// One attention as mlx-vlm runs it: shape, token-major inputs, scale, optional mask with
-/// its batch and head extents (1 or full).
-#[derive(Debug, Clone)]
-struct Case {
-    shape: AttentionShape,
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    scale: f32,
-    mask: Option<(usize, usize, Vec<f32>)>,
-}
-
+/// Attentions as mlx-vlm runs them: grouped heads, lengths past the key block, the head
+/// dimensions of the towers and an odd one.
 fn case() -> impl Strategy<Value = Case> {
     let length = || prop_oneof![4 => 1usize..40, 1 => 250usize..300];
     let dims = (1usize..3, 1usize..4, 1usize..3, length(), length(), prop::sample::select(vec![8usize, 64, 72]));
-    (dims, any::<(bool, bool, bool)>())
-        .prop_flat_map(|((batch, kv_heads, group, queries, keys, head_dim), (masked, mask_batch, mask_heads))| {
-            let query_heads = kv_heads * group;
-            let shape = AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim };
-            let (mb, mh) = (if mask_batch { batch } else { 1 }, if mask_heads { query_heads } else { 1 });
-            let mask = prop::collection::vec(
-                prop_oneof![6 => Just(0.0f32), 2 => Just(-1e4f32), 1 => value(), 1 => Just(f32::NEG_INFINITY)],
-                mb * mh * queries * keys,
-            )
-            .prop_map(move |values| (mb, mh, values));
-            (
-                Just(shape),
-                prop::collection::vec(value(), batch * queries * query_heads * head_dim),
-                prop::collection::vec(value(), batch * keys * kv_heads * head_dim),
-                prop::collection::vec(value(), batch * keys * kv_heads * head_dim),
-                prop_oneof![Just(1.0f32), 0.05f32..0.5],
-                if masked { prop::option::of(mask).boxed() } else { Just(None).boxed() },
-            )
-        })
-        .prop_map(|(shape, q, k, v, scale, mask)| Case { shape, q, k, v, scale, mask })
+    cases(dims, value(), 6, 0.05..0.5)
 }
 
 /// A token-major `[B, L, H, D]` array viewed as `[B, H, L, D]`, as mlx-vlm transposes it.
@@ -76,31 +49,20 @@ fn heads_first<T: Scalar>(values: &[T], batch: usize, len: usize, heads: usize, 
     Array::from_slice(values, &shape).unwrap().transpose(&[0, 2, 1, 3]).unwrap()
 }
 
-fn same<T: Float>(ours: T, mlx: T) -> bool {
-    let (x, y) = (ours.to_f32(), mlx.to_f32());
-    match T::DTYPE {
-        kernels::DType::F32 => (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits(),
-        kernels::DType::Bf16 => x.to_bits() == y.to_bits(),
-    }
-}
-
 /// MLX's attention (through `ensure_fused_sdpa`, and unpadded) against `kernels::attention`.
 fn check<T: Scalar>(case: &Case) -> Result<(), TestCaseError> {
     let AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim } = case.shape;
-    let convert = |values: &[f32]| values.iter().map(|&x| T::from_f32(x)).collect::<Vec<T>>();
-    let (q, k, v) = (convert(&case.q), convert(&case.k), convert(&case.v));
-    let mask_values = case.mask.as_ref().map(|(_, _, values)| convert(values));
-    let mask = case.mask.as_ref().zip(mask_values.as_deref()).map(|((mb, mh, _), data)| (*mb, *mh, data));
+    let typed = case.typed::<T>();
+    let mut ours = vec![T::from_f32(7.0); typed.q.len()];
+    attention(typed.inputs(), &mut ours).unwrap();
 
-    let mut ours = vec![T::from_f32(7.0); q.len()];
-    let mask_ref = mask.map(|(mb, mh, data)| MaskRef::new(data, mb, mh));
-    attention(case.shape, &q, &k, &v, case.scale, mask_ref, &mut ours).unwrap();
-
-    let qa = heads_first(&q, batch, queries, query_heads, head_dim);
-    let ka = heads_first(&k, batch, keys, kv_heads, head_dim);
-    let va = heads_first(&v, batch, keys, kv_heads, head_dim);
-    let mask_array = mask
-        .map(|(mb, mh, data)| Array::from_slice(data, &[mb as i32, mh as i32, queries as i32, keys as i32]).unwrap());
+    let qa = heads_first(&typed.q, batch, queries, query_heads, head_dim);
+    let ka = heads_first(&typed.k, batch, keys, kv_heads, head_dim);
+    let va = heads_first(&typed.v, batch, keys, kv_heads, head_dim);
+    let mask_array = typed
+        .mask
+        .as_ref()
+        .map(|(mb, mh, data)| Array::from_slice(data, &[*mb as i32, *mh as i32, queries as i32, keys as i32]).unwrap());
     let padded = ensure_fused_sdpa(&qa, &ka, &va, case.scale, mask_array.as_ref()).unwrap();
     let direct = scaled_dot_product_attention(
         &qa,
@@ -116,7 +78,7 @@ fn check<T: Scalar>(case: &Case) -> Result<(), TestCaseError> {
         for (i, (&x, &y)) in ours.iter().zip(&expected).enumerate() {
             let token = i / (query_heads * head_dim);
             prop_assert!(
-                same(x, y),
+                same_as_mlx(x, y),
                 "{}: out[{}] (batch {}, query {}, head {}, dim {}): ours {:?} ({:#x}), MLX {:?} ({:#x})",
                 name,
                 i,
@@ -155,27 +117,13 @@ proptest! {
 fn the_tower_padding_mask_matches_mlx() {
     let (batch, len, heads, dim) = (2usize, 300usize, 2usize, 72usize);
     let real = [len, 211];
-    let mut mask = Vec::new();
-    for &r in &real {
-        for i in 0..len {
-            mask.extend((0..len).map(|j| if i < r && j < r { 0.0f32 } else { -1e4 }));
-        }
-    }
-    let values = |n: usize, seed: u64| -> Vec<f32> {
-        let mut state = seed;
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 2.0
-            })
-            .collect()
-    };
+    let mask = real.iter().flat_map(|&r| tower_mask::<f32>(len, r)).collect();
     let n = batch * len * heads * dim;
     let case = Case {
         shape: AttentionShape { batch, query_heads: heads, kv_heads: heads, queries: len, keys: len, head_dim: dim },
-        q: values(n, 1),
-        k: values(n, 2),
-        v: values(n, 3),
+        q: lcg_values(n, 1, 2.0),
+        k: lcg_values(n, 2, 2.0),
+        v: lcg_values(n, 3, 2.0),
         scale: 1.0,
         mask: Some((batch, 1, mask)),
     };

@@ -5,12 +5,9 @@
 use half::bf16;
 use kernels::Float;
 use kernels::gelu::{gelu_approx, gelu_approx_mul, gelu_approx_mul_scalar, gelu_approx_scalar};
+use kernels::testing::{bits, cast, floats};
 use proptest::prelude::*;
 use tensor::Array;
-
-fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-    v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-}
 
 fn array<T: tensor::Element>(v: &[T]) -> Array {
     Array::from_slice(v, &[v.len() as i32]).unwrap()
@@ -21,8 +18,7 @@ fn mlx_gated<T: Float + tensor::Element>(gate: &[T], up: &[T]) -> Vec<T> {
 }
 
 fn compare<T: Float + tensor::Element>(gate: &[f32], up: &[f32]) {
-    let gate: Vec<T> = gate.iter().map(|&v| T::from_f32(v)).collect();
-    let up: Vec<T> = up.iter().map(|&v| T::from_f32(v)).collect();
+    let (gate, up): (Vec<T>, Vec<T>) = (cast(gate), cast(up));
     let want = mlx_gated(&gate, &up);
     let mut got = vec![T::default(); gate.len()];
     gelu_approx_mul(&gate, &up, &mut got).unwrap();
@@ -72,12 +68,8 @@ proptest! {
     #[test]
     fn random_slices_match_mlx(
         pairs in prop::collection::vec((
-            prop_oneof![
-                8 => -8f32..8.0,
-                1 => any::<u32>().prop_map(f32::from_bits),
-                1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY,
-                    f32::from_bits(1), 1e-30, 3e19, -3e19, f32::MAX]),
-            ],
+            floats((8, -8.0..8.0), vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY,
+                f32::from_bits(1), 1e-30, 3e19, -3e19, f32::MAX]),
             prop_oneof![4 => -4f32..4.0, 1 => any::<u32>().prop_map(f32::from_bits)],
         ), 1..3000),
     ) {

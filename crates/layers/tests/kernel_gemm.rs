@@ -16,6 +16,8 @@ use common::require_reference_blas;
 use half::bf16;
 use kernels::Float;
 use kernels::gemm::{GemmOptions, MatRef, gemm};
+use kernels::testing::gemm::{Case, Layout, Operand, PADDING, cases, specials};
+use kernels::testing::{same_as_mlx, scaled_floats};
 use proptest::prelude::*;
 use tensor::{Array, Dtype, Element};
 
@@ -25,82 +27,19 @@ impl Scalar for f32 {}
 impl Scalar for bf16 {}
 
 /// Ordinary values, and the ones that stress the rules.
-fn value() -> impl Strategy<Value = f32> {
-    prop_oneof![
-        12 => -4.0f32..4.0,
-        3 => (-40i32..40, -1.0f32..1.0).prop_map(|(e, m)| m * 2f32.powi(e)),
-        1 => prop::sample::select(vec![
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            -0.0,
-            0.0,
-            1e-40,
-            -3e-39,
-            f32::MIN_POSITIVE,
-            1e30,
-            -3e38,
-            1e-30,
-        ]),
-    ]
+fn value() -> impl Strategy<Value = f32> + Clone {
+    scaled_floats((12, -4.0..4.0), (3, -40..40), specials())
 }
 
-/// How an operand sits in memory.
-#[derive(Debug, Clone, Copy)]
-enum Layout {
-    RowMajor,
-    /// Stored transposed and viewed through `.T` (`W.T` of a row-major `W`).
-    Transposed,
-    /// Row-major with three unused elements after each row (a slice of a wider array).
-    Strided,
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop_oneof![Just(Layout::RowMajor), Just(Layout::Transposed), Just(Layout::Strided)]
-}
-
-/// A `rows × cols` operand in `layout`: the host storage and its `MatRef`, and the MLX array
-/// viewing the same storage the same way.
-struct Operand<T> {
-    storage: Vec<T>,
-    rows: usize,
-    cols: usize,
-    layout: Layout,
-}
-
-impl<T: Scalar> Operand<T> {
-    fn new(values: &[f32], rows: usize, cols: usize, layout: Layout) -> Self {
-        let at = |i: usize, j: usize| T::from_f32(values[i * cols + j]);
-        let storage = match layout {
-            Layout::RowMajor => (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| at(i, j)).collect(),
-            Layout::Transposed => {
-                (0..cols).flat_map(|j| (0..rows).map(move |i| (i, j))).map(|(i, j)| at(i, j)).collect()
-            }
-            Layout::Strided => (0..rows)
-                .flat_map(|i| (0..cols + 3).map(move |j| (i, j)))
-                .map(|(i, j)| if j < cols { at(i, j) } else { T::from_f32(f32::NAN) })
-                .collect(),
-        };
-        Operand { storage, rows, cols, layout }
-    }
-
-    fn view(&self) -> MatRef<'_, T> {
-        let (rows, cols) = (self.rows, self.cols);
-        match self.layout {
-            Layout::RowMajor => MatRef::row_major(&self.storage, rows, cols).unwrap(),
-            Layout::Transposed => MatRef::row_major(&self.storage, cols, rows).unwrap().t(),
-            Layout::Strided => MatRef::strided(&self.storage, rows, cols, cols + 3, 1).unwrap(),
-        }
-    }
-
-    fn array(&self) -> Array {
-        let (rows, cols) = (self.rows as i32, self.cols as i32);
-        match self.layout {
-            Layout::RowMajor => Array::from_slice(&self.storage, &[rows, cols]).unwrap(),
-            Layout::Transposed => Array::from_slice(&self.storage, &[cols, rows]).unwrap().t().unwrap(),
-            Layout::Strided => {
-                Array::from_slice(&self.storage, &[rows, cols + 3]).unwrap().slice_axis(1, 0, cols).unwrap()
-            }
+/// The MLX array viewing `operand`'s storage as its `MatRef` does.
+fn array<T: Scalar>(operand: &Operand<T>) -> Array {
+    let Operand { storage, rows, cols, layout } = operand;
+    let (rows, cols) = (*rows as i32, *cols as i32);
+    match layout {
+        Layout::RowMajor => Array::from_slice(storage, &[rows, cols]).unwrap(),
+        Layout::Transposed => Array::from_slice(storage, &[cols, rows]).unwrap().t().unwrap(),
+        Layout::Strided => {
+            Array::from_slice(storage, &[rows, cols + PADDING as i32]).unwrap().slice_axis(1, 0, cols).unwrap()
         }
     }
 }
@@ -109,78 +48,30 @@ fn scalar<T: Scalar>(x: T) -> Array {
     Array::from_slice(&[x], &[]).unwrap()
 }
 
-/// Bits equal; for float32 any NaN equals any NaN.
-fn same<O: Float>(ours: O, mlx: O) -> bool {
-    let (x, y) = (ours.to_f32(), mlx.to_f32());
-    match O::DTYPE {
-        kernels::DType::F32 => (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits(),
-        kernels::DType::Bf16 => x.to_bits() == y.to_bits(),
-    }
-}
-
-/// One product: shape, values, layouts and what is fused around it.
-#[derive(Debug, Clone)]
-struct Case {
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    bias: Option<Vec<f32>>,
-    a_clip: Option<(f32, f32)>,
-    out_clip: Option<(f32, f32)>,
-    a_layout: Layout,
-    b_layout: Layout,
-}
-
 /// Shapes from 1-element tails to a few tiles and k blocks (the kernel's tile is 6 × 16, its
-/// k block at most 256).
+/// k block at most 256); clips whose bounds may cross.
 fn case() -> impl Strategy<Value = Case> {
     let extent = |small: usize, large: usize| prop_oneof![3 => 1usize..small, 1 => small..large];
-    (extent(20, 40), extent(40, 600), extent(40, 70))
-        .prop_flat_map(|(m, k, n)| {
-            (
-                Just((m, k, n)),
-                prop::collection::vec(value(), m * k),
-                prop::collection::vec(value(), k * n),
-                prop::option::of(prop::collection::vec(value(), n)),
-                prop::option::of((-3.0f32..0.5, -0.5f32..3.0)),
-                prop::option::of((-3.0f32..0.5, -0.5f32..3.0)),
-                (layout(), layout()),
-            )
-        })
-        .prop_map(|((m, k, n), a, b, bias, a_clip, out_clip, (a_layout, b_layout))| Case {
-            m,
-            k,
-            n,
-            a,
-            b,
-            bias,
-            a_clip,
-            out_clip,
-            a_layout,
-            b_layout,
-        })
+    cases((extent(20, 40), extent(40, 600), extent(40, 70)), value(), (-3.0..0.5, -0.5..3.0))
 }
 
 /// MLX's `[clip] → matmul | addmm → [clip]` on operands of dtypes `A`, `B`, whose result dtype
 /// is `O`, against `kernels::gemm` on the same storage.
 fn check<A: Scalar, B: Scalar, O: Scalar>(case: &Case) -> Result<(), TestCaseError> {
-    let Case { m, k, n, .. } = *case;
-    let a = Operand::<A>::new(&case.a, m, k, case.a_layout);
-    let b = Operand::<B>::new(&case.b, k, n, case.b_layout);
-    let bias: Option<Vec<O>> = case.bias.as_ref().map(|bias| bias.iter().map(|&x| O::from_f32(x)).collect());
+    let Case { m, n, .. } = *case;
+    let (a, b) = case.operands::<A, B>();
+    let bias = case.bias::<O>();
     // Bounds as mlx-vlm's clip scalars: 0-d arrays of the activation's (output's) dtype.
     let a_clip = case.a_clip.map(|(lo, hi)| (A::from_f32(lo), A::from_f32(hi)));
     let out_clip = case.out_clip.map(|(lo, hi)| (O::from_f32(lo), O::from_f32(hi)));
 
-    let mut x = a.array();
+    let mut x = array(&a);
     if let Some((lo, hi)) = a_clip {
         x = x.clip(Some(&scalar(lo)), Some(&scalar(hi))).unwrap();
     }
     let mut y = match &bias {
-        Some(bias) => Array::from_slice(bias, &[n as i32]).unwrap().addmm(&x, &b.array(), 1.0, 1.0).unwrap(),
-        None => x.matmul(&b.array()).unwrap(),
+        Some(bias) => Array::from_slice(bias, &[n as i32]).unwrap().addmm(&x, &array(&b), 1.0, 1.0).unwrap(),
+        None => x.matmul(&array(&b)).unwrap(),
     };
     if let Some((lo, hi)) = out_clip {
         y = y.clip(Some(&scalar(lo)), Some(&scalar(hi))).unwrap();
@@ -194,7 +85,7 @@ fn check<A: Scalar, B: Scalar, O: Scalar>(case: &Case) -> Result<(), TestCaseErr
     gemm(a.view(), b.view(), &mut out, &options).unwrap();
     for (i, (&ours, &mlx)) in out.iter().zip(&expected).enumerate() {
         prop_assert!(
-            same(ours, mlx),
+            same_as_mlx(ours, mlx),
             "out[{}] (row {}, col {}): ours {:?} ({:#x}), MLX {:?} ({:#x})",
             i,
             i / n,

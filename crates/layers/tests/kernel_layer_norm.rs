@@ -6,17 +6,10 @@
 use half::bf16;
 use kernels::Float;
 use kernels::layer_norm::{layer_norm, layer_norm_scalar};
+use kernels::testing::{bits, cast, floats};
 use layers::{LAYER_NORM_EPS, LayerNorm};
 use proptest::prelude::*;
 use tensor::{Array, SharedArray};
-
-fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-    v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-}
-
-fn cast<T: Float>(v: &[f32]) -> Vec<T> {
-    v.iter().map(|&x| T::from_f32(x)).collect()
-}
 
 fn array<T: tensor::Element>(v: &[T], shape: &[i32]) -> Array {
     Array::from_slice(v, shape).unwrap()
@@ -91,12 +84,8 @@ proptest! {
     fn random_rows_match_mlx(
         rows in 1usize..40,
         dim in prop_oneof![1usize..24, Just(64), Just(768)],
-        seed in prop::collection::vec(prop_oneof![
-            8 => -4f32..4.0,
-            1 => any::<u32>().prop_map(f32::from_bits),
-            1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY,
-                f32::from_bits(1), 1e-30, -3e19, f32::MAX]),
-        ], 97),
+        seed in prop::collection::vec(floats((8, -4.0..4.0), vec![0.0, -0.0, f32::NAN, f32::INFINITY,
+            f32::NEG_INFINITY, f32::from_bits(1), 1e-30, -3e19, f32::MAX]), 97),
         (weighted, biased) in (any::<bool>(), any::<bool>()),
         eps in prop::sample::select(vec![1e-5f32, 1e-6, 0.0]),
     ) {

@@ -6,43 +6,10 @@
 use half::bf16;
 use kernels::Float;
 use kernels::rms_norm::{rms_norm, rms_norm_scalar};
+use kernels::testing::{bits, cast, floats, norm_specials};
 use layers::RmsNorm;
 use proptest::prelude::*;
 use tensor::{Array, Dtype, SharedArray};
-
-fn special() -> Vec<f32> {
-    vec![
-        0.0,
-        -0.0,
-        f32::NAN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::from_bits(1),
-        f32::from_bits(0x8000_0001),
-        f32::MIN_POSITIVE,
-        1e-30,
-        -3e19,
-        1e38,
-        f32::MAX,
-    ]
-}
-
-fn value() -> impl Strategy<Value = f32> {
-    prop_oneof![
-        8 => -4f32..4.0,
-        1 => any::<u32>().prop_map(f32::from_bits),
-        1 => prop::sample::select(special()),
-    ]
-}
-
-/// Bits of a float32 or bf16 output, every NaN as one value (see `rms_norm`'s contract).
-fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-    v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-}
-
-fn cast<T: Float>(v: &[f32]) -> Vec<T> {
-    v.iter().map(|&x| T::from_f32(x)).collect()
-}
 
 /// MLX's `fast.rms_norm(x, weight, eps)` of `x` `[rows, dim]` as dtype `X`, weight as `W`,
 /// read back as `T` (the result type).
@@ -112,13 +79,13 @@ fn special_values_match_mlx() {
     let dim = 12;
     let mut x = Vec::new();
     // One special value per row among ordinary ones, then rows of only specials.
-    for s in special() {
+    for s in norm_specials() {
         let mut row = ramp(dim, x.len());
         row[x.len() % dim] = s;
         x.extend(row);
     }
-    x.extend(special());
-    x.extend(special().iter().rev());
+    x.extend(norm_specials());
+    x.extend(norm_specials().iter().rev());
     let w = ramp(dim, 1);
     all_dtypes(&x, Some(&w), 1e-6, dim);
     all_dtypes(&x, None, 0.0, dim);
@@ -131,8 +98,8 @@ proptest! {
     fn random_rows_match_mlx(
         rows in 1usize..40,
         dim in prop_oneof![1usize..24, Just(64), Just(72), Just(768), Just(1152)],
-        seed in prop::collection::vec(value(), 97),
-        weights in prop::collection::vec(value(), 97),
+        seed in prop::collection::vec(floats((8, -4.0..4.0), norm_specials()), 97),
+        weights in prop::collection::vec(floats((8, -4.0..4.0), norm_specials()), 97),
         weighted in any::<bool>(),
         eps in prop::sample::select(vec![1e-6f32, 1e-5, 0.0, 1.0]),
     ) {

@@ -6,12 +6,9 @@
 use half::bf16;
 use kernels::Float;
 use kernels::rope::{RopeTables, rope, rope_in_place, rope_scalar};
+use kernels::testing::{bits, floats};
 use proptest::prelude::*;
 use tensor::{Array, Dtype};
-
-fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-    v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-}
 
 /// Positions `[batch, len, 2]` of a `cols`-wide grid (`(col, row)`), or `[batch, len]`.
 fn positions(batch: usize, len: usize, cols: usize, one_dimensional: bool) -> Array {
@@ -79,11 +76,8 @@ proptest! {
         heads in 1usize..4,
         head_dim in prop::sample::select(vec![4usize, 8, 16, 20, 64, 72]),
         one_dimensional in any::<bool>(),
-        values in prop::collection::vec(prop_oneof![
-            8 => -8f32..8.0,
-            1 => any::<u32>().prop_map(f32::from_bits),
-            1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 3e38]),
-        ], 83),
+        values in prop::collection::vec(floats((8, -8.0..8.0),
+            vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, 3e38]), 83),
     ) {
         let n = batch * len * heads * head_dim;
         let x: Vec<f32> = (0..n).map(|i| values[(i * 13 + i / 3) % values.len()]).collect();

@@ -6,20 +6,13 @@
 use half::bf16;
 use kernels::Float;
 use kernels::rope::RopeTables;
+use kernels::testing::{bits, cast, floats};
 use kernels::vision_rms_norm::{normalize_heads, vision_rms_norm, vision_rms_norm_in_place, vision_rms_norm_scalar};
 use layers::VisionRmsNorm;
 use proptest::prelude::*;
 use tensor::{Array, Dtype, SharedArray};
 
 const EPS: f32 = layers::VISION_RMS_NORM_EPS as f32;
-
-fn bits<T: Float>(v: &[T]) -> Vec<u32> {
-    v.iter().map(|x| if x.to_f32().is_nan() { u32::MAX } else { x.to_f32().to_bits() }).collect()
-}
-
-fn cast<T: Float>(v: &[f32]) -> Vec<T> {
-    v.iter().map(|&x| T::from_f32(x)).collect()
-}
 
 fn reference_norm<W: Float + tensor::Element>(weight: Option<&[W]>) -> VisionRmsNorm {
     match weight {
@@ -120,12 +113,8 @@ proptest! {
     fn random_rows_match_mlx(
         rows in 1usize..40,
         dim in prop_oneof![1usize..24, Just(64), Just(72)],
-        seed in prop::collection::vec(prop_oneof![
-            8 => -4f32..4.0,
-            1 => any::<u32>().prop_map(f32::from_bits),
-            1 => prop::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY,
-                f32::from_bits(1), 1e-20, 3e19, f32::MAX]),
-        ], 97),
+        seed in prop::collection::vec(floats((8, -4.0..4.0), vec![0.0, -0.0, f32::NAN, f32::INFINITY,
+            f32::NEG_INFINITY, f32::from_bits(1), 1e-20, 3e19, f32::MAX]), 97),
         weighted in any::<bool>(),
     ) {
         let x: Vec<f32> = (0..rows * dim).map(|i| seed[(i * 31 + i / 5) % seed.len()]).collect();

@@ -6,19 +6,40 @@ use mlx_ffi as ffi;
 use std::fmt;
 use std::panic::Location;
 
+/// The null handle: what mlx-c's optional array parameters (declared `/* may be null */`) take
+/// for "absent". mlx-c reports a null handle passed anywhere else as an error.
+pub(crate) const ABSENT: ffi::mlx_array = ffi::mlx_array { ctx: std::ptr::null_mut() };
+
 /// An MLX array: a lazily evaluated n-dimensional tensor.
 ///
 /// Owns one mlx-c handle. `Clone` shares the underlying data (a reference-count copy);
 /// `Drop` releases it. Shapes are `i32` as in MLX; axes may be negative (from the end).
 pub struct Array {
+    /// Owned by this `Array` alone (a clone holds a handle of its own) and freed only by `Drop`:
+    /// "live" for as long as the `Array` is. Non-null, except after an allocation failure in
+    /// `Clone`; mlx-c reports a null handle as an error wherever it is used.
     raw: ffi::mlx_array,
     /// Read once when the handle is adopted, so that an array of a dtype this crate does not
     /// name cannot exist.
     dtype: Dtype,
 }
 
-// SAFETY: an mlx array is a reference-counted C++ object whose counts are atomic; moving the
-// handle between threads is sound. It is deliberately not `Sync` (see the crate docs).
+// SAFETY: the handle is a heap-allocated `mlx::core::array`, a `shared_ptr` to its descriptor:
+// copying, dropping and freeing it on any thread touch only atomic reference counts, and MLX
+// keeps no thread-local state keyed by the handle (an array's stream is a plain value; using it
+// on a thread without that stream is MLX's error, not UB). Once evaluated and marked available,
+// a node is only read (see `SharedArray`). What is not thread-safe is evaluating a node, whose
+// graph walk and kernels read and write the node's status, event, inputs and primitive without
+// locks: `&Array` on two threads would allow that, hence `Send` without `Sync`.
+//
+// KNOWN GAP, not justified here: `Send` does not keep a node on one thread. A clone of an
+// unevaluated array, or any array built on one, shares its graph nodes; moved to another
+// thread, it lets safe code evaluate (or read back, which evaluates) the same node on two
+// threads at once, a data race inside MLX. Even for an evaluated node, `eval` or `is_evaluated`
+// on two threads at once both write the `evaluated` → `available` transition. The crate docs'
+// thread model tells callers not to; nothing enforces it. Closing the gap would change the API
+// (evaluating and settling before a move or clone, or giving up `Send`), so it is reported
+// rather than patched over.
 unsafe impl Send for Array {}
 
 impl Array {
@@ -26,19 +47,22 @@ impl Array {
     /// handle) when the handle is empty or holds a dtype [`Dtype`] does not name.
     ///
     /// # Safety
-    /// `raw` must be a handle from mlx-c that nothing else frees.
+    /// `raw` must be a handle from mlx-c (null or live) that nothing else frees: ownership
+    /// passes to the returned [`Array`] or, on failure, the handle is freed here.
     #[track_caller]
     pub(crate) unsafe fn adopt(raw: ffi::mlx_array, op: &'static str) -> Result<Array> {
         let location = Location::caller();
         if raw.ctx.is_null() {
             return Err(Error::Mlx { op, message: "MLX returned no array".to_owned(), location });
         }
-        // SAFETY: a live handle (checked non-empty above).
+        // SAFETY: `raw` is a live handle (non-null, checked above) that the caller passed to us;
+        // `mlx_array_dtype` only reads the array's descriptor.
         let code = unsafe { ffi::mlx_array_dtype(raw) };
         match Dtype::from_raw(code) {
             Ok(dtype) => Ok(Array { raw, dtype }),
             Err(_) => {
-                // SAFETY: owned by us and not yet wrapped: freed exactly once, here.
+                // SAFETY: the caller gave us sole ownership of `raw` and it is not wrapped in an
+                // `Array` on this path, so it is freed exactly once, here.
                 unsafe { ffi::mlx_array_free(raw) };
                 Err(Error::Mlx { op, message: format!("MLX returned an array of unknown dtype {code}"), location })
             }
@@ -49,12 +73,22 @@ impl Array {
         self.raw
     }
 
+    /// The handle of `array`, or [`ABSENT`] for `None`: for mlx-c's optional array parameters.
+    pub(crate) fn raw_or_absent(array: Option<&Array>) -> ffi::mlx_array {
+        array.map_or(ABSENT, Array::as_raw)
+    }
+
     /// An array holding a copy of `data`, shaped `shape` (row-major).
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[i32]) -> Result<Array> {
-        check_fills("from_slice", data.len(), shape)?;
+        let ndim = check_fills("from_slice", data.len(), shape)?;
+        // SAFETY: `data` is borrowed for the call and holds `data.len()` values of `T`, whose size
+        // and alignment are those of `T::DTYPE`'s C++ type (`Element` is sealed to such types);
+        // `check_fills` showed that `shape` (passed as its own pointer and length, `ndim`) has
+        // exactly `data.len()` elements, so mlx-c reads exactly `data`. It copies the values into a
+        // buffer of its own before returning.
         Array::from_ctor("from_slice", || unsafe {
-            ffi::mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, T::DTYPE.to_raw())
+            ffi::mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), ndim, T::DTYPE.to_raw())
         })
     }
 
@@ -64,24 +98,35 @@ impl Array {
     /// a double free.
     #[track_caller]
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
-        check_fills("from_vec", data.len(), shape)?;
+        let ndim = check_fills("from_vec", data.len(), shape)?;
         if data.is_empty() {
             return Array::from_slice(&data, shape);
         }
+        /// The deleter mlx-c calls when the last array using the vector's buffer is freed.
+        ///
+        /// # Safety
+        /// `payload` must come from `Box::into_raw` on a `Box<Vec<T>>` and be passed here once;
+        /// the vector is dropped.
         unsafe extern "C" fn drop_vec<T>(payload: *mut std::ffi::c_void) {
-            // SAFETY: `payload` is the `Box<Vec<T>>` leaked below, handed back exactly once.
+            // SAFETY: `payload` is the `Box<Vec<T>>` leaked below; mlx-c calls its deleter once,
+            // when the buffer's last user is freed, so the box is reclaimed exactly once. `T` is
+            // `Send` (`Element`), so dropping it on whichever thread that is, is sound.
             drop(unsafe { Box::from_raw(payload.cast::<Vec<T>>()) });
         }
         let mut boxed = Box::new(data);
         let ptr = boxed.as_mut_ptr().cast::<std::ffi::c_void>();
         let payload = Box::into_raw(boxed).cast::<std::ffi::c_void>();
-        // SAFETY: `ptr` addresses `count` elements of `T`, owned by `payload` until MLX calls
-        // `drop_vec::<T>(payload)`; moving the box does not move the vector's heap buffer.
+        // SAFETY: `ptr` addresses the vector's `data.len()` values of `T` (size and alignment of
+        // `T::DTYPE`'s C++ type, as `Element` is sealed), exactly the element count of `shape`
+        // (`check_fills`), which is passed as its own pointer and length (`ndim`) and copied by
+        // mlx-c. The buffer is owned by `payload` (moving the box did not move the heap buffer)
+        // and nothing on the Rust side touches it again: MLX alone reads (and may write) it until
+        // it calls `drop_vec::<T>(payload)` once.
         Array::from_ctor("from_vec", || unsafe {
             ffi::mlx_array_new_data_managed_payload(
                 ptr,
                 shape.as_ptr(),
-                shape.len() as i32,
+                ndim,
                 T::DTYPE.to_raw(),
                 payload,
                 Some(drop_vec::<T>),
@@ -105,11 +150,15 @@ impl Array {
     /// The shape, one extent per axis.
     pub fn shape(&self) -> Vec<i32> {
         let ndim = self.ndim();
-        // SAFETY: mlx-c returns a pointer to `ndim` ints owned by the array.
+        // SAFETY: `self.raw` is live while `self` is borrowed; `mlx_array_shape` returns a pointer
+        // into the array descriptor's shape vector (or null on failure), which it does not copy.
         let ptr = unsafe { ffi::mlx_array_shape(self.raw) };
         if ptr.is_null() || ndim == 0 {
             return Vec::new();
         }
+        // SAFETY: `ptr` (non-null) points to the `ndim` ints of the shape vector of the descriptor
+        // `self` keeps alive for this borrow; MLX never changes an array's shape after it is
+        // made, and the ints are copied out before the borrow ends.
         unsafe { std::slice::from_raw_parts(ptr, ndim) }.to_vec()
     }
 
@@ -126,16 +175,22 @@ impl Array {
 
     /// Number of axes.
     pub fn ndim(&self) -> usize {
+        // SAFETY: `self.raw` is live while `self` is borrowed; the accessor only reads the array's
+        // descriptor (and reports failure as 0 rather than touching memory).
         unsafe { ffi::mlx_array_ndim(self.raw) }
     }
 
     /// Number of elements.
     pub fn size(&self) -> usize {
+        // SAFETY: `self.raw` is live while `self` is borrowed; the accessor only reads the array's
+        // descriptor (and reports failure as 0 rather than touching memory).
         unsafe { ffi::mlx_array_size(self.raw) }
     }
 
     /// Bytes of element data (size × dtype size).
     pub fn nbytes(&self) -> usize {
+        // SAFETY: `self.raw` is live while `self` is borrowed; the accessor only reads the array's
+        // descriptor (and reports failure as 0 rather than touching memory).
         unsafe { ffi::mlx_array_nbytes(self.raw) }
     }
 
@@ -147,6 +202,9 @@ impl Array {
     /// Evaluates the array (and the graph it depends on).
     #[track_caller]
     pub fn eval(&self) -> Result<()> {
+        // SAFETY: `self.raw` is live while `self` is borrowed. Evaluation writes to the graph's
+        // nodes: no other thread can reach them through `self` (`Array` is not `Sync`), though one
+        // may through another handle sharing them, the known gap at `unsafe impl Send for Array`.
         check("eval", || unsafe { ffi::mlx_array_eval(self.raw) })
     }
 
@@ -154,12 +212,18 @@ impl Array {
     #[track_caller]
     pub fn eval_all(arrays: &[&Array]) -> Result<()> {
         let vector = crate::vector::VectorArray::new(arrays)?;
+        // SAFETY: `vector` is a live vector handle holding its own references to the arrays, which
+        // `arrays` keeps borrowed; evaluation writes to their nodes, as in `eval`.
         check("eval", || unsafe { ffi::mlx_eval(vector.raw()) })
     }
 
     /// Whether the array's data has been computed.
     pub fn is_evaluated(&self) -> bool {
         let mut available = false;
+        // SAFETY: `self.raw` is live while `self` is borrowed; `available` is a valid `bool` the
+        // call writes through its exclusive pointer. The first call after evaluation moves the node
+        // from `evaluated` to `available` (a write, on this thread, as in `eval`); later calls only
+        // read, which is what `SharedArray::new` relies on.
         check("is_available", || unsafe { ffi::_mlx_array_is_available(&mut available, self.raw) }).is_ok() && available
     }
 
@@ -172,25 +236,18 @@ impl Array {
         if self.dtype() != T::DTYPE {
             return Err(Error::Dtype { op: "to_vec", expected: T::DTYPE, actual: self.dtype() });
         }
-        let dense = self.contiguous()?;
-        dense.eval()?;
-        let mut row_contiguous = false;
-        check("is_row_contiguous", || unsafe { ffi::_mlx_array_is_row_contiguous(&mut row_contiguous, dense.raw) })?;
-        if !row_contiguous {
-            return Err(Error::Shape { op: "to_vec", detail: "array is not row-contiguous after copy".into() });
-        }
-        let mut out = vec![T::zeroed(); dense.size()];
-        if out.is_empty() {
-            return Ok(out);
-        }
-        // SAFETY: `dense` is evaluated and row-contiguous: its buffer holds `nbytes` bytes.
-        let ptr = unsafe { ffi::mlx_array_data_uint8(dense.raw) };
-        if ptr.is_null() {
-            return Err(Error::Shape { op: "to_vec", detail: "array has no data".into() });
-        }
-        let bytes = unsafe { std::slice::from_raw_parts(ptr, dense.nbytes()) };
-        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
-        Ok(out)
+        self.with_dense_bytes("to_vec", |bytes| {
+            let mut out = vec![T::zeroed(); self.size()];
+            let target = bytemuck::cast_slice_mut::<T, u8>(&mut out);
+            if target.len() != bytes.len() {
+                return Err(Error::Shape {
+                    op: "to_vec",
+                    detail: format!("{} bytes of data for {} elements", bytes.len(), out.len()),
+                });
+            }
+            target.copy_from_slice(bytes);
+            Ok(out)
+        })?
     }
 
     /// Evaluates a one-element array and returns its value.
@@ -205,17 +262,41 @@ impl Array {
     /// Evaluates the array and calls `f` with its row-major bytes, without copying them out.
     #[track_caller]
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.with_dense_bytes("with_bytes", f)
+    }
+
+    /// Evaluates a row-contiguous version of the array (itself, or a copy) and calls `f` with
+    /// its `nbytes` bytes of data in row-major order: the one place host code reads MLX's
+    /// buffers. Errors name `op`.
+    #[track_caller]
+    fn with_dense_bytes<R>(&self, op: &'static str, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let dense = self.contiguous()?;
         dense.eval()?;
-        if dense.nbytes() == 0 {
+        let mut row_contiguous = false;
+        // SAFETY: `dense.raw` is live while `dense` is; `row_contiguous` is a valid `bool` the
+        // call writes through its exclusive pointer.
+        check("is_row_contiguous", || unsafe { ffi::_mlx_array_is_row_contiguous(&mut row_contiguous, dense.raw) })?;
+        if !row_contiguous {
+            return Err(Error::Shape { op, detail: "array is not row-contiguous after copy".into() });
+        }
+        let len = dense.nbytes();
+        if len == 0 {
             return Ok(f(&[]));
         }
-        // SAFETY: as in `to_vec`; the slice does not outlive `dense`.
+        // SAFETY: `dense.raw` is live; `mlx_array_data_uint8` returns the address of the array's
+        // first element in its (evaluated) buffer, or null on failure, and copies nothing.
         let ptr = unsafe { ffi::mlx_array_data_uint8(dense.raw) };
         if ptr.is_null() {
-            return Err(Error::Shape { op: "with_bytes", detail: "array has no data".into() });
+            return Err(Error::Shape { op, detail: "array has no data".into() });
         }
-        Ok(f(unsafe { std::slice::from_raw_parts(ptr, dense.nbytes()) }))
+        // SAFETY: `dense` is evaluated (`eval` waits for the computation to finish) and
+        // row-contiguous, so `len` = `nbytes` bytes from its first element lie in its buffer,
+        // initialised. The buffer stays alive and unwritten while `f` runs: `dense` holds a
+        // reference to it and is not reachable from `f`, and MLX writes into an input's buffer
+        // (donation) only when that array holds the buffer's sole reference, which `dense`'s own
+        // reference rules out for every array `f` can reach. The slice does not outlive `dense`.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+        Ok(f(bytes))
     }
 }
 
@@ -238,19 +319,37 @@ impl Array {
 impl Array {
     /// Runs one mlx-c call that writes a new array into its out-parameter. On failure the
     /// (possibly allocated) output handle is freed and MLX's message returned.
+    ///
+    /// # The op-call contract
+    /// Every `call` in this crate is one mlx-c op, `mlx_<op>(out, inputs…, stream)`, in an
+    /// `unsafe` block that is sound for these reasons, which its `SAFETY` comment refers to:
+    /// - `out` is the pointer this function passes: valid for the call, to a null handle that
+    ///   mlx-c replaces with a newly allocated array on success; this function then owns it.
+    /// - every input handle comes from an [`Array`] (or a `VectorArray`) the closure borrows,
+    ///   so it is live for the call; mlx-c takes its own references to the inputs it keeps.
+    ///   Where an input is optional, the null handle stands for "absent", as mlx-c documents
+    ///   (`/* may be null */`); mlx-c reports any other null handle as an error.
+    /// - `stream` is this thread's current stream (`device::current_stream`), taken after
+    ///   every other argument was built, and nothing replaces it before the call.
+    /// - every pointer and length pair is one Rust slice's own pointer and length, borrowed
+    ///   for the call; every `char *` is a `CString` or `c"…"` literal that outlives it. mlx-c
+    ///   copies what it keeps of both before returning.
     #[track_caller]
     pub(crate) fn from_op(op: &'static str, call: impl FnOnce(*mut ffi::mlx_array) -> i32) -> Result<Array> {
         let location = Location::caller();
         init();
         clear_error();
-        // SAFETY: `mlx_array_new` makes an empty handle for the call to fill; it is freed here on
-        // failure, else adopted (which frees it if it cannot be used).
+        // SAFETY: `mlx_array_new` has no preconditions; it returns a null handle (no allocation)
+        // for the call to fill, which this function owns from here on.
         let mut raw = unsafe { ffi::mlx_array_new() };
         if call(&mut raw) != 0 {
+            // SAFETY: `raw` is ours (null, or whatever the failed call left in it) and is not
+            // wrapped in an `Array`, so it is freed exactly once, here; freeing null is a no-op.
             unsafe { ffi::mlx_array_free(raw) };
             return Err(Error::Mlx { op, message: take_error(), location });
         }
-        // SAFETY: the call succeeded: `raw` is ours.
+        // SAFETY: the call succeeded, so `raw` holds the new array mlx-c allocated for this
+        // handle alone; ownership passes to `adopt`.
         let out = unsafe { Array::adopt(raw, op) }?;
         Array::check_size(op, &out)?;
         Ok(out)
@@ -268,7 +367,8 @@ impl Array {
     }
 
     /// Runs one mlx-c constructor that returns its handle directly and reports failure only
-    /// through the error handler.
+    /// through the error handler. `call` must return a handle that nothing else owns (every
+    /// `mlx_array_new*` constructor does), as it is freed or adopted here.
     #[track_caller]
     pub(crate) fn from_ctor(op: &'static str, call: impl FnOnce() -> ffi::mlx_array) -> Result<Array> {
         let location = Location::caller();
@@ -277,18 +377,22 @@ impl Array {
         let raw = call();
         match LAST_ERROR.with(|slot| slot.borrow_mut().take()).map(without_mlx_c_location) {
             Some(message) => {
-                // SAFETY: whatever handle mlx-c returned is ours to free.
+                // SAFETY: the constructor returned a handle of its own making (null after a
+                // failure, as mlx-c's constructors do), owned by us alone and not wrapped: freed
+                // exactly once, here.
                 unsafe { ffi::mlx_array_free(raw) };
                 Err(Error::Mlx { op, message, location })
             }
-            // SAFETY: the handle was just returned to us by mlx-c.
+            // SAFETY: the constructor succeeded and returned a newly allocated handle that only
+            // we hold; ownership passes to `adopt`.
             None => unsafe { Array::adopt(raw, op) },
         }
     }
 }
 
-/// Checks that `len` values fill `shape` exactly (an [`Error::Shape`] naming `op` otherwise).
-fn check_fills(op: &'static str, len: usize, shape: &[i32]) -> Result<()> {
+/// Checks that `len` values fill `shape` exactly (an [`Error::Shape`] naming `op` otherwise),
+/// returning the number of axes as mlx-c's `int`.
+fn check_fills(op: &'static str, len: usize, shape: &[i32]) -> Result<i32> {
     let count = element_count(shape).ok_or_else(|| Error::Shape { op, detail: format!("invalid shape {shape:?}") })?;
     if count != len {
         return Err(Error::Shape {
@@ -296,7 +400,7 @@ fn check_fills(op: &'static str, len: usize, shape: &[i32]) -> Result<()> {
             detail: format!("{len} values do not fill shape {shape:?} ({count} elements)"),
         });
     }
-    Ok(())
+    i32::try_from(shape.len()).map_err(|_| Error::Shape { op, detail: format!("{} axes are too many", shape.len()) })
 }
 
 /// Product of a shape's extents, or `None` for a negative extent or overflow.
@@ -306,8 +410,12 @@ pub(crate) fn element_count(shape: &[i32]) -> Option<usize> {
 
 impl Clone for Array {
     fn clone(&self) -> Array {
-        // SAFETY: a fresh handle set to share `self`'s array; cannot fail for a non-empty source.
+        // SAFETY: `mlx_array_new` has no preconditions and returns a null handle, owned here.
         let mut raw = unsafe { ffi::mlx_array_new() };
+        // SAFETY: `self.raw` is live while `self` is borrowed; `raw` is a valid, exclusively
+        // borrowed null handle, which `mlx_array_set` points at a new `mlx::core::array` sharing
+        // `self`'s descriptor (a reference-count copy). Should that allocation fail, `raw` stays
+        // null: every mlx-c function reports a null handle as an error, and freeing it is a no-op.
         unsafe { ffi::mlx_array_set(&mut raw, self.raw) };
         Array { raw, dtype: self.dtype }
     }
@@ -315,7 +423,8 @@ impl Clone for Array {
 
 impl Drop for Array {
     fn drop(&mut self) {
-        // SAFETY: owned handle, freed once.
+        // SAFETY: `self.raw` is owned by this `Array` alone (every `Array` holds its own handle,
+        // `Clone` included) and is freed once, here; the arrays it shares data with keep theirs.
         unsafe { ffi::mlx_array_free(self.raw) };
     }
 }

@@ -22,37 +22,55 @@ impl Device {
     /// MLX's default device: the GPU when this MLX build has one, else the CPU.
     pub fn default_device() -> Result<Device> {
         init();
-        // SAFETY: an empty device handle, filled by mlx-c and freed below.
-        let mut dev = unsafe { ffi::mlx_device_new() };
-        let result = check("get_default_device", || unsafe { ffi::mlx_get_default_device(&mut dev) })
-            .and_then(|()| device_type(dev));
-        unsafe { ffi::mlx_device_free(dev) };
-        result
+        // SAFETY: `mlx_device_new` has no preconditions; it returns an empty handle, which the
+        // guard owns (and frees) from here on.
+        let mut dev = DeviceHandle(unsafe { ffi::mlx_device_new() });
+        // SAFETY: `dev.0` is a valid handle, exclusively borrowed, that the call sets to the
+        // default device (allocating it if empty); the guard still owns it afterwards.
+        check("get_default_device", || unsafe { ffi::mlx_get_default_device(&mut dev.0) })?;
+        device_type(&dev)
     }
 
     /// Whether this MLX build can run on this device.
     pub fn is_available(self) -> bool {
         let dev = self.new_raw();
         let mut available = false;
-        let ok = check("device_is_available", || unsafe { ffi::mlx_device_is_available(&mut available, dev) });
-        unsafe { ffi::mlx_device_free(dev) };
-        ok.is_ok() && available
+        // SAFETY: `dev.0` is the handle made above, owned (so live) until `dev` drops after the
+        // call; `available` is a valid `bool` the call writes through its exclusive pointer.
+        check("device_is_available", || unsafe { ffi::mlx_device_is_available(&mut available, dev.0) }).is_ok()
+            && available
     }
 
-    fn new_raw(self) -> ffi::mlx_device {
+    /// A new handle for this device, owned by the returned guard.
+    fn new_raw(self) -> DeviceHandle {
         init();
         let kind = match self {
             Device::Cpu => ffi::MLX_CPU,
             Device::Gpu => ffi::MLX_GPU,
         };
-        // SAFETY: a new handle owned by the caller.
-        unsafe { ffi::mlx_device_new_type(kind, 0) }
+        // SAFETY: no preconditions: mlx-c only wraps the value `(kind, 0)` in a new handle (null
+        // should that fail), which the guard owns from here on.
+        DeviceHandle(unsafe { ffi::mlx_device_new_type(kind, 0) })
     }
 }
 
-fn device_type(dev: ffi::mlx_device) -> Result<Device> {
+/// An owned `mlx_device` handle, freed on drop: the one place device handles are freed.
+struct DeviceHandle(ffi::mlx_device);
+
+impl Drop for DeviceHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from an `mlx_device_new*` call and belongs to this guard alone
+        // (callers lend `self.0` to one call at a time, never keep it); freed once, here. Freeing
+        // an empty handle is a no-op.
+        unsafe { ffi::mlx_device_free(self.0) };
+    }
+}
+
+fn device_type(dev: &DeviceHandle) -> Result<Device> {
     let mut kind = ffi::MLX_CPU;
-    check("device_get_type", || unsafe { ffi::mlx_device_get_type(&mut kind, dev) })?;
+    // SAFETY: `dev.0` is live while `dev` is borrowed; `kind` is a valid `mlx_device_type` the
+    // call writes through its exclusive pointer.
+    check("device_get_type", || unsafe { ffi::mlx_device_get_type(&mut kind, dev.0) })?;
     Ok(if kind == ffi::MLX_GPU { Device::Gpu } else { Device::Cpu })
 }
 
@@ -70,10 +88,13 @@ impl Stream {
     #[track_caller]
     pub fn default_for(device: Device) -> Result<Stream> {
         let dev = device.new_raw();
-        // SAFETY: an empty stream handle, filled by mlx-c; owned by the returned `Stream`.
+        // SAFETY: `mlx_stream_new` has no preconditions; it returns an empty handle, owned by the
+        // `Stream` built below, whose `Drop` frees it on every path.
         let mut raw = unsafe { ffi::mlx_stream_new() };
-        let result = check("get_default_stream", || unsafe { ffi::mlx_get_default_stream(&mut raw, dev) });
-        unsafe { ffi::mlx_device_free(dev) };
+        // SAFETY: `raw` is a valid handle, exclusively borrowed, that the call sets to this
+        // thread's default stream of `dev.0`, which the guard keeps live for the call (the stream
+        // keeps a copy of the device value, not the handle).
+        let result = check("get_default_stream", || unsafe { ffi::mlx_get_default_stream(&mut raw, dev.0) });
         let stream = Stream { raw, device, _thread_bound: PhantomData };
         result.map(|()| stream)
     }
@@ -85,13 +106,16 @@ impl Stream {
 
     /// Blocks until all work queued on this stream has finished.
     pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: `self.raw` is live while `self` is borrowed, on the thread that made it
+        // (`Stream` is neither `Send` nor `Sync`).
         check("synchronize", || unsafe { ffi::mlx_synchronize(self.raw) })
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        // SAFETY: the handle is owned and freed once.
+        // SAFETY: `self.raw` is owned by this `Stream` alone and freed once, here. Arrays built on
+        // the stream keep a copy of the stream's value, not this handle.
         unsafe { ffi::mlx_stream_free(self.raw) };
     }
 }
@@ -100,8 +124,9 @@ thread_local! {
     static CURRENT: RefCell<Option<Stream>> = const { RefCell::new(None) };
 }
 
-/// This thread's current stream, created on first use. The handle stays valid until the
-/// thread's current stream is replaced, which no operation does while it runs.
+/// This thread's current stream, created on first use. The handle is borrowed from the
+/// `Stream` in this thread's slot: it stays valid until the slot is replaced ([`with_device`]),
+/// so callers pass it straight to one mlx-c call and never keep it.
 #[track_caller]
 pub(crate) fn current_stream() -> Result<ffi::mlx_stream> {
     let location = Location::caller();

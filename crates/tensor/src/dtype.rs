@@ -26,7 +26,7 @@ pub enum Dtype {
 
 impl Dtype {
     /// Bytes per element.
-    pub fn size(self) -> usize {
+    pub const fn size(self) -> usize {
         match self {
             Dtype::Bool | Dtype::U8 | Dtype::I8 => 1,
             Dtype::U16 | Dtype::I16 | Dtype::F16 | Dtype::Bf16 => 2,

@@ -4,14 +4,26 @@ use crate::Dtype;
 use half::{bf16, f16};
 
 /// A plain-old-data host type with a matching MLX dtype.
-pub trait Element: bytemuck::Pod + Send + Sync + 'static {
+///
+/// Sealed: implemented only for the types below, each of the size and alignment of its
+/// dtype's C++ element type. Array constructors hand `&[T]` to MLX as `DTYPE` data on the
+/// strength of it, so a type of another layout must not be able to claim a dtype.
+pub trait Element: sealed::Sealed + bytemuck::Pod + Send + Sync + 'static {
     /// The dtype of arrays holding this type.
     const DTYPE: Dtype;
 }
 
+mod sealed {
+    pub trait Sealed {}
+}
+
 macro_rules! element {
     ($($ty:ty => $dtype:ident),* $(,)?) => {
-        $(impl Element for $ty { const DTYPE: Dtype = Dtype::$dtype; })*
+        $(
+            impl sealed::Sealed for $ty {}
+            impl Element for $ty { const DTYPE: Dtype = Dtype::$dtype; }
+            const _: () = assert!(size_of::<$ty>() == Dtype::$dtype.size());
+        )*
     };
 }
 

@@ -1,17 +1,18 @@
 //! MLX's fused kernels (`mlx.core.fast`).
 
+use crate::array::ABSENT;
 use crate::{Array, Result};
 use std::ffi::CString;
-
-const NO_ARRAY: mlx_ffi::mlx_array = mlx_ffi::mlx_array { ctx: std::ptr::null_mut() };
 
 /// RMS normalisation over the last axis: `x * rsqrt(mean(x²) + eps) * weight`, fused.
 /// The output dtype is the promotion of `x`'s and `weight`'s.
 #[track_caller]
 pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
     let stream = crate::device::current_stream()?;
+    // SAFETY: the op-call contract of `Array::from_op`: the live `x`, and `weight` live or the null
+    // handle mlx-c documents as "no weight"; this thread's `stream`.
     Array::from_op("fast.rms_norm", |out| unsafe {
-        mlx_ffi::mlx_fast_rms_norm(out, x.as_raw(), weight.map_or(NO_ARRAY, Array::as_raw), eps, stream)
+        mlx_ffi::mlx_fast_rms_norm(out, x.as_raw(), Array::raw_or_absent(weight), eps, stream)
     })
 }
 
@@ -19,12 +20,14 @@ pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
 #[track_caller]
 pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: f32) -> Result<Array> {
     let stream = crate::device::current_stream()?;
+    // SAFETY: the op-call contract of `Array::from_op`: the live `x`, and `weight` and `bias` each
+    // live or the null handle mlx-c documents as "absent"; this thread's `stream`.
     Array::from_op("fast.layer_norm", |out| unsafe {
         mlx_ffi::mlx_fast_layer_norm(
             out,
             x.as_raw(),
-            weight.map_or(NO_ARRAY, Array::as_raw),
-            bias.map_or(NO_ARRAY, Array::as_raw),
+            Array::raw_or_absent(weight),
+            Array::raw_or_absent(bias),
             eps,
             stream,
         )
@@ -53,12 +56,15 @@ pub fn scaled_dot_product_attention(
     mask: AttentionMask<'_>,
 ) -> Result<Array> {
     let (mode, mask_array) = match mask {
-        AttentionMask::None => ("", NO_ARRAY),
-        AttentionMask::Causal => ("causal", NO_ARRAY),
+        AttentionMask::None => ("", ABSENT),
+        AttentionMask::Causal => ("causal", ABSENT),
         AttentionMask::Array(m) => ("array", m.as_raw()),
     };
     let mode = CString::new(mode).unwrap_or_default();
     let stream = crate::device::current_stream()?;
+    // SAFETY: the op-call contract of `Array::from_op`: the live `q`, `k` and `v`; the `CString`
+    // `mode`; `mask_array` live (borrowed through `mask`) or null, as mlx-c documents for "no mask
+    // array", and null for "no sinks"; this thread's `stream`.
     Array::from_op("fast.scaled_dot_product_attention", |out| unsafe {
         mlx_ffi::mlx_fast_scaled_dot_product_attention(
             out,
@@ -68,7 +74,7 @@ pub fn scaled_dot_product_attention(
             scale,
             mode.as_ptr(),
             mask_array,
-            NO_ARRAY,
+            ABSENT,
             false,
             stream,
         )

@@ -17,11 +17,19 @@
 //!   evaluate from two threads at once. An evaluated array moved to another thread is plain
 //!   data there; an unevaluated one is bound to its thread's stream, and evaluating it on
 //!   another thread returns MLX's error ("There is no Stream(cpu, 0) in current thread").
+//!   Clones of an unevaluated array (and arrays built on it) share its graph nodes, and MLX
+//!   does not lock a node: evaluating or reading back two such handles on two threads at once
+//!   is a data race inside MLX, undefined behaviour that this crate can neither detect nor
+//!   prevent (a known gap in the soundness of `Array: Send`; see its `SAFETY` comment). Do not:
+//!   share a [`SharedArray`] instead. Evaluating before sending clones is not quite enough
+//!   either: the first `eval` or `is_evaluated` after evaluation still writes to the node
+//!   (marking it available), which [`SharedArray::new`] does before any thread can share it.
 //! - [`SharedArray`] is an array evaluated at construction: it has no pending graph, so any
 //!   number of threads may read it and build graphs on it at once. It is `Send + Sync`; model
 //!   weights are held in this form, which makes a loaded model shareable (`Arc<Model>`).
 //! - [`Stream`] is neither: a stream belongs to the thread that made it.
 #![allow(unsafe_code, reason = "this crate is the safe wrapper over mlx-ffi")]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod array;

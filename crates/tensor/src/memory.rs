@@ -23,7 +23,8 @@ pub fn set_max_array_bytes(bytes: usize) {
 }
 
 fn physical_memory() -> usize {
-    // SAFETY: sysconf has no preconditions.
+    // SAFETY: `sysconf` takes a plain integer name and has no preconditions; unknown names
+    // return -1, which the match below rejects.
     let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
     match (usize::try_from(pages), usize::try_from(page_size)) {
         (Ok(pages), Ok(size)) if pages > 0 && size > 0 => pages.saturating_mul(size),
@@ -31,34 +32,43 @@ fn physical_memory() -> usize {
     }
 }
 
-fn read(op: &'static str, call: unsafe extern "C" fn(*mut usize) -> i32) -> Result<usize> {
+/// Runs one of mlx-c's allocator getters, `call(&mut bytes)`, and returns what it wrote.
+fn read(op: &'static str, call: impl FnOnce(&mut usize) -> i32) -> Result<usize> {
     let mut bytes = 0usize;
-    check(op, || unsafe { call(&mut bytes) })?;
+    check(op, || call(&mut bytes))?;
     Ok(bytes)
 }
 
 /// Bytes held by live arrays.
 pub fn active_memory() -> Result<usize> {
-    read("get_active_memory", mlx_ffi::mlx_get_active_memory)
+    // SAFETY: the getter writes the allocator's active byte count, one `size_t`, through the
+    // valid, exclusive `bytes` reference, and reads nothing else.
+    read("get_active_memory", |bytes| unsafe { mlx_ffi::mlx_get_active_memory(bytes) })
 }
 
 /// The high-water mark of [`active_memory`] since start or the last [`reset_peak_memory`].
 pub fn peak_memory() -> Result<usize> {
-    read("get_peak_memory", mlx_ffi::mlx_get_peak_memory)
+    // SAFETY: the getter writes the allocator's peak count, one `size_t`, through the valid,
+    // exclusive `bytes` reference, and reads nothing else.
+    read("get_peak_memory", |bytes| unsafe { mlx_ffi::mlx_get_peak_memory(bytes) })
 }
 
 /// Bytes MLX keeps cached for reuse (freed buffers not yet returned to the system).
 pub fn cache_memory() -> Result<usize> {
-    read("get_cache_memory", mlx_ffi::mlx_get_cache_memory)
+    // SAFETY: the getter writes the allocator's cached byte count, one `size_t`, through the
+    // valid, exclusive `bytes` reference, and reads nothing else.
+    read("get_cache_memory", |bytes| unsafe { mlx_ffi::mlx_get_cache_memory(bytes) })
 }
 
 /// Resets the peak counter.
 pub fn reset_peak_memory() -> Result<()> {
+    // SAFETY: no arguments and no preconditions (the allocator's counters are its own).
     check("reset_peak_memory", || unsafe { mlx_ffi::mlx_reset_peak_memory() })
 }
 
 /// Returns cached buffers to the system.
 pub fn clear_cache() -> Result<()> {
+    // SAFETY: no arguments and no preconditions: only buffers no array uses are released.
     check("clear_cache", || unsafe { mlx_ffi::mlx_clear_cache() })
 }
 
@@ -83,7 +93,8 @@ const LARGEST_HEAP_BLOCK: i32 = 32 << 20;
 pub fn retain_freed_host_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // SAFETY: mallopt only changes allocator parameters; any value is accepted or refused.
+        // SAFETY: `mallopt` takes two integers and only changes allocator parameters; glibc
+        // accepts or refuses (returns 0 for) any value.
         unsafe {
             libc::mallopt(libc::M_MMAP_THRESHOLD, LARGEST_HEAP_BLOCK) == 1
                 && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1

@@ -1,7 +1,7 @@
 //! Reading safetensors files by memory map, straight into MLX arrays.
 
 use crate::{Array, Dtype, Error, Result};
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{MmapOptions, MmapRaw};
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::fs::File;
@@ -33,8 +33,13 @@ struct Entry {
 #[derive(Debug)]
 pub struct SafetensorsFile {
     path: PathBuf,
-    map: Arc<MmapMut>,
+    /// The file's private, copy-on-write mapping. Held raw (`MmapRaw` hands out pointers, never
+    /// references) because MLX may write to it through the pointers `map_tensor` hands over;
+    /// Rust reads it only through [`SafetensorsFile::data`].
+    map: Arc<MmapRaw>,
     entries: BTreeMap<String, Entry>,
+    /// Every array made over the mapping, kept while the file is open: MLX then never holds the
+    /// sole reference to one, so never writes to the mapping while Rust reads it.
     loaded: Mutex<BTreeMap<String, Array>>,
 }
 
@@ -47,14 +52,34 @@ impl SafetensorsFile {
         if len < 8 {
             return Err(Error::format(&path, format!("{len} bytes is too short for a safetensors header")));
         }
-        // SAFETY: a private mapping; the file must not be truncated while mapped (as with any
-        // reader of memory-mapped weights).
+        // SAFETY: a private, copy-on-write mapping of a file opened read-only: nothing this
+        // process writes to it reaches the file. What no mapping can rule out is another process
+        // truncating or rewriting the file while it is mapped (reads then see the new bytes or
+        // fault); like every reader of memory-mapped weights, this one assumes it does not.
         let map = unsafe { MmapOptions::new().map_copy(&file) }.map_err(|e| Error::io(&path, e))?;
-        let entries = parse_safetensors_header(&map, &path)?
+        let mut opened = SafetensorsFile {
+            path,
+            map: Arc::new(MmapRaw::from(map)),
+            entries: BTreeMap::new(),
+            loaded: Mutex::new(BTreeMap::new()),
+        };
+        opened.entries = parse_safetensors_header(opened.data(), &opened.path)?
             .into_iter()
             .map(|(name, (info, bytes))| (name, Entry { info, bytes }))
             .collect();
-        Ok(SafetensorsFile { path, map: Arc::new(map), entries, loaded: Mutex::new(BTreeMap::new()) })
+        Ok(opened)
+    }
+
+    /// The whole mapping, for Rust to read.
+    fn data(&self) -> &[u8] {
+        // SAFETY: `as_ptr` and `len` are the mapping's own start and length (the pair memmap2's
+        // `Mmap` turns into its slice), mapped for as long as `self.map` lives, so for the borrow
+        // of `self`. Nothing writes to those bytes while the slice lives: the mapping is private
+        // to this process, and MLX writes to an array's buffer only to donate it, which needs the
+        // sole reference to it; every array over this mapping is made by `map_tensor` and kept in
+        // `loaded` while `self` lives, so MLX holds no such reference. (Another process rewriting
+        // the file is the caveat of `open`.)
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.map.len()) }
     }
 
     /// The file's path.
@@ -89,20 +114,46 @@ impl SafetensorsFile {
         let dtype = entry.info.dtype.clone().map_err(|found| {
             Error::format(&self.path, format!("tensor `{name}` has dtype {found}, which MLX does not support"))
         })?;
-        let bytes = &self.map[entry.bytes.clone()];
+        let bytes = &self.data()[entry.bytes.clone()];
         let shape = &entry.info.shape;
+        // The header parser checked both already; MLX is handed the bytes on the strength of them.
+        let fills = crate::array::element_count(shape).and_then(|n| n.checked_mul(dtype.size()));
+        let ndim = i32::try_from(shape.len()).ok().filter(|_| fills == Some(bytes.len())).ok_or_else(|| {
+            Error::format(&self.path, format!("tensor `{name}`: {} data bytes for {dtype} {shape:?}", bytes.len()))
+        })?;
         if bytes.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(dtype.size()) {
-            // Empty or misaligned data: copy instead of mapping.
+            // Empty or misaligned data: copy instead of mapping, through a buffer aligned for any
+            // dtype, since MLX reads the source as typed elements.
+            let mut aligned = vec![0u64; bytes.len().div_ceil(size_of::<u64>())];
+            bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..bytes.len()].copy_from_slice(bytes);
+            // SAFETY: `aligned` is borrowed for the call, 8-byte aligned (enough for every dtype)
+            // and holds at least `bytes.len()` bytes, the element count of `shape` times the
+            // dtype's size (checked above), so mlx-c reads only initialised bytes of it; it copies
+            // them into a buffer of its own before returning. `shape` is passed as its own pointer
+            // and length (`ndim`).
             return Array::from_ctor("load_safetensors", || unsafe {
-                mlx_ffi::mlx_array_new_data(bytes.as_ptr().cast(), shape.as_ptr(), shape.len() as i32, dtype.to_raw())
+                mlx_ffi::mlx_array_new_data(aligned.as_ptr().cast(), shape.as_ptr(), ndim, dtype.to_raw())
             });
         }
+        // The same bytes as `bytes`, through a pointer that may write (it does not come from a
+        // slice): MLX may donate the buffer once it holds the sole reference to the array.
+        let data = self.map.as_mut_ptr().wrapping_add(entry.bytes.start).cast::<c_void>();
         let keep_alive = Box::into_raw(Box::new(Arc::clone(&self.map))).cast::<c_void>();
+        // SAFETY: `data` addresses `bytes`, which lies in the mapping, is aligned for `dtype`
+        // (checked above) and is exactly the element count of `shape` times the dtype's size
+        // (checked above), so MLX's typed reads stay inside it; `shape` is passed as its own
+        // pointer and length (`ndim`). The mapping stays mapped while any `Arc` to it lives:
+        // `keep_alive` is one, handed to mlx-c with `release_mapping`, which it calls once when
+        // the last array using the buffer is freed (should mlx-c refuse the buffer, the `Arc`
+        // leaks and the mapping stays). The mapping is private and writable, and `data` carries
+        // write permission (from `MmapRaw::as_mut_ptr`), so MLX may write to it (donating the
+        // buffer of an array it holds the only reference to), changing only this process's
+        // pages; not while this file is open, though (`loaded`), which is when Rust reads them.
         Array::from_ctor("load_safetensors", || unsafe {
             mlx_ffi::mlx_array_new_data_managed_payload(
-                bytes.as_ptr().cast_mut().cast(),
+                data,
                 shape.as_ptr(),
-                shape.len() as i32,
+                ndim,
                 dtype.to_raw(),
                 keep_alive,
                 Some(release_mapping),
@@ -180,9 +231,13 @@ fn check_data_offsets(bytes: &[u8], path: &Path) -> Result<()> {
 }
 
 /// Destructor MLX calls (from any thread) when the last array using a mapping is freed.
+///
+/// # Safety
+/// `payload` must come from `Box::into_raw` on a `Box<Arc<MmapRaw>>` and be passed here once.
 unsafe extern "C" fn release_mapping(payload: *mut c_void) {
-    // SAFETY: `payload` is the `Box<Arc<MmapMut>>` leaked in `load`, released exactly once.
-    drop(unsafe { Box::from_raw(payload.cast::<Arc<MmapMut>>()) });
+    // SAFETY: `payload` is the `Box<Arc<MmapRaw>>` leaked in `map_tensor`, which mlx-c hands
+    // back exactly once; `Arc<MmapRaw>` is `Send`, so dropping it on any thread is sound.
+    drop(unsafe { Box::from_raw(payload.cast::<Arc<MmapRaw>>()) });
 }
 
 fn dtype_of(dtype: safetensors::Dtype) -> std::result::Result<Dtype, String> {
@@ -221,27 +276,41 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
     let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes())
         .map_err(|_| Error::format(path, "path contains a NUL byte"))?;
     let stream = crate::device::current_stream()?;
-    // SAFETY: map handles created here and freed below on every path.
+    // SAFETY: no preconditions; the new (empty) map of arrays is ours, freed below on every path.
     let mut arrays = unsafe { ffi::mlx_map_string_to_array_new() };
+    // SAFETY: no preconditions; the new (empty) map of metadata strings is ours, freed below on
+    // every path.
     let mut metadata = unsafe { ffi::mlx_map_string_to_string_new() };
+    // SAFETY: `arrays` and `metadata` are valid handles, exclusively borrowed, that the call fills;
+    // `c_path` is a `CString` that outlives the call (mlx-c copies it); `stream` is this thread's
+    // current stream.
     let loaded = check("load_safetensors", || unsafe {
         ffi::mlx_load_safetensors(&mut arrays, &mut metadata, c_path.as_ptr(), stream)
     });
     let result = loaded.and_then(|()| {
         let mut out = BTreeMap::new();
         let mut failure = None;
+        // SAFETY: `arrays` is a live, non-null map handle (the load succeeded and filled it);
+        // the iterator points into it, and the map is neither changed nor freed until the
+        // iterator is freed below.
         let iter = unsafe { ffi::mlx_map_string_to_array_iterator_new(arrays) };
         loop {
             let mut key: *const std::ffi::c_char = std::ptr::null();
-            // SAFETY: an empty handle the iterator fills, freed here unless adopted.
+            // SAFETY: no preconditions; the null handle is ours, freed here unless adopted.
             let mut raw = unsafe { ffi::mlx_array_new() };
+            // SAFETY: `iter` is live (see above); `key` and `raw` are valid and exclusively
+            // borrowed: the call points `key` at the entry's key and sets `raw` to a new handle
+            // sharing the entry's array.
             let status = unsafe { ffi::mlx_map_string_to_array_iterator_next(&mut key, &mut raw, iter) };
             if status != 0 || key.is_null() {
+                // SAFETY: `raw` is ours and not adopted on this path: freed once, here.
                 unsafe { ffi::mlx_array_free(raw) };
                 break;
             }
+            // SAFETY: `key` (non-null) is the NUL-terminated data of the entry's key string, owned
+            // by the map, which is unchanged and live until freed below; it is copied out here.
             let name = unsafe { std::ffi::CStr::from_ptr(key) }.to_string_lossy().into_owned();
-            // SAFETY: the iterator filled `raw` with a new reference that is ours.
+            // SAFETY: the iterator set `raw` to a new handle of its own allocation: ours alone.
             match unsafe { Array::adopt(raw, "load_safetensors") } {
                 Ok(value) => {
                     out.insert(name, value);
@@ -252,9 +321,12 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
                 }
             }
         }
+        // SAFETY: `iter` is ours, no longer used, and freed once, here.
         unsafe { ffi::mlx_map_string_to_array_iterator_free(iter) };
         failure.map_or(Ok(out), Err)
     });
+    // SAFETY: both maps are ours, no longer used (the arrays adopted above hold their own
+    // references, the names were copied), and each is freed once, here.
     unsafe {
         ffi::mlx_map_string_to_array_free(arrays);
         ffi::mlx_map_string_to_string_free(metadata);

@@ -1,5 +1,6 @@
 //! [`SharedArray`]: an evaluated array that threads may share.
 
+use crate::status::check;
 use crate::{Array, Result};
 use std::ops::Deref;
 
@@ -11,9 +12,13 @@ use std::ops::Deref;
 #[derive(Clone, Debug)]
 pub struct SharedArray(Array);
 
-// SAFETY: the array is evaluated in `new`; MLX never writes an evaluated array's data while
-// other handles to it exist (donation needs a unique reference), and graph construction only
-// touches atomic reference counts. See the crate docs' thread model.
+// SAFETY: `new` evaluates the array and waits for it, leaving its node in MLX's final state
+// (`available`, no event, no inputs, no primitive); from then on MLX only reads the node:
+// `eval`, `is_available` and `wait` return without writing, graph construction copies the handle
+// (atomic reference counts), and a graph using it as an input reads its buffer. MLX writes into
+// an input's buffer (donation) only when that array holds the sole reference to its descriptor
+// and buffer, and the `SharedArray` keeps a reference of its own for as long as any thread can
+// borrow it. So threads sharing `&SharedArray` only ever read it. See the crate docs' thread model.
 unsafe impl Sync for SharedArray {}
 
 impl SharedArray {
@@ -21,6 +26,11 @@ impl SharedArray {
     #[track_caller]
     pub fn new(array: Array) -> Result<SharedArray> {
         array.eval()?;
+        // Evaluation leaves the node `evaluated`; the first `wait` (or `is_available`) moves it to
+        // `available`, writing to it. Do that here, while this thread is its only user, so that
+        // no later read from a sharing thread writes.
+        // SAFETY: `array.raw` is live while `array` is; `_mlx_array_wait` takes no other argument.
+        check("wait", || unsafe { mlx_ffi::_mlx_array_wait(array.as_raw()) })?;
         Ok(SharedArray(array))
     }
 

@@ -19,11 +19,16 @@ thread_local! {
 
 /// mlx-c calls this on the thread whose call failed, just before that call returns its
 /// failure status, so the message is read back by the same thread.
+///
+/// # Safety
+/// `message` must be null or a NUL-terminated string that stays valid until this returns, as
+/// the `char *` mlx-c's `_mlx_error` passes is. `_data` is not read.
 unsafe extern "C" fn record_error(message: *const c_char, _data: *mut c_void) {
     let text = if message.is_null() {
         "unknown MLX error".to_owned()
     } else {
-        // SAFETY: mlx-c passes a NUL-terminated buffer that lives for this call.
+        // SAFETY: `message` (non-null) is the NUL-terminated buffer `_mlx_error` formats into and
+        // keeps alive until this handler returns; the text is copied out before then.
         unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
     };
     // A panic must not unwind into C; `try_with` fails only during thread teardown.
@@ -39,7 +44,13 @@ static INIT: Once = Once::new();
 /// Installs the error handler. Idempotent and cheap after the first call.
 pub(crate) fn init() {
     INIT.call_once(|| {
-        // SAFETY: the handler is a plain function valid for the whole process; no data pointer.
+        // SAFETY: `record_error` is a plain function with the handler's signature, valid for the
+        // whole process, that neither unwinds nor reads its null data pointer (and no destructor
+        // is given). mlx-c stores the handler in unsynchronised globals, read only when an mlx-c
+        // call fails, on the calling thread. Only this crate calls into mlx-c, and each of its
+        // entry points runs `init` first (see the module docs): `Once` runs this write before any
+        // such call, and every later one on any thread happens after `call_once` returns, so no
+        // call reads the handler while it is written.
         unsafe { ffi::mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
     });
 }

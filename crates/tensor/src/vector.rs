@@ -5,6 +5,9 @@ use crate::{Array, Error, Result};
 use mlx_ffi as ffi;
 use std::panic::Location;
 
+/// Owns one `mlx_vector_array` handle (a heap `std::vector` of array references), freed by
+/// `Drop`; it is live for as long as the `VectorArray` is, and null only after an allocation
+/// failure, which mlx-c reports as an error wherever a null handle is used.
 pub(crate) struct VectorArray {
     raw: ffi::mlx_vector_array,
 }
@@ -14,7 +17,10 @@ impl VectorArray {
     pub(crate) fn new(arrays: &[&Array]) -> Result<VectorArray> {
         init();
         let raws: Vec<ffi::mlx_array> = arrays.iter().map(|a| a.as_raw()).collect();
-        // SAFETY: mlx-c copies the handles (sharing the arrays); we free the vector on drop.
+        // SAFETY: `raws` is one Vec's own pointer and length, borrowed for the call; each of its
+        // handles belongs to an `Array` in `arrays`, borrowed (so live) for the call. mlx-c pushes
+        // a copy of each array (a reference-count copy) into a new vector of its own, so the
+        // result does not depend on `raws` or `arrays` afterwards. The returned handle is ours.
         let raw = unsafe { ffi::mlx_vector_array_new_data(raws.as_ptr(), raws.len()) };
         if raw.ctx.is_null() {
             return Err(Error::Mlx {
@@ -29,6 +35,7 @@ impl VectorArray {
     /// An empty vector for mlx-c to fill.
     pub(crate) fn empty() -> VectorArray {
         init();
+        // SAFETY: `mlx_vector_array_new` has no preconditions; the new handle is ours.
         VectorArray { raw: unsafe { ffi::mlx_vector_array_new() } }
     }
 
@@ -43,15 +50,22 @@ impl VectorArray {
     /// The arrays, as owned handles.
     #[track_caller]
     pub(crate) fn to_arrays(&self) -> Result<Vec<Array>> {
+        // SAFETY: `self.raw` is live while `self` is borrowed; the call only reads the length.
         let len = unsafe { ffi::mlx_vector_array_size(self.raw) };
         (0..len)
-            .map(|i| Array::from_op("vector_array_get", |out| unsafe { ffi::mlx_vector_array_get(out, self.raw, i) }))
+            .map(|i| {
+                // SAFETY: the op-call contract of `Array::from_op`, with the live `self.raw` as
+                // input; mlx-c bounds-checks `i` (`std::vector::at`) and copies the array out.
+                Array::from_op("vector_array_get", |out| unsafe { ffi::mlx_vector_array_get(out, self.raw, i) })
+            })
             .collect()
     }
 }
 
 impl Drop for VectorArray {
     fn drop(&mut self) {
+        // SAFETY: `self.raw` is owned by this `VectorArray` alone and freed once, here; the
+        // arrays it held keep their own references.
         unsafe { ffi::mlx_vector_array_free(self.raw) };
     }
 }

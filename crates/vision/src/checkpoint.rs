@@ -149,11 +149,6 @@ impl Checkpoint {
         Arc::clone(&self.quantization)
     }
 
-    /// `processor_config.json`, if the directory has one.
-    pub fn processor_config_path(&self) -> Option<PathBuf> {
-        Some(self.dir.join("processor_config.json")).filter(|p| p.is_file())
-    }
-
     /// A weight error with the files it concerns: the file holding the tensor for a shape or
     /// dtype error, every weight file for a missing one. Other errors pass unchanged.
     pub fn locate(&self, error: Error) -> Error {

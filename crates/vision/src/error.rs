@@ -11,9 +11,10 @@ pub enum Error {
     /// An MLX operation or a file access failed.
     #[error(transparent)]
     Tensor(#[from] tensor::Error),
-    /// A weight is missing, mis-shaped, of the wrong dtype, or left unused; or a block failed.
+    /// A weight is missing, mis-shaped, of the wrong dtype, or left unused; or a block's input
+    /// did not fit. Never [`layers::Error::Tensor`]: an MLX failure is always [`Error::Tensor`].
     #[error(transparent)]
-    Layers(#[from] layers::Error),
+    Layers(layers::Error),
     /// An image could not be decoded or prepared.
     #[error(transparent)]
     Preprocess(#[from] preprocess::Error),
@@ -27,6 +28,10 @@ pub enum Error {
     /// vision tensor in its weight files). `path` is the file or directory that shows it.
     #[error("{}: the checkpoint has no vision tower: {detail}", path.display())]
     NoVisionTower { path: PathBuf, detail: String },
+    /// Two stored tensors have the same sanitized name (`first` and `second` as stored), e.g.
+    /// `model.vision_tower.x` beside `vision_tower.x`.
+    #[error("`{first}` and `{second}` both name the tensor `{name}`")]
+    DuplicateTensor { name: String, first: String, second: String },
     /// A weight is missing, mis-shaped or of the wrong dtype; `files` are the weight files
     /// looked in (the one holding the tensor, or all of them when it is missing).
     #[error("{source} (in {})", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "))]
@@ -59,6 +64,16 @@ pub enum ErrorKind {
     Compute,
 }
 
+impl From<layers::Error> for Error {
+    /// An MLX failure inside a layer becomes [`Error::Tensor`], so that it has one form.
+    fn from(error: layers::Error) -> Error {
+        match error {
+            layers::Error::Tensor(e) => Error::Tensor(e),
+            other => Error::Layers(other),
+        }
+    }
+}
+
 impl Error {
     pub(crate) fn input(what: impl Into<String>) -> Error {
         Error::Input { what: what.into() }
@@ -68,11 +83,10 @@ impl Error {
     /// [`ErrorKind::NotFound`] when its path does not exist (now), else [`ErrorKind::Unreadable`].
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Tensor(e)
-            | Error::Layers(layers::Error::Tensor(e))
-            | Error::Weight { source: layers::Error::Tensor(e), .. } => tensor_kind(e),
+            Error::Tensor(e) | Error::Weight { source: layers::Error::Tensor(e), .. } => tensor_kind(e),
             Error::Layers(_)
             | Error::Weight { .. }
+            | Error::DuplicateTensor { .. }
             | Error::Config { .. }
             | Error::NoVisionTower { .. }
             | Error::Quantization { .. }
@@ -132,7 +146,9 @@ mod tests {
         let weights = layers::Error::Missing { name: "w".into() };
         assert_eq!(Error::from(weights).kind(), ErrorKind::Invalid);
         let tensor_io = tensor::Error::Io { path: missing, source: std::io::ErrorKind::NotFound.into() };
-        assert_eq!(Error::from(layers::Error::Tensor(tensor_io)).kind(), ErrorKind::NotFound);
+        let from_layers = Error::from(layers::Error::Tensor(tensor_io));
+        assert!(matches!(from_layers, Error::Tensor(_)), "an MLX error has one form: {from_layers:?}");
+        assert_eq!(from_layers.kind(), ErrorKind::NotFound);
         let unreadable =
             tensor::Error::Io { path: std::env::temp_dir(), source: std::io::ErrorKind::PermissionDenied.into() };
         let weight = Error::Weight { files: vec![], source: layers::Error::Tensor(unreadable) };

@@ -1,7 +1,8 @@
 //! The vision tensors of a checkpoint under the reference's sanitized key names.
 
 use crate::ModelType;
-use layers::{Error, Result, WeightStore};
+use crate::{Error, Result};
+use layers::WeightStore;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -45,10 +46,7 @@ impl SanitizedStore {
                 continue;
             }
             if let Some(previous) = names.insert(key.clone(), raw.to_owned()) {
-                return Err(Error::Input {
-                    block: "checkpoint",
-                    what: format!("`{previous}` and `{raw}` both name the tensor `{key}`"),
-                });
+                return Err(Error::DuplicateTensor { name: key, first: previous, second: raw.to_owned() });
             }
         }
         Ok(SanitizedStore { files, names })
@@ -74,8 +72,8 @@ impl SanitizedStore {
         self.files.file_of(self.stored_name(name)?)
     }
 
-    fn raw(&self, name: &str) -> Result<&str> {
-        self.names.get(name).map(String::as_str).ok_or_else(|| Error::Missing { name: name.to_owned() })
+    fn raw(&self, name: &str) -> layers::Result<&str> {
+        self.names.get(name).map(String::as_str).ok_or_else(|| layers::Error::Missing { name: name.to_owned() })
     }
 }
 
@@ -105,11 +103,11 @@ impl WeightStore for SanitizedStore {
         self.names.contains_key(name)
     }
 
-    fn info(&self, name: &str) -> Result<TensorInfo> {
+    fn info(&self, name: &str) -> layers::Result<TensorInfo> {
         Ok(self.files.info(self.raw(name)?)?)
     }
 
-    fn load(&self, name: &str) -> Result<Array> {
+    fn load(&self, name: &str) -> layers::Result<Array> {
         Ok(self.files.load(self.raw(name)?)?)
     }
 }

@@ -140,6 +140,25 @@ fn unused_vision_tensors_are_an_error_and_others_are_ignored() {
 }
 
 #[test]
+fn a_tensor_stored_under_its_raw_and_its_sanitized_name_is_refused() {
+    let dir = model_copy("tiny-clipped", "duplicate");
+    let name = "vision_tower.patch_embedder.input_proj.weight";
+    rewrite_weights(&dir, |t| {
+        let raw = t.iter().find(|(n, _)| n == &format!("model.{name}")).expect("the fixture has it").1.clone();
+        t.push((name.into(), raw));
+    });
+    match load_err(&dir) {
+        Error::DuplicateTensor { name: key, first, second } => {
+            assert_eq!(key, name);
+            let mut stored = [first, second];
+            stored.sort();
+            assert_eq!(stored, [format!("model.{name}"), name.to_owned()]);
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
 fn clip_bounds_follow_the_config() {
     // With use_clipped_linears false the reference's sanitize drops the bounds: they are
     // neither read nor "unused".

@@ -14,11 +14,12 @@
 
 use super::pack::{pack_keys, pack_queries, pack_values};
 use super::softmax::Lanes;
-use super::{AttentionShape, MaskRef, check_arguments};
+use super::{AttentionInputs, AttentionShape, MaskRef};
+use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{MR, NR, TILE, TileKernel};
-use crate::gemm::{MicroKernel, with_scratch};
-use crate::{DType, Float, Result};
+use crate::scratch::{with_scratch, with_shared};
+use crate::{DType, Float};
 use rayon::prelude::*;
 
 /// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
@@ -28,67 +29,64 @@ const QUERY_PANELS: usize = 2;
 /// Keys per k block of `p · v` (a `KEY_BLOCK × NR` slice of `pᵀ` stays in L1).
 const KEY_BLOCK: usize = 256;
 
-/// [`attention_with`](super::attention_with).
-#[allow(clippy::too_many_arguments, reason = "attention's arguments and the kernel choice")]
-pub(crate) fn run<T: Float>(
-    kernel: MicroKernel,
-    shape: AttentionShape,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    scale: f32,
-    mask: Option<MaskRef<'_, T>>,
-    out: &mut [T],
-) -> Result<()> {
-    check_arguments(&shape, q, k, v, mask.as_ref(), out)?;
+/// [`attention_with`](super::attention_with) on checked inputs and a nonempty output.
+pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>, out: &mut [T]) {
+    let AttentionInputs { shape, q, k, v, scale, mask } = inputs;
     let AttentionShape { batch, kv_heads, queries, keys, head_dim, .. } = shape;
-    if out.is_empty() {
-        return Ok(());
-    }
     if keys == 0 {
         // An empty softmax, then a product over no keys: zeros.
         out.fill(T::default());
-        return Ok(());
+        return;
     }
+    // A mask of zeros changes no score: each k-sum starts at `+0`, so no score is `−0`, and
+    // `s + ±0 = s` for every other `s` (NaNs included). Skipping it saves its transposition
+    // and its adds.
+    let mask = mask.filter(|mask| !mask.is_zero());
     let tile = kernel.resolve();
     let lanes = Lanes::new(kernel == MicroKernel::Avx2);
     let key_panels = keys.div_ceil(MR);
     let dim_panels = head_dim.div_ceil(MR);
     let keys_len = key_panels * head_dim * MR;
     let values_len = dim_panels * keys * MR;
-    let mut packed_keys = vec![0.0f32; batch * kv_heads * keys_len];
-    let mut packed_values = vec![0.0f32; batch * kv_heads * values_len];
-    packed_keys.par_chunks_mut(keys_len).zip(packed_values.par_chunks_mut(values_len)).enumerate().for_each(
-        |(bg, (keys_dst, values_dst))| {
-            pack_keys(&shape, k, bg / kv_heads, bg % kv_heads, keys_dst);
-            pack_values(&shape, v, bg / kv_heads, bg % kv_heads, values_dst);
-        },
-    );
     // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
     // every product exact (see `gemm::magnitudes`).
     let exact_possible = T::DTYPE == DType::Bf16 && kernel == MicroKernel::Avx2;
-    let magnitudes = |packed: &[f32], len: usize| -> Vec<Magnitudes> {
-        if exact_possible { packed.par_chunks(len).map(Magnitudes::of).collect() } else { Vec::new() }
-    };
-    let packed = Packed {
-        keys: &packed_keys,
-        values: &packed_values,
-        keys_len,
-        values_len,
-        key_magnitudes: magnitudes(&packed_keys, keys_len),
-        value_magnitudes: magnitudes(&packed_values, values_len),
-        exact_possible,
-    };
-    let scale = T::from_f32(scale);
-    let row_len = shape.query_heads * head_dim;
-    out.par_chunks_mut(queries * row_len).enumerate().for_each(|(b, batch_out)| {
-        batch_out.par_chunks_mut(QUERY_PANELS * NR * row_len).enumerate().for_each(|(block, block_out)| {
-            let i0 = block * QUERY_PANELS * NR;
-            let task = Task { shape: &shape, tile, lanes, packed: &packed, q, scale, mask: mask.as_ref(), b, i0 };
-            task.run(block_out);
+    let groups = batch * kv_heads;
+    with_shared(groups * (keys_len + values_len), |buffer| {
+        let (packed_keys, packed_values) = buffer.split_at_mut(groups * keys_len);
+        let (key_magnitudes, value_magnitudes): (Vec<Magnitudes>, Vec<Magnitudes>) = packed_keys
+            .par_chunks_mut(keys_len)
+            .zip(packed_values.par_chunks_mut(values_len))
+            .enumerate()
+            .map(|(bg, (keys_dst, values_dst))| {
+                pack_keys(&shape, k, bg / kv_heads, bg % kv_heads, keys_dst);
+                pack_values(&shape, v, bg / kv_heads, bg % kv_heads, values_dst);
+                if exact_possible {
+                    (Magnitudes::of(keys_dst), Magnitudes::of(values_dst))
+                } else {
+                    (Magnitudes::EMPTY, Magnitudes::EMPTY)
+                }
+            })
+            .unzip();
+        let packed = Packed {
+            keys: packed_keys,
+            values: packed_values,
+            keys_len,
+            values_len,
+            key_magnitudes,
+            value_magnitudes,
+            exact_possible,
+        };
+        let scale = T::from_f32(scale);
+        let row_len = shape.query_heads * head_dim;
+        out.par_chunks_mut(queries * row_len).enumerate().for_each(|(b, batch_out)| {
+            batch_out.par_chunks_mut(QUERY_PANELS * NR * row_len).enumerate().for_each(|(block, block_out)| {
+                let i0 = block * QUERY_PANELS * NR;
+                let task = Task { shape: &shape, tile, lanes, packed: &packed, q, scale, mask: mask.as_ref(), b, i0 };
+                task.run(block_out);
+            });
         });
     });
-    Ok(())
 }
 
 /// The packed `k` and `v` of every (batch row, kv head).
@@ -97,7 +95,7 @@ struct Packed<'a> {
     values: &'a [f32],
     keys_len: usize,
     values_len: usize,
-    /// Per (batch row, kv head), when `exact_possible`.
+    /// Per (batch row, kv head) (empty where `exact_possible` is not).
     key_magnitudes: Vec<Magnitudes>,
     value_magnitudes: Vec<Magnitudes>,
     /// Whether the operands hold bf16 values (and the AVX2 kernels run).
@@ -105,11 +103,10 @@ struct Packed<'a> {
 }
 
 impl Packed<'_> {
-    /// Whether every product of the packed operand `bg` (`magnitudes`) with `other`'s values is
-    /// exact, so that FMA gives MLX's bits.
-    fn exact(&self, magnitudes: &[Magnitudes], bg: usize, other: &[f32]) -> bool {
-        self.exact_possible
-            && magnitudes.get(bg).is_some_and(|&packed| products_are_exact(packed, Magnitudes::of(other)))
+    /// Whether every product of the packed operand `bg` (`magnitudes`) with values of
+    /// magnitudes `other` is exact, so that FMA gives MLX's bits.
+    fn exact(&self, magnitudes: &[Magnitudes], bg: usize, other: Magnitudes) -> bool {
+        self.exact_possible && magnitudes.get(bg).is_some_and(|&packed| products_are_exact(packed, other))
     }
 }
 
@@ -166,7 +163,7 @@ impl<T: Float> Task<'_, T> {
                 }
                 let mut exact_scores = [false; QUERY_PANELS];
                 for (exact, panel) in exact_scores.iter_mut().zip(query_panels.chunks_exact(query_len)) {
-                    *exact = self.packed.exact(&self.packed.key_magnitudes, bg, panel);
+                    *exact = self.packed.exact(&self.packed.key_magnitudes, bg, Magnitudes::of(panel));
                 }
                 // sᵀ = k · q'ᵀ, each key panel serving every query panel while in L1; each
                 // tile's scores are finished (rounded, masked, into the maximum) right away.
@@ -176,11 +173,7 @@ impl<T: Float> Task<'_, T> {
                     let panels = scores.chunks_exact_mut(scores_len).zip(query_panels.chunks_exact(query_len));
                     for (qp, (scores, query_panel)) in panels.enumerate() {
                         let tile = &mut scores.as_chunks_mut::<TILE>().0[p];
-                        if exact_scores[qp] {
-                            self.tile.run_exact(head_dim, key_panel, query_panel, tile, false);
-                        } else {
-                            self.tile.run(head_dim, key_panel, query_panel, tile, false);
-                        }
+                        self.tile.run(exact_scores[qp], head_dim, (key_panel, query_panel), tile, false, &[]);
                         let mask_rows = self
                             .mask
                             .map(|_| &mask_t[qp * mask_len + p * MR * NR..qp * mask_len + (p * MR + rows) * NR]);
@@ -192,27 +185,25 @@ impl<T: Float> Task<'_, T> {
                     let sum = self.lanes.exponentials(&mut scores[..keys * NR], &maximum[qp]);
                     inverse[qp] = sum.map(|total| 1.0 / total);
                 }
-                // outᵀ = vᵀ · pᵀ: a block of keys is normalised, then each block of a value
-                // panel serves every query panel.
+                // outᵀ = vᵀ · pᵀ: a block of keys is normalised, then multiplied by the value
+                // panels' blocks.
                 for j0 in (0..keys).step_by(KEY_BLOCK) {
                     let kc = KEY_BLOCK.min(keys - j0);
                     let mut exact_values = [false; QUERY_PANELS];
                     for (qp, scores) in scores.chunks_exact_mut(scores_len).enumerate() {
                         let block = &mut scores[j0 * NR..(j0 + kc) * NR];
-                        self.lanes.normalize::<T>(block, &inverse[qp]);
-                        exact_values[qp] = self.packed.exact(&self.packed.value_magnitudes, bg, block);
+                        let magnitudes = self.lanes.normalize::<T>(block, &inverse[qp]);
+                        exact_values[qp] = self.packed.exact(&self.packed.value_magnitudes, bg, magnitudes);
                     }
-                    for (dp, value_panel) in packed_values.chunks_exact(keys * MR).enumerate() {
-                        let v_block = &value_panel[j0 * MR..];
-                        let panels = scores.chunks_exact(scores_len).zip(tiles.chunks_exact_mut(tiles_len));
-                        for (qp, (probabilities, tiles)) in panels.enumerate() {
-                            let tile = &mut tiles.as_chunks_mut::<TILE>().0[dp];
-                            let p_block = &probabilities[j0 * NR..];
-                            if exact_values[qp] {
-                                self.tile.run_exact(kc, v_block, p_block, tile, j0 > 0);
-                            } else {
-                                self.tile.run(kc, v_block, p_block, tile, j0 > 0);
-                            }
+                    // A query panel's block of `pᵀ` stays in L1 while the value panels' blocks
+                    // stream past it, each call prefetching the next.
+                    let v_block = |dp: usize| &packed_values[dp * keys * MR + j0 * MR..][..kc * MR];
+                    let panels = scores.chunks_exact(scores_len).zip(tiles.chunks_exact_mut(tiles_len));
+                    for (qp, (probabilities, tiles)) in panels.enumerate() {
+                        let p_block = &probabilities[j0 * NR..][..kc * NR];
+                        for (dp, tile) in tiles.as_chunks_mut::<TILE>().0.iter_mut().enumerate() {
+                            let next = if dp + 1 < dim_panels { v_block(dp + 1) } else { &[] };
+                            self.tile.run(exact_values[qp], kc, (v_block(dp), p_block), tile, j0 > 0, next);
                         }
                     }
                 }

@@ -69,84 +69,86 @@ impl<'a, T: Float> MaskRef<'a, T> {
         &self.data[start..start + shape.keys]
     }
 
+    /// Whether every value is `±0` (a single image's padding-free mask: adding it changes no
+    /// score, see the driver). Scans the data, in parallel, until the first nonzero value.
+    pub(crate) fn is_zero(&self) -> bool {
+        use rayon::prelude::*;
+        const CHUNK: usize = 1 << 14;
+        self.data.par_chunks(CHUNK).all(|chunk| chunk.iter().all(|x| x.to_f32() == 0.0))
+    }
+
     /// Whether every query head sees the same mask.
     pub(crate) fn shared_by_heads(&self) -> bool {
         self.heads == 1
     }
 }
 
+/// One attention's inputs: `q` `[B, Lq, Hq, D]`, `k` and `v` `[B, Lk, Hkv, D]` with `Hkv`
+/// dividing `Hq` (token-major, as [`AttentionShape`] lays them out), the scale of the scores and
+/// an optional additive mask. Checked against `shape` (and the output) by every entry point.
+#[derive(Debug, Clone, Copy)]
+pub struct AttentionInputs<'a, T> {
+    pub shape: AttentionShape,
+    pub q: &'a [T],
+    pub k: &'a [T],
+    pub v: &'a [T],
+    pub scale: f32,
+    pub mask: Option<MaskRef<'a, T>>,
+}
+
 /// `out = softmax(T(T(scale)·q) · kᵀ + mask) · v` with MLX 0.32's CPU bits for `T` (see the
-/// module docs): `q` `[B, Lq, Hq, D]`, `k` and `v` `[B, Lk, Hkv, D]` with `Hkv` dividing `Hq`
-/// (query head `h` reads kv head `h / (Hq / Hkv)`, as MLX's grouped-query fallback does),
-/// `out` `[B, Lq, Hq, D]`. With no keys the output is zeros. Runs over all cores; the bits do
-/// not depend on the number of threads.
+/// module docs): query head `h` reads kv head `h / (Hq / Hkv)`, as MLX's grouped-query fallback
+/// does, and `out` is `[B, Lq, Hq, D]`. With no keys the output is zeros. Runs over all cores;
+/// the bits do not depend on the number of threads.
 ///
 /// A float32 NaN in the output may differ from MLX's in its payload or sign; bf16 NaNs are
 /// `0x7FC0` as MLX's.
-pub fn attention<T: Float>(
-    shape: AttentionShape,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    scale: f32,
-    mask: Option<MaskRef<'_, T>>,
-    out: &mut [T],
-) -> Result<()> {
-    driver::run(MicroKernel::detect(), shape, q, k, v, scale, mask, out)
+pub fn attention<T: Float>(inputs: AttentionInputs<'_, T>, out: &mut [T]) -> Result<()> {
+    attention_with(MicroKernel::detect(), inputs, out)
 }
 
 /// [`attention`] with a chosen micro-kernel (for tests and benchmarks: both give the same
 /// bits).
-#[allow(clippy::too_many_arguments, reason = "attention's arguments and the kernel choice")]
-pub fn attention_with<T: Float>(
-    kernel: MicroKernel,
-    shape: AttentionShape,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    scale: f32,
-    mask: Option<MaskRef<'_, T>>,
-    out: &mut [T],
-) -> Result<()> {
-    driver::run(kernel, shape, q, k, v, scale, mask, out)
-}
-
-/// The checks shared by the entry points: slices of the shape's lengths, heads that group,
-/// a mask that broadcasts.
-pub(crate) fn check_arguments<T: Float>(
-    shape: &AttentionShape,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    mask: Option<&MaskRef<'_, T>>,
-    out: &[T],
-) -> Result<()> {
-    let AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim } = *shape;
-    let fail = |what: String| Err(Error::shape("attention", what));
-    if query_heads == 0 || kv_heads == 0 || query_heads % kv_heads != 0 {
-        return fail(format!("{kv_heads} kv heads do not divide {query_heads} query heads"));
-    }
-    let len = |dims: &[usize]| dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-    let q_len = len(&[batch, queries, query_heads, head_dim]);
-    let kv_len = len(&[batch, keys, kv_heads, head_dim]);
-    for (name, got, want) in
-        [("q", q.len(), q_len), ("k", k.len(), kv_len), ("v", v.len(), kv_len), ("out", out.len(), q_len)]
-    {
-        if want != Some(got) {
-            return fail(format!("{name} holds {got} elements, {shape:?} needs {want:?}"));
-        }
-    }
-    if let Some(mask) = mask {
-        if !(mask.batch == 1 || mask.batch == batch) || !(mask.heads == 1 || mask.heads == query_heads) {
-            return fail(format!(
-                "a mask of {} × {} blocks does not broadcast to {batch} × {query_heads}",
-                mask.batch, mask.heads
-            ));
-        }
-        let want = len(&[mask.batch, mask.heads, queries, keys]);
-        if want != Some(mask.data.len()) {
-            return fail(format!("the mask holds {} elements, {want:?} expected", mask.data.len()));
-        }
+pub fn attention_with<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>, out: &mut [T]) -> Result<()> {
+    inputs.check(out)?;
+    if !out.is_empty() {
+        driver::run(kernel, inputs, out);
     }
     Ok(())
+}
+
+impl<T: Float> AttentionInputs<'_, T> {
+    /// The checks shared by the entry points: slices of the shape's lengths (`out` too), heads
+    /// that group, a mask that broadcasts.
+    pub(crate) fn check(&self, out: &[T]) -> Result<()> {
+        let AttentionInputs { shape, q, k, v, mask, .. } = self;
+        let AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim } = *shape;
+        let fail = |what: String| Err(Error::shape("attention", what));
+        if query_heads == 0 || kv_heads == 0 || query_heads % kv_heads != 0 {
+            return fail(format!("{kv_heads} kv heads do not divide {query_heads} query heads"));
+        }
+        let len = |dims: &[usize]| dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let q_len = len(&[batch, queries, query_heads, head_dim]);
+        let kv_len = len(&[batch, keys, kv_heads, head_dim]);
+        for (name, got, want) in
+            [("q", q.len(), q_len), ("k", k.len(), kv_len), ("v", v.len(), kv_len), ("out", out.len(), q_len)]
+        {
+            if want != Some(got) {
+                return fail(format!("{name} holds {got} elements, {shape:?} needs {want:?}"));
+            }
+        }
+        if let Some(mask) = mask {
+            if !(mask.batch == 1 || mask.batch == batch) || !(mask.heads == 1 || mask.heads == query_heads) {
+                return fail(format!(
+                    "a mask of {} × {} blocks does not broadcast to {batch} × {query_heads}",
+                    mask.batch, mask.heads
+                ));
+            }
+            let want = len(&[mask.batch, mask.heads, queries, keys]);
+            if want != Some(mask.data.len()) {
+                return fail(format!("the mask holds {} elements, {want:?} expected", mask.data.len()));
+            }
+        }
+        Ok(())
+    }
 }

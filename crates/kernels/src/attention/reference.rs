@@ -3,26 +3,19 @@
 //! `softmax.cpp` runs it with a simd width of 1. It defines the bits
 //! [`attention`](super::attention) reproduces.
 
-use super::{AttentionShape, MaskRef, check_arguments};
+use super::{AttentionInputs, AttentionShape};
 use crate::exp::exp;
 use crate::gemm::{self, GemmOptions, MatRef};
 use crate::{DType, Float, Result};
 
 /// [`attention`](super::attention), computed the slow way (same contract and errors).
-pub fn reference<T: Float>(
-    shape: AttentionShape,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    scale: f32,
-    mask: Option<MaskRef<'_, T>>,
-    out: &mut [T],
-) -> Result<()> {
-    check_arguments(&shape, q, k, v, mask.as_ref(), out)?;
-    let AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim } = shape;
+pub fn reference<T: Float>(inputs: AttentionInputs<'_, T>, out: &mut [T]) -> Result<()> {
+    inputs.check(out)?;
     if out.is_empty() {
         return Ok(());
     }
+    let AttentionInputs { shape, q, k, v, scale, mask } = inputs;
+    let AttentionShape { batch, query_heads, kv_heads, queries, keys, head_dim } = shape;
     let group = query_heads / kv_heads;
     let scale = T::from_f32(scale).to_f32();
     for b in 0..batch {

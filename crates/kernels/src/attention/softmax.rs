@@ -8,9 +8,10 @@
 //! 3. [`Lanes::normalize`], on each block of keys just before `p · v` reads it:
 //!    `p = T(e · (1 / sum))` (bf16 recomputes `e` in MLX, which gives the same `e`).
 
-use crate::Float;
 use crate::exp::exp;
+use crate::gemm::magnitudes::Magnitudes;
 use crate::gemm::microkernel::NR;
+use crate::{DType, Float};
 
 /// Which code runs the lanes: AVX2 + FMA (MLX's `exp` polynomial uses `fma`) or portable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,20 +81,23 @@ impl Lanes {
     }
 
     /// Step 3 on a block of keys (`k × NR`): `p = T(e · inverse)` in place, `inverse` being
-    /// `1 / sum` per lane.
+    /// `1 / sum` per lane. Returns bounds of the `p`'s [`Magnitudes`] (for `p · v`'s choice of
+    /// FMA), for bf16 `T` (the only one where FMA can be exact; float32 gets
+    /// [`Magnitudes::UNBOUNDED`]): every finite `p` is at most 1 (`e ≤ 1`, as `s ≤ max`;
+    /// `sum ≥ 1`, as the maximum's `e` is 1), so only the smallest nonzero `p` is computed.
     #[inline]
-    pub(crate) fn normalize<T: Float>(self, rows: &mut [f32], inverse: &[f32; NR]) {
+    pub(crate) fn normalize<T: Float>(self, rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         #[cfg(target_arch = "x86_64")]
         if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked just above).
-            unsafe { avx2::normalize::<T>(rows, inverse) };
-            return;
+            return unsafe { avx2::normalize::<T>(rows, inverse) };
         }
         for row in rows.chunks_exact_mut(NR) {
             for (s, inv) in row.iter_mut().zip(inverse) {
                 *s = round::<T>(*s * inv);
             }
         }
+        if T::DTYPE == DType::Bf16 { Magnitudes::of(rows) } else { Magnitudes::UNBOUNDED }
     }
 }
 
@@ -102,8 +106,10 @@ mod avx2 {
     //! The steps on two vectors of 8 lanes per key, the same bits as the portable loops.
 
     use super::NR;
+    use crate::DType;
     use crate::Float;
-    use crate::exp::avx2::exp8;
+    use crate::exp::avx2::{exp8, exp8_nonpositive};
+    use crate::gemm::magnitudes::Magnitudes;
     use crate::lanes::round8;
     use std::arch::x86_64::*;
 
@@ -154,13 +160,25 @@ mod avx2 {
         store(maximum_lanes, m);
     }
 
+    /// Whether all 8 lanes are finite.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn finite(x: __m256) -> bool {
+        let magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
+        _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(magnitude, _mm256_set1_ps(f32::INFINITY))) == 0xFF
+    }
+
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
         let m = load(maximum);
+        // Where a lane's maximum is finite, no score of it is NaN (a NaN would be the maximum)
+        // and none exceeds it: every `s − m` is `≤ 0` or `−∞`.
+        let bounded = [finite(m[0]), finite(m[1])];
+        let exp = |x: __m256, bounded: bool| if bounded { exp8_nonpositive(x) } else { exp8(x) };
         let mut sum = [_mm256_setzero_ps(); 2];
         for row in scores.chunks_exact_mut(NR) {
             let s = load(row);
-            let e = [exp8(_mm256_sub_ps(s[0], m[0])), exp8(_mm256_sub_ps(s[1], m[1]))];
+            let e = [exp(_mm256_sub_ps(s[0], m[0]), bounded[0]), exp(_mm256_sub_ps(s[1], m[1]), bounded[1])];
             sum = [_mm256_add_ps(sum[0], e[0]), _mm256_add_ps(sum[1], e[1])];
             store(row, e);
         }
@@ -170,11 +188,31 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) {
+    pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         let inv = load(inverse);
+        let bounded = T::DTYPE == DType::Bf16;
+        // The smallest nonzero finite `p`: every `p` is `+0`, positive or the canonical NaN
+        // (`0x7FC0`), so `bits − 1` as unsigned puts the zeros last and the NaNs above `+∞`.
+        let one = _mm256_set1_epi32(1);
+        let mut least = _mm256_set1_epi32(-1);
         for row in rows.chunks_exact_mut(NR) {
             let e = load(row);
-            store(row, [round8::<T>(_mm256_mul_ps(e[0], inv[0])), round8::<T>(_mm256_mul_ps(e[1], inv[1]))]);
+            let p = [round8::<T>(_mm256_mul_ps(e[0], inv[0])), round8::<T>(_mm256_mul_ps(e[1], inv[1]))];
+            if bounded {
+                for half in p {
+                    least = _mm256_min_epu32(least, _mm256_sub_epi32(_mm256_castps_si256(half), one));
+                }
+            }
+            store(row, p);
         }
+        if !bounded {
+            return Magnitudes::UNBOUNDED;
+        }
+        let mut lanes = [0u32; 8];
+        // SAFETY: `lanes` holds 8 lanes of 32 bits.
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), least) };
+        let least = lanes.into_iter().min().unwrap_or(u32::MAX).wrapping_add(1);
+        let min = if least < f32::INFINITY.to_bits() { f32::from_bits(least) } else { f32::INFINITY };
+        Magnitudes { max: 1.0, min }
     }
 }

@@ -10,16 +10,16 @@
 //! by exactly one task, in the same order whatever the blocking, so neither the blocking nor
 //! the number of threads changes a bit.
 
+use super::GemmOptions;
 use super::arithmetic::{BiasPlacement, clip};
 use super::epilogue::Epilogue;
 use super::magnitudes::{Magnitudes, products_are_exact};
 use super::matrix::MatRef;
 use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
 use super::pack::{pack_a, pack_b_panel};
-use super::{GemmOptions, check_arguments};
-use crate::{DType, Float, Result};
+use crate::scratch::{with_scratch, with_shared};
+use crate::{DType, Float};
 use rayon::prelude::*;
-use std::cell::RefCell;
 
 /// Largest k block: a `kc × NR` panel of `b` (16 KiB) stays in L1 while the tile loop runs.
 const KC_MAX: usize = 256;
@@ -32,6 +32,8 @@ const NC: usize = 256;
 const NC_UNSHARED: usize = 1024;
 /// Largest `a` (in floats) packed once and shared by the column blocks.
 const SHARED_A_MAX: usize = 16 << 20;
+/// Floats per cache line (the prefetch granule).
+const LINE: usize = 16;
 
 /// The cache blocking of one product: rows per task (`mc`, a multiple of the tile's rows), the
 /// longest k block (`kc`; k is split into equal blocks no longer than this) and the columns
@@ -61,19 +63,19 @@ impl Blocking {
     }
 }
 
-/// The fast path of [`gemm`](super::gemm).
-pub(crate) fn run<A: Float, B: Float, O: Float>(
+/// The fast path of [`gemm_with`](super::gemm_with), on arguments that passed its check (which
+/// returned their `extents`).
+pub(super) fn run<A: Float, B: Float, O: Float>(
     kernel: MicroKernel,
     blocking: Blocking,
+    (m, k, n): (usize, usize, usize),
     a: MatRef<'_, A>,
     b: MatRef<'_, B>,
     out: &mut [O],
     options: &GemmOptions<'_, O>,
-) -> Result<()> {
-    check_arguments(&a, &b, out, options)?;
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+) {
     if m == 0 || n == 0 {
-        return Ok(());
+        return;
     }
     let epilogue = Epilogue {
         bias: options.bias,
@@ -83,57 +85,63 @@ pub(crate) fn run<A: Float, B: Float, O: Float>(
     };
     if k == 0 {
         empty_product(out, n, &epilogue);
-        return Ok(());
+        return;
     }
     let k_blocks = k.div_ceil(blocking.kc);
     let kc = k.div_ceil(k_blocks);
     let nc = blocking.nc.min(n.next_multiple_of(NR));
     let tile_kernel = kernel.resolve();
-    // With several column blocks, `a` is packed once for all of them (when it is not huge):
-    // row block `t` at `t · mc · k`, its k blocks one after the other, as `pack_a` lays them.
     // FMA may replace the separate multiply and add where both operands hold bf16 values and
     // their magnitudes make every product exact (see `magnitudes`).
     let exact_possible = kernel == MicroKernel::Avx2
         && (O::DTYPE == DType::Bf16 || (A::DTYPE == DType::Bf16 && B::DTYPE == DType::Bf16));
-    let shared_a = (n > nc && m.next_multiple_of(MR) * k <= SHARED_A_MAX).then(|| {
-        let mut packed = vec![0.0f32; m.next_multiple_of(MR) * k];
-        packed.par_chunks_mut(blocking.mc * k).enumerate().for_each(|(t, dst)| {
-            let (i0, rows) = (t * blocking.mc, blocking.mc.min(m - t * blocking.mc));
-            let panels = rows.div_ceil(MR);
-            for p0 in (0..k).step_by(kc) {
-                let kcur = kc.min(k - p0);
-                pack_a::<A, O>(&a, options.a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
+    // With several column blocks, `a` is packed once for all of them (when it is not huge):
+    // row block `t` at `t · mc · k`, its k blocks one after the other, as `pack_a` lays them.
+    let share_a = n > nc && m.next_multiple_of(MR) * k <= SHARED_A_MAX;
+    let shared_a_len = if share_a { m.next_multiple_of(MR) * k } else { 0 };
+    with_shared(shared_a_len, |shared_a| {
+        let shared_a: Option<(&[f32], Magnitudes)> = if share_a {
+            let magnitudes = shared_a
+                .par_chunks_mut(blocking.mc * k)
+                .enumerate()
+                .map(|(t, dst)| {
+                    let (i0, rows) = (t * blocking.mc, blocking.mc.min(m - t * blocking.mc));
+                    let panels = rows.div_ceil(MR);
+                    for p0 in (0..k).step_by(kc) {
+                        let kcur = kc.min(k - p0);
+                        pack_a::<A, O>(&a, options.a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
+                    }
+                    if exact_possible { Magnitudes::of(dst) } else { Magnitudes::EMPTY }
+                })
+                .reduce(|| Magnitudes::EMPTY, Magnitudes::merge);
+            Some((&*shared_a, magnitudes))
+        } else {
+            None
+        };
+        with_shared(k * nc, |packed_b| {
+            for j0 in (0..n).step_by(nc) {
+                let cols = nc.min(n - j0);
+                let panels = cols.div_ceil(NR);
+                let packed_b = &mut packed_b[..panels * k * NR];
+                let b_magnitudes = packed_b
+                    .par_chunks_mut(k * NR)
+                    .enumerate()
+                    .map(|(p, dst)| {
+                        let simd = kernel == MicroKernel::Avx2;
+                        pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst, simd);
+                        if exact_possible { Magnitudes::of(dst) } else { Magnitudes::EMPTY }
+                    })
+                    .reduce(|| Magnitudes::EMPTY, Magnitudes::merge);
+                let packed_b = &*packed_b;
+                let block = ColumnBlock { j0, cols, packed_b, k, kc, exact_possible, b_magnitudes };
+                out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
+                    let i0 = t * blocking.mc;
+                    let packed_a = shared_a.map(|(packed, magnitudes)| (&packed[i0 * k..], magnitudes));
+                    row_block(tile_kernel, &a, options.a_clip, packed_a, &block, &epilogue, i0, rows, n);
+                });
             }
         });
-        let magnitudes = if exact_possible {
-            packed.par_chunks(blocking.mc * k).map(Magnitudes::of).reduce(|| Magnitudes::EMPTY, Magnitudes::merge)
-        } else {
-            Magnitudes::EMPTY
-        };
-        (packed, magnitudes)
     });
-    let mut packed_b = vec![0.0f32; k * nc];
-    for j0 in (0..n).step_by(nc) {
-        let cols = nc.min(n - j0);
-        let panels = cols.div_ceil(NR);
-        let packed_b = &mut packed_b[..panels * k * NR];
-        packed_b.par_chunks_mut(k * NR).enumerate().for_each(|(p, dst)| {
-            pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst, kernel == MicroKernel::Avx2);
-        });
-        let packed_b = &*packed_b;
-        let b_magnitudes = if exact_possible {
-            packed_b.par_chunks(k * NR).map(Magnitudes::of).reduce(|| Magnitudes::EMPTY, Magnitudes::merge)
-        } else {
-            Magnitudes::EMPTY
-        };
-        let block = ColumnBlock { j0, cols, packed_b, k, kc, exact_possible, b_magnitudes };
-        out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
-            let i0 = t * blocking.mc;
-            let packed_a = shared_a.as_ref().map(|(packed, magnitudes)| (&packed[i0 * k..], *magnitudes));
-            row_block(tile_kernel, &a, options.a_clip, packed_a, &block, &epilogue, i0, rows, n);
-        });
-    }
-    Ok(())
 }
 
 /// One packed block of `b`'s columns, shared by the row tasks.
@@ -183,20 +191,30 @@ fn row_block<A: Float, O: Float>(
                 }
             };
             let exact = block.exact_possible && products_are_exact(a_magnitudes, block.b_magnitudes);
+            // The panel of `b` after this one (the next column panel, or the first of the next
+            // k block): each row panel's call prefetches its share of it.
+            let next_b = |jp: usize| -> &[f32] {
+                if jp + 1 < col_panels {
+                    &block.packed_b[(jp + 1) * k * NR + p0 * NR..][..kcur * NR]
+                } else if !last {
+                    &block.packed_b[(p0 + kcur) * NR..][..kc.min(k - p0 - kcur) * NR]
+                } else {
+                    &[]
+                }
+            };
             for jp in 0..col_panels {
                 let jl = jp * NR;
                 let cols = NR.min(block.cols - jl);
                 let jg = block.j0 + jl;
                 let b_panel = &block.packed_b[jp * k * NR + p0 * NR..][..kcur * NR];
+                let next = next_b(jp);
+                let share = next.len().div_ceil(row_panels).next_multiple_of(LINE);
                 for ip in 0..row_panels {
                     let tile = &mut tiles[jp * row_panels + ip];
                     let accumulate = !first || epilogue.init(jg, cols, tile);
                     let a_panel = &packed_a[ip * kcur * MR..];
-                    if exact {
-                        kernel.run_exact(kcur, a_panel, b_panel, tile, accumulate);
-                    } else {
-                        kernel.run(kcur, a_panel, b_panel, tile, accumulate);
-                    }
+                    let next = next.get(ip * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
+                    kernel.run(exact, kcur, (a_panel, b_panel), tile, accumulate, next);
                     if last {
                         let r0 = ip * MR;
                         epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);
@@ -218,22 +236,4 @@ fn empty_product<O: Float>(out: &mut [O], n: usize, epilogue: &Epilogue<'_, O>) 
             };
         }
     }
-}
-
-thread_local! {
-    /// Each thread's packing and accumulator buffer, kept between products.
-    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Calls `f` with `len` floats of this thread's scratch (contents unspecified).
-pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buffer) => {
-            if buffer.len() < len {
-                buffer.resize(len, 0.0);
-            }
-            f(&mut buffer[..len])
-        }
-        Err(_) => f(&mut vec![0.0; len]),
-    })
 }

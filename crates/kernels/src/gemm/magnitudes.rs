@@ -9,7 +9,8 @@
 //! every nonzero finite product in that range.
 
 /// The largest and the smallest nonzero magnitude among the finite values of a set (infinities,
-/// NaNs and zeros are ignored).
+/// NaNs and zeros are ignored), or bounds of them (`max` at least the largest, `min` at most
+/// the smallest), which serve [`products_are_exact`] as well.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Magnitudes {
     /// Largest finite `|x|` (0 if there is none).
@@ -21,6 +22,9 @@ pub(crate) struct Magnitudes {
 impl Magnitudes {
     /// No values.
     pub(crate) const EMPTY: Magnitudes = Magnitudes { max: 0.0, min: f32::INFINITY };
+
+    /// Any values (bounds that make no product provably exact unless the other side is empty).
+    pub(crate) const UNBOUNDED: Magnitudes = Magnitudes { max: f32::INFINITY, min: 0.0 };
 
     /// Folds one value in.
     #[cfg(test)]
@@ -71,37 +75,66 @@ const SIGN: u32 = 0x8000_0000;
 const INFINITY_BITS: u32 = 0x7F80_0000;
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(crate) mod avx2 {
     use super::{INFINITY_BITS, Magnitudes, SIGN};
     use std::arch::x86_64::*;
 
-    /// [`Magnitudes::of`] eight values at a time (unsigned integer max and min on the bits).
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn of(values: &[f32]) -> Magnitudes {
-        let magnitude = _mm256_set1_epi32(!SIGN as i32);
-        let infinity = _mm256_set1_epi32(INFINITY_BITS as i32);
-        let (mut max, mut min) = (_mm256_setzero_si256(), infinity);
-        let mut chunks = values.chunks_exact(8);
-        for chunk in &mut chunks {
-            // SAFETY: `chunk` holds 8 floats.
-            let bits = _mm256_and_si256(unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) }, magnitude);
+    /// The running magnitudes of a stream of 8-lane vectors (unsigned integer max and min on
+    /// the bits of each lane).
+    #[derive(Clone, Copy)]
+    pub(crate) struct Lanes {
+        max: __m256i,
+        min: __m256i,
+    }
+
+    impl Lanes {
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        pub(crate) fn new() -> Lanes {
+            Lanes { max: _mm256_setzero_si256(), min: _mm256_set1_epi32(INFINITY_BITS as i32) }
+        }
+
+        /// Folds in the 8 values of `v`.
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        pub(crate) fn fold(&mut self, v: __m256) {
+            let infinity = _mm256_set1_epi32(INFINITY_BITS as i32);
+            let bits = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(!SIGN as i32));
             // Finite: below +inf's bits (magnitudes are below 2^31, so a signed compare is exact).
             let finite = _mm256_cmpgt_epi32(infinity, bits);
             let zero = _mm256_cmpeq_epi32(bits, _mm256_setzero_si256());
-            max = _mm256_max_epu32(max, _mm256_and_si256(bits, finite));
-            min = _mm256_min_epu32(min, _mm256_blendv_epi8(infinity, bits, _mm256_andnot_si256(zero, finite)));
+            self.max = _mm256_max_epu32(self.max, _mm256_and_si256(bits, finite));
+            self.min =
+                _mm256_min_epu32(self.min, _mm256_blendv_epi8(infinity, bits, _mm256_andnot_si256(zero, finite)));
         }
-        let (mut max_lanes, mut min_lanes) = ([0u32; 8], [0u32; 8]);
-        // SAFETY: each array holds 8 lanes of 32 bits.
-        unsafe {
-            _mm256_storeu_si256(max_lanes.as_mut_ptr().cast(), max);
-            _mm256_storeu_si256(min_lanes.as_mut_ptr().cast(), min);
+
+        /// The magnitudes of every value folded in.
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        pub(crate) fn finish(self) -> Magnitudes {
+            let (mut max_lanes, mut min_lanes) = ([0u32; 8], [0u32; 8]);
+            // SAFETY: each array holds 8 lanes of 32 bits.
+            unsafe {
+                _mm256_storeu_si256(max_lanes.as_mut_ptr().cast(), self.max);
+                _mm256_storeu_si256(min_lanes.as_mut_ptr().cast(), self.min);
+            }
+            Magnitudes {
+                max: f32::from_bits(max_lanes.into_iter().max().unwrap_or(0)),
+                min: f32::from_bits(min_lanes.into_iter().min().unwrap_or(INFINITY_BITS)),
+            }
         }
-        let lanes = Magnitudes {
-            max: f32::from_bits(max_lanes.into_iter().max().unwrap_or(0)),
-            min: f32::from_bits(min_lanes.into_iter().min().unwrap_or(INFINITY_BITS)),
-        };
-        lanes.merge(Magnitudes::of_portable(chunks.remainder()))
+    }
+
+    /// [`Magnitudes::of`] eight values at a time.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn of(values: &[f32]) -> Magnitudes {
+        let mut lanes = Lanes::new();
+        let mut chunks = values.chunks_exact(8);
+        for chunk in &mut chunks {
+            // SAFETY: `chunk` holds 8 floats.
+            lanes.fold(unsafe { _mm256_loadu_ps(chunk.as_ptr()) });
+        }
+        lanes.finish().merge(Magnitudes::of_portable(chunks.remainder()))
     }
 }
 

@@ -19,7 +19,7 @@ pub(crate) const TILE: usize = MR * NR;
 /// Which micro-kernel computes the tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MicroKernel {
-    /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`).
+    /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`, or FMA where exact).
     Avx2,
     /// Plain Rust over fixed-size arrays (auto-vectorised at the baseline target).
     Portable,
@@ -50,10 +50,11 @@ impl MicroKernel {
     }
 }
 
-/// The signature of a tile function: `f(kc, a, b, c, accumulate)` updates the `MR × NR` tile at
-/// `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b` (`kc × NR`), starting from
-/// the tile's values when `accumulate`, from zeros otherwise.
-pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool);
+/// The signature of a tile function: `f(kc, a, b, c, accumulate, next, next_len)` updates the
+/// `MR × NR` tile at `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b`
+/// (`kc × NR`), starting from the tile's values when `accumulate`, from zeros otherwise; it may
+/// prefetch the `next_len` floats at `next` (a hint, never read).
+pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool, *const f32, usize);
 
 /// A micro-kernel's tile functions: `separate` multiplies then adds (MLX's rounding, always
 /// right); `fused` may use an FMA, which gives the same bits only where every product is exact
@@ -69,25 +70,27 @@ pub(crate) struct TileKernel {
 
 impl TileKernel {
     /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps, each product rounded before
-    /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`.
+    /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the
+    /// caller has checked that every product of `a`'s and `b`'s values is exact in `f32`, and
+    /// an FMA may replace the multiply and add (else the bits may differ from MLX's). `next`
+    /// is memory the caller reads soon after (a prefetch hint: spread over the steps, one
+    /// cache line per four).
     #[inline(always)]
-    pub(crate) fn run(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
-        Self::call(self.separate, kc, a, b, tile, accumulate);
-    }
-
-    /// [`TileKernel::run`], possibly with FMA: the caller has checked that every product of
-    /// `a`'s and `b`'s values is exact in `f32` (else the bits may differ from MLX's).
-    #[inline(always)]
-    pub(crate) fn run_exact(self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
-        Self::call(self.fused, kc, a, b, tile, accumulate);
-    }
-
-    #[inline(always)]
-    fn call(f: TileFn, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32; TILE], accumulate: bool) {
+    pub(crate) fn run(
+        self,
+        exact: bool,
+        kc: usize,
+        (a, b): (&[f32], &[f32]),
+        tile: &mut [f32; TILE],
+        accumulate: bool,
+        next: &[f32],
+    ) {
+        let f = if exact { self.fused } else { self.separate };
         let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
         // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
-        // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function touches.
-        unsafe { f(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate) }
+        // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function reads
+        // and writes; `next` is only prefetched.
+        unsafe { f(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate, next.as_ptr(), next.len()) }
     }
 }
 

@@ -2,16 +2,19 @@
 //! loads of `b`, six broadcasts of `a`, and for each accumulator a `_mm256_mul_ps` then a
 //! `_mm256_add_ps` (the product rounded before the add, as MLX's CPU matmul rounds it), or,
 //! where every product is exact, one `_mm256_fmadd_ps` (the same bits, fewer instructions).
+//!
+//! The k loop runs four steps per iteration (fewer loop instructions: the separate kernel's
+//! 32 instructions per step leave the core's dispatch little room) and prefetches into L1 the
+//! part of `a` a few iterations ahead and, one cache line per iteration, the memory the caller
+//! reads next (the next panel of `b`), so that neither waits on L2 when its turn comes.
 
 use super::microkernel::TileKernel;
 
-/// The AVX2 kernels when this CPU runs AVX2 code (the fused one where it also has FMA).
+/// The AVX2 kernels when this CPU runs AVX2 and FMA code.
 pub(crate) fn resolve() -> Option<TileKernel> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        let fused: super::microkernel::TileFn =
-            if std::arch::is_x86_feature_detected!("fma") { x86::tile_6x16_fused } else { x86::tile_6x16 };
-        return Some(TileKernel { separate: x86::tile_6x16, fused });
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        return Some(TileKernel { separate: x86::tile_6x16::<false>, fused: x86::tile_6x16::<true> });
     }
     None
 }
@@ -21,49 +24,36 @@ mod x86 {
     use super::super::microkernel::{MR, NR};
     use std::arch::x86_64::*;
 
-    /// [`TileKernel`](super::TileKernel)'s contract for the 6 × 16 tile.
-    ///
-    /// # Safety
-    /// AVX2 must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR`
-    /// reads, `c` for `MR · NR` reads and writes.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn tile_6x16(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
-        const _: () = assert!(MR == 6 && NR == 16);
-        // SAFETY: every pointer offset below stays within the extents the caller guarantees.
-        unsafe {
-            let mut acc = [[_mm256_setzero_ps(); 2]; MR];
-            if accumulate {
-                for (i, row) in acc.iter_mut().enumerate() {
-                    row[0] = _mm256_loadu_ps(c.add(i * NR));
-                    row[1] = _mm256_loadu_ps(c.add(i * NR + 8));
-                }
-            }
-            let (mut a, mut b) = (a, b);
-            for _ in 0..kc {
-                let b0 = _mm256_loadu_ps(b);
-                let b1 = _mm256_loadu_ps(b.add(8));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let x = _mm256_broadcast_ss(&*a.add(i));
-                    row[0] = _mm256_add_ps(row[0], _mm256_mul_ps(x, b0));
-                    row[1] = _mm256_add_ps(row[1], _mm256_mul_ps(x, b1));
-                }
-                a = a.add(MR);
-                b = b.add(NR);
-            }
-            for (i, row) in acc.iter().enumerate() {
-                _mm256_storeu_ps(c.add(i * NR), row[0]);
-                _mm256_storeu_ps(c.add(i * NR + 8), row[1]);
-            }
-        }
-    }
+    /// k steps per iteration of the main loop.
+    const UNROLL: usize = 4;
+    /// How far ahead of the current k step `a` is prefetched, in floats (32 steps).
+    const A_AHEAD: usize = 32 * MR;
+    /// Floats per cache line.
+    const LINE: usize = 16;
 
-    /// [`tile_6x16`] with `acc = fma(a, b, acc)`: the same bits where every product is exact.
+    /// [`TileKernel`](super::TileKernel)'s contract for the 6 × 16 tile; `FUSED` uses
+    /// `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product is
+    /// exact, which the caller checks).
     ///
     /// # Safety
-    /// As [`tile_6x16`], and FMA must be available.
+    /// AVX2 and FMA must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR`
+    /// reads, `c` for `MR · NR` reads and writes. `next` (`next_len` floats) is only
+    /// prefetched, never read: any address is sound.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn tile_6x16_fused(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
-        // SAFETY: every pointer offset below stays within the extents the caller guarantees.
+    pub(super) unsafe fn tile_6x16<const FUSED: bool>(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        accumulate: bool,
+        next: *const f32,
+        next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: every pointer offset below that is read stays within the extents the caller
+        // guarantees (`a` below `kc · MR`, `b` below `kc · NR`, `c` below `MR · NR`); the
+        // prefetches (`a` ahead, `next`) are hints that never fault, computed with
+        // `wrapping_add` so that they need not lie inside any allocation.
         unsafe {
             let mut acc = [[_mm256_setzero_ps(); 2]; MR];
             if accumulate {
@@ -72,17 +62,50 @@ mod x86 {
                     row[1] = _mm256_loadu_ps(c.add(i * NR + 8));
                 }
             }
+            // One k step: `acc[i][·] += a[i] · b[·]`, `a` and `b` pointing at the step's values.
+            macro_rules! step {
+                ($a:expr, $b:expr) => {{
+                    let (a, b): (*const f32, *const f32) = ($a, $b);
+                    let b0 = _mm256_loadu_ps(b);
+                    let b1 = _mm256_loadu_ps(b.add(8));
+                    for (i, row) in acc.iter_mut().enumerate() {
+                        let x = _mm256_broadcast_ss(&*a.add(i));
+                        if FUSED {
+                            row[0] = _mm256_fmadd_ps(x, b0, row[0]);
+                            row[1] = _mm256_fmadd_ps(x, b1, row[1]);
+                        } else {
+                            row[0] = _mm256_add_ps(row[0], _mm256_mul_ps(x, b0));
+                            row[1] = _mm256_add_ps(row[1], _mm256_mul_ps(x, b1));
+                        }
+                    }
+                }};
+            }
             let (mut a, mut b) = (a, b);
-            for _ in 0..kc {
-                let b0 = _mm256_loadu_ps(b);
-                let b1 = _mm256_loadu_ps(b.add(8));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let x = _mm256_broadcast_ss(&*a.add(i));
-                    row[0] = _mm256_fmadd_ps(x, b0, row[0]);
-                    row[1] = _mm256_fmadd_ps(x, b1, row[1]);
+            // Without a `next`, the prefetches touch the current panel of `b` (in L1 already).
+            // The last line is prefetched again once `next` is covered (no branch in the loop).
+            let (mut next, last) =
+                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            // (Counting `k` down in `while` loops, rather than `for` over ranges, lets LLVM keep
+            // the twelve accumulators in registers without spilling.)
+            let mut k = kc;
+            while k >= UNROLL {
+                // Four steps read 24 floats of `a`: one or two lines.
+                _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD).cast());
+                _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD + LINE).cast());
+                _mm_prefetch::<_MM_HINT_T0>(next.cast());
+                next = if next < last { next.wrapping_add(LINE) } else { last };
+                for u in 0..UNROLL {
+                    step!(a.add(u * MR), b.add(u * NR));
                 }
+                a = a.add(UNROLL * MR);
+                b = b.add(UNROLL * NR);
+                k -= UNROLL;
+            }
+            while k > 0 {
+                step!(a, b);
                 a = a.add(MR);
                 b = b.add(NR);
+                k -= 1;
             }
             for (i, row) in acc.iter().enumerate() {
                 _mm256_storeu_ps(c.add(i * NR), row[0]);

@@ -3,12 +3,20 @@
 
 use super::microkernel::{MR, NR, TILE};
 
-/// [`TileKernel`](super::microkernel::TileKernel)'s contract over raw parts.
+/// [`TileKernel`](super::microkernel::TileKernel)'s contract over raw parts (no prefetch).
 ///
 /// # Safety
 /// `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads, `c` for `MR · NR` reads and
 /// writes, the three not overlapping `c`.
-pub(crate) unsafe fn tile(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
+pub(crate) unsafe fn tile(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    accumulate: bool,
+    _next: *const f32,
+    _next_len: usize,
+) {
     // SAFETY: the extents are the caller's guarantee.
     let (a, b, c) = unsafe {
         (std::slice::from_raw_parts(a, kc * MR), std::slice::from_raw_parts(b, kc * NR), &mut *c.cast::<[f32; TILE]>())

@@ -31,7 +31,6 @@ mod reference;
 mod tests;
 
 pub use driver::Blocking;
-pub(crate) use driver::with_scratch;
 pub use matrix::{MatRef, MlxLayout};
 pub use microkernel::MicroKernel;
 pub use reference::reference;
@@ -84,7 +83,7 @@ pub fn gemm<A: Float, B: Float, O: Float>(
     out: &mut [O],
     options: &GemmOptions<'_, O>,
 ) -> Result<()> {
-    driver::run(MicroKernel::detect(), Blocking::for_shape(a.rows(), a.cols(), b.cols()), a, b, out, options)
+    gemm_with(MicroKernel::detect(), Blocking::for_shape(a.rows(), a.cols(), b.cols()), a, b, out, options)
 }
 
 /// [`gemm`] with a chosen micro-kernel and blocking (for tests and benchmarks: every choice
@@ -97,17 +96,19 @@ pub fn gemm_with<A: Float, B: Float, O: Float>(
     out: &mut [O],
     options: &GemmOptions<'_, O>,
 ) -> Result<()> {
-    driver::run(kernel, blocking, a, b, out, options)
+    let extents = check_arguments(&a, &b, out, options)?;
+    driver::run(kernel, blocking, extents, a, b, out, options);
+    Ok(())
 }
 
 /// The checks shared by every entry point: inner dimensions agree, `out` holds `M · N`, the
-/// bias holds `N`.
+/// bias holds `N`. Returns the product's extents `(M, K, N)`.
 pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
     a: &MatRef<'_, A>,
     b: &MatRef<'_, B>,
     out: &[O],
     options: &GemmOptions<'_, O>,
-) -> Result<()> {
+) -> Result<(usize, usize, usize)> {
     if a.cols() != b.rows() {
         return Err(Error::shape(
             "gemm",
@@ -136,5 +137,5 @@ pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
     {
         return Err(Error::shape("gemm", format!("bias holds {} elements, N is {}", bias.len(), b.cols())));
     }
-    Ok(())
+    Ok((a.rows(), a.cols(), b.cols()))
 }

@@ -17,8 +17,7 @@ pub fn reference<A: Float, B: Float, O: Float>(
     out: &mut [O],
     options: &GemmOptions<'_, O>,
 ) -> Result<()> {
-    check_arguments(&a, &b, out, options)?;
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    let (m, k, n) = check_arguments(&a, &b, out, options)?;
     let placement = BiasPlacement::for_product::<O, B>(&b);
     for i in 0..m {
         for j in 0..n {

@@ -2,137 +2,41 @@
 
 use super::*;
 use crate::bf16_from_f32;
+use crate::testing::gemm::{Case, cases, specials};
+use crate::testing::{same_bits, scaled_floats};
 use half::bf16;
 use proptest::prelude::*;
 
 /// Values that stress the rules: ordinary ones, and NaN, ±inf, −0, denormals, values whose
 /// products overflow or underflow.
-fn value() -> impl Strategy<Value = f32> {
-    prop_oneof![
-        12 => -4.0f32..4.0,
-        2 => (-30i32..30, -1.0f32..1.0).prop_map(|(e, m)| m * 2f32.powi(e)),
-        1 => prop::sample::select(vec![
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            -0.0,
-            0.0,
-            1e-40,
-            -3e-39,
-            f32::MIN_POSITIVE,
-            1e30,
-            -3e38,
-            1e-30,
-        ]),
-    ]
-}
-
-/// How an operand is laid out in memory.
-#[derive(Debug, Clone, Copy)]
-enum Layout {
-    RowMajor,
-    /// Stored as the transpose, viewed through `t()` (MLX's `W.T`).
-    Transposed,
-    /// Row-major with two unused elements after every row.
-    Padded,
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop_oneof![Just(Layout::RowMajor), Just(Layout::Transposed), Just(Layout::Padded)]
-}
-
-/// A `rows × cols` operand holding `values` (row-major order) in `layout`: its storage.
-fn storage<T: Float>(values: &[f32], rows: usize, cols: usize, layout: Layout) -> Vec<T> {
-    let at = |i: usize, j: usize| T::from_f32(values[i * cols + j]);
-    match layout {
-        Layout::RowMajor => (0..rows * cols).map(|x| at(x / cols.max(1), x % cols.max(1))).collect(),
-        Layout::Transposed => (0..rows * cols).map(|x| at(x % rows.max(1), x / rows.max(1))).collect(),
-        Layout::Padded => (0..rows * (cols + 2))
-            .map(|x| if x % (cols + 2) < cols { at(x / (cols + 2), x % (cols + 2)) } else { T::from_f32(f32::NAN) })
-            .collect(),
-    }
-}
-
-fn view<T: Float>(data: &[T], rows: usize, cols: usize, layout: Layout) -> MatRef<'_, T> {
-    match layout {
-        Layout::RowMajor => MatRef::row_major(data, rows, cols).unwrap(),
-        Layout::Transposed => MatRef::row_major(data, cols, rows).unwrap().t(),
-        Layout::Padded => MatRef::strided(data, rows, cols, cols + 2, 1).unwrap(),
-    }
-}
-
-/// Bits equal, any NaN equal to any NaN (float32 NaN payloads are not part of the contract).
-fn same<O: Float>(x: O, y: O) -> bool {
-    let (x, y) = (x.to_f32(), y.to_f32());
-    (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
-}
-
-/// One random product: shape, values, layouts, options.
-#[derive(Debug, Clone)]
-struct Case {
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    bias: Option<Vec<f32>>,
-    a_clip: Option<(f32, f32)>,
-    out_clip: Option<(f32, f32)>,
-    a_layout: Layout,
-    b_layout: Layout,
-    blocking: (usize, usize, usize),
-}
-
-fn case() -> impl Strategy<Value = Case> {
-    case_of(value)
+fn value() -> impl Strategy<Value = f32> + Clone {
+    scaled_floats((12, -4.0..4.0), (2, -30..30), specials())
 }
 
 /// Values whose bf16 products are all exact (the micro-kernel may then use FMA).
-fn ordinary_value() -> impl Strategy<Value = f32> {
-    prop_oneof![8 => -4.0f32..4.0, 1 => (-20i32..20, -1.0f32..1.0).prop_map(|(e, m)| m * 2f32.powi(e)), 1 => Just(0.0)]
+fn ordinary_value() -> impl Strategy<Value = f32> + Clone {
+    scaled_floats((8, -4.0..4.0), (1, -20..20), vec![0.0])
 }
 
-fn case_of<S: Strategy<Value = f32> + 'static>(values: fn() -> S) -> impl Strategy<Value = Case> {
-    (1usize..20, 0usize..40, 1usize..40)
-        .prop_flat_map(move |(m, k, n)| {
-            (
-                Just((m, k, n)),
-                prop::collection::vec(values(), m * k),
-                prop::collection::vec(values(), k * n),
-                prop::option::of(prop::collection::vec(values(), n)),
-                prop::option::of((-3.0f32..0.0, 0.0f32..3.0)),
-                prop::option::of((-3.0f32..0.0, 0.0f32..3.0)),
-                (layout(), layout()),
-                (1usize..20, 1usize..12, 1usize..40),
-            )
-        })
-        .prop_map(|((m, k, n), a, b, bias, a_clip, out_clip, (a_layout, b_layout), blocking)| Case {
-            m,
-            k,
-            n,
-            a,
-            b,
-            bias,
-            a_clip,
-            out_clip,
-            a_layout,
-            b_layout,
-            blocking,
-        })
+fn case_of(values: impl Strategy<Value = f32> + Clone + 'static) -> impl Strategy<Value = Case> {
+    cases((1usize..20, 0usize..40, 1usize..40), values, (-3.0..0.0, 0.0..3.0))
+}
+
+/// A blocking `(mc, kc, nc)` to run besides the default one.
+fn blocking() -> impl Strategy<Value = (usize, usize, usize)> {
+    (1usize..20, 1usize..12, 1usize..40)
 }
 
 /// Runs `case` with operand dtypes `A`, `B` and output `O` through the twin and through every
-/// kernel with the case's blocking and the default one; all must agree.
-fn check<A: Float, B: Float, O: Float>(case: &Case) -> Result<(), TestCaseError> {
+/// kernel with the blocking `(mc, kc, nc)` and the default one; all must agree.
+fn check<A: Float, B: Float, O: Float>(case: &Case, (mc, kc, nc): (usize, usize, usize)) -> Result<(), TestCaseError> {
     let Case { m, k, n, .. } = *case;
-    let a_data = storage::<A>(&case.a, m, k, case.a_layout);
-    let b_data = storage::<B>(&case.b, k, n, case.b_layout);
-    let a = view(&a_data, m, k, case.a_layout);
-    let b = view(&b_data, k, n, case.b_layout);
+    let (a_data, b_data) = case.operands::<A, B>();
+    let (a, b) = (a_data.view(), b_data.view());
     let round = |x: f32| O::from_f32(x).to_f32();
     // Clip bounds in the operand's and output's dtypes, as mlx-vlm's scalars are.
     let a_clip = case.a_clip.map(|(lo, hi)| (A::from_f32(lo).to_f32(), A::from_f32(hi).to_f32()));
-    let bias: Option<Vec<O>> = case.bias.as_ref().map(|bias| bias.iter().map(|&x| O::from_f32(x)).collect());
+    let bias = case.bias::<O>();
     let options = GemmOptions {
         a_clip,
         bias: bias.as_deref(),
@@ -140,13 +44,12 @@ fn check<A: Float, B: Float, O: Float>(case: &Case) -> Result<(), TestCaseError>
     };
     let mut expected = vec![O::default(); m * n];
     reference(a, b, &mut expected, &options).unwrap();
-    let (mc, kc, nc) = case.blocking;
     for kernel in MicroKernel::available() {
         for blocking in [Blocking::new(mc, kc, nc), Blocking::for_shape(m, k, n)] {
             let mut out = vec![O::from_f32(7.0); m * n];
             gemm_with(kernel, blocking, a, b, &mut out, &options).unwrap();
             for (i, (&x, &y)) in out.iter().zip(&expected).enumerate() {
-                prop_assert!(same(x, y), "{kernel:?} {blocking:?}: out[{i}] = {x:?}, reference {y:?}");
+                prop_assert!(same_bits(x, y), "{kernel:?} {blocking:?}: out[{i}] = {x:?}, reference {y:?}");
             }
         }
     }
@@ -157,27 +60,27 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn float32_matches_the_reference(case in case()) {
-        check::<f32, f32, f32>(&case)?;
+    fn float32_matches_the_reference(case in case_of(value()), blocking in blocking()) {
+        check::<f32, f32, f32>(&case, blocking)?;
     }
 
     #[test]
-    fn bf16_matches_the_reference(case in case()) {
-        check::<bf16, bf16, bf16>(&case)?;
+    fn bf16_matches_the_reference(case in case_of(value()), blocking in blocking()) {
+        check::<bf16, bf16, bf16>(&case, blocking)?;
     }
 
     /// Ordinary magnitudes: the AVX2 kernel runs its FMA variant, which must give the same bits.
     #[test]
-    fn bf16_with_exact_products_matches_the_reference(case in case_of(ordinary_value)) {
-        check::<bf16, bf16, bf16>(&case)?;
-        check::<bf16, bf16, f32>(&case)?;
+    fn bf16_with_exact_products_matches_the_reference(case in case_of(ordinary_value()), blocking in blocking()) {
+        check::<bf16, bf16, bf16>(&case, blocking)?;
+        check::<bf16, bf16, f32>(&case, blocking)?;
     }
 
     #[test]
-    fn mixed_dtypes_match_the_reference(case in case()) {
-        check::<f32, bf16, f32>(&case)?;
-        check::<bf16, f32, f32>(&case)?;
-        check::<f32, f32, bf16>(&case)?;
+    fn mixed_dtypes_match_the_reference(case in case_of(value()), blocking in blocking()) {
+        check::<f32, bf16, f32>(&case, blocking)?;
+        check::<bf16, f32, f32>(&case, blocking)?;
+        check::<f32, f32, bf16>(&case, blocking)?;
     }
 }
 

@@ -37,6 +37,8 @@ impl Array {
             (x, y)
         };
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `x` and `y` (owned
+        // here) and this thread's `stream`.
         Array::from_op("where", |out| unsafe { mlx_ffi::mlx_where(out, self.as_raw(), x.as_raw(), y.as_raw(), stream) })
     }
 }

@@ -7,6 +7,8 @@ impl Array {
     #[track_caller]
     pub fn arange(start: f64, stop: f64, step: f64, dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: no input arrays, only numbers, and this
+        // thread's `stream`.
         Array::from_op("arange", |out| unsafe { mlx_ffi::mlx_arange(out, start, stop, step, dtype.to_raw(), stream) })
     }
 
@@ -14,6 +16,8 @@ impl Array {
     #[track_caller]
     pub fn zeros(shape: &[i32], dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: `shape` as its own pointer and length,
+        // and this thread's `stream`.
         Array::from_op("zeros", |out| unsafe {
             mlx_ffi::mlx_zeros(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
         })
@@ -23,6 +27,8 @@ impl Array {
     #[track_caller]
     pub fn ones(shape: &[i32], dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: `shape` as its own pointer and length,
+        // and this thread's `stream`.
         Array::from_op("ones", |out| unsafe {
             mlx_ffi::mlx_ones(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
         })

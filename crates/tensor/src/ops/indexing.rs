@@ -8,6 +8,8 @@ impl Array {
     #[track_caller]
     pub fn take(&self, indices: &Array, axis: i32) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and `indices`, and this
+        // thread's `stream`.
         Array::from_op("take", |out| unsafe {
             mlx_ffi::mlx_take_axis(out, self.as_raw(), indices.as_raw(), axis, stream)
         })

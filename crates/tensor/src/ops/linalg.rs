@@ -10,6 +10,8 @@ impl Array {
     #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and `other`, and this
+        // thread's `stream`.
         Array::from_op("matmul", |out| unsafe { mlx_ffi::mlx_matmul(out, self.as_raw(), other.as_raw(), stream) })
     }
 
@@ -18,6 +20,8 @@ impl Array {
     #[track_caller]
     pub fn addmm(&self, a: &Array, b: &Array, alpha: f32, beta: f32) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `a` and `b`, and this
+        // thread's `stream`.
         Array::from_op("addmm", |out| unsafe {
             mlx_ffi::mlx_addmm(out, self.as_raw(), a.as_raw(), b.as_raw(), alpha, beta, stream)
         })
@@ -30,6 +34,8 @@ impl Array {
             .map_err(|_| crate::Error::Shape { op: "einsum", detail: "subscripts contain a NUL byte".into() })?;
         let vector = VectorArray::new(operands)?;
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the `CString` `subscripts`, the live
+        // `vector` of operands, and this thread's `stream`.
         Array::from_op("einsum", |out| unsafe { mlx_ffi::mlx_einsum(out, subscripts.as_ptr(), vector.raw(), stream) })
     }
 }

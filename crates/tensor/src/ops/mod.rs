@@ -23,6 +23,8 @@ macro_rules! unary_ops {
                 #[track_caller]
                 pub fn $name(&self) -> crate::Result<crate::Array> {
                     let stream = crate::device::current_stream()?;
+                    // SAFETY: the op-call contract of `Array::from_op`: one input, the live `self`,
+                    // and this thread's `stream`.
                     $crate::Array::from_op(stringify!($name), |out| unsafe {
                         mlx_ffi::$ffi(out, self.as_raw(), stream)
                     })
@@ -42,6 +44,8 @@ macro_rules! binary_ops {
                 pub fn $name(&self, other: impl crate::Operand) -> crate::Result<crate::Array> {
                     let other = other.into_operand(self)?;
                     let stream = crate::device::current_stream()?;
+                    // SAFETY: the op-call contract of `Array::from_op`: two inputs, the live `self`
+                    // and `other` (owned here), and this thread's `stream`.
                     $crate::Array::from_op(stringify!($name), |out| unsafe {
                         mlx_ffi::$ffi(out, self.as_raw(), other.as_raw(), stream)
                     })

@@ -5,12 +5,11 @@
 //! and `bits` left `None` take MLX's defaults for the mode (affine 64/4, mxfp4 32/4, nvfp4
 //! 16/4, mxfp8 32/8). MLX validates every combination and reports its own message.
 
+use crate::array::ABSENT;
 use crate::status::check;
 use crate::vector::VectorArray;
 use crate::{Array, Error, Result};
 use std::ffi::CString;
-
-const NO_ARRAY: mlx_ffi::mlx_array = mlx_ffi::mlx_array { ctx: std::ptr::null_mut() };
 
 fn optional_int(value: Option<i32>) -> mlx_ffi::mlx_optional_int {
     mlx_ffi::mlx_optional_int { value: value.unwrap_or(0), has_value: value.is_some() }
@@ -42,15 +41,16 @@ impl Array {
     ) -> Result<Array> {
         let mode = mode_string("quantized_matmul", mode)?;
         let stream = crate::device::current_stream()?;
-        // SAFETY: every handle is a live array (or the null array mlx-c documents as "no
-        // biases"); `mode` outlives the call; the output handle is owned by `Array::from_op`.
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `w` and `scales`;
+        // `biases` live or the null handle mlx-c documents as "no biases"; the `CString` `mode`;
+        // this thread's `stream`.
         Array::from_op("quantized_matmul", |out| unsafe {
             mlx_ffi::mlx_quantized_matmul(
                 out,
                 self.as_raw(),
                 w.as_raw(),
                 scales.as_raw(),
-                biases.map_or(NO_ARRAY, Array::as_raw),
+                Array::raw_or_absent(biases),
                 transpose,
                 optional_int(group_size),
                 optional_int(bits),
@@ -72,7 +72,9 @@ impl Array {
         let mode = mode_string("quantize", mode)?;
         let mut parts = VectorArray::empty();
         let stream = crate::device::current_stream()?;
-        // SAFETY: live handles, `mode` outlives the call; `parts` owns the output vector.
+        // SAFETY: as the op-call contract of `Array::from_op`, with `parts` (a live vector handle,
+        // exclusively borrowed) as the output the call fills: the live `self`; the `CString`
+        // `mode`; the null handle mlx-c documents as "no global scale"; this thread's `stream`.
         check("quantize", || unsafe {
             mlx_ffi::mlx_quantize(
                 parts.as_mut_raw(),
@@ -80,7 +82,7 @@ impl Array {
                 optional_int(group_size),
                 optional_int(bits),
                 mode.as_ptr(),
-                NO_ARRAY,
+                ABSENT,
                 stream,
             )
         })?;
@@ -105,17 +107,19 @@ impl Array {
         let mode = mode_string("dequantize", mode)?;
         let stream = crate::device::current_stream()?;
         let no_dtype = mlx_ffi::mlx_optional_dtype { value: mlx_ffi::MLX_FLOAT32, has_value: false };
-        // SAFETY: as in `quantized_matmul`.
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and `scales`; `biases`
+        // live or null ("no biases"), and null for "no global scale", as mlx-c documents; the
+        // `CString` `mode`; this thread's `stream`.
         Array::from_op("dequantize", |out| unsafe {
             mlx_ffi::mlx_dequantize(
                 out,
                 self.as_raw(),
                 scales.as_raw(),
-                biases.map_or(NO_ARRAY, Array::as_raw),
+                Array::raw_or_absent(biases),
                 optional_int(group_size),
                 optional_int(bits),
                 mode.as_ptr(),
-                NO_ARRAY,
+                ABSENT,
                 no_dtype,
                 stream,
             )

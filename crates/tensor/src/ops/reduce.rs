@@ -10,6 +10,8 @@ macro_rules! reductions {
                 #[track_caller]
                 pub fn $name(&self, axes: &[i32], keepdims: bool) -> Result<Array> {
                     let stream = crate::device::current_stream()?;
+                    // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `axes` as
+                    // its own pointer and length, and this thread's `stream`.
                     Array::from_op(stringify!($name), |out| unsafe {
                         mlx_ffi::$ffi(out, self.as_raw(), axes.as_ptr(), axes.len(), keepdims, stream)
                     })
@@ -39,6 +41,8 @@ impl Array {
     #[track_caller]
     pub fn argmax(&self, axis: i32, keepdims: bool) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
+        // `stream`.
         Array::from_op("argmax", |out| unsafe { mlx_ffi::mlx_argmax_axis(out, self.as_raw(), axis, keepdims, stream) })
     }
 }

@@ -8,6 +8,8 @@ impl Array {
     #[track_caller]
     pub fn reshape(&self, shape: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `shape` as its own
+        // pointer and length, and this thread's `stream`.
         Array::from_op("reshape", |out| unsafe {
             mlx_ffi::mlx_reshape(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
         })
@@ -17,6 +19,8 @@ impl Array {
     #[track_caller]
     pub fn transpose(&self, axes: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `axes` as its own
+        // pointer and length, and this thread's `stream`.
         Array::from_op("transpose", |out| unsafe {
             mlx_ffi::mlx_transpose_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
         })
@@ -33,6 +37,8 @@ impl Array {
     #[track_caller]
     pub fn expand_dims(&self, axis: i32) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
+        // `stream`.
         Array::from_op("expand_dims", |out| unsafe { mlx_ffi::mlx_expand_dims(out, self.as_raw(), axis, stream) })
     }
 
@@ -40,6 +46,8 @@ impl Array {
     #[track_caller]
     pub fn squeeze(&self, axes: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `axes` as its own
+        // pointer and length, and this thread's `stream`.
         Array::from_op("squeeze", |out| unsafe {
             mlx_ffi::mlx_squeeze_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
         })
@@ -49,6 +57,8 @@ impl Array {
     #[track_caller]
     pub fn broadcast_to(&self, shape: &[i32]) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `shape` as its own
+        // pointer and length, and this thread's `stream`.
         Array::from_op("broadcast_to", |out| unsafe {
             mlx_ffi::mlx_broadcast_to(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
         })
@@ -66,6 +76,8 @@ impl Array {
             });
         }
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`; `start`, `stop` and
+        // `strides` each as its own pointer and length; this thread's `stream`.
         Array::from_op("slice", |out| unsafe {
             mlx_ffi::mlx_slice(
                 out,
@@ -102,6 +114,8 @@ impl Array {
     pub fn concatenate(arrays: &[&Array], axis: i32) -> Result<Array> {
         let vector = VectorArray::new(arrays)?;
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `vector` of inputs and this
+        // thread's `stream`.
         Array::from_op("concatenate", |out| unsafe { mlx_ffi::mlx_concatenate_axis(out, vector.raw(), axis, stream) })
     }
 
@@ -110,6 +124,8 @@ impl Array {
     pub fn stack(arrays: &[&Array], axis: i32) -> Result<Array> {
         let vector = VectorArray::new(arrays)?;
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `vector` of inputs and this
+        // thread's `stream`.
         Array::from_op("stack", |out| unsafe { mlx_ffi::mlx_stack_axis(out, vector.raw(), axis, stream) })
     }
 
@@ -118,6 +134,9 @@ impl Array {
     pub fn split(&self, indices: &[i32], axis: i32) -> Result<Vec<Array>> {
         let mut parts = VectorArray::empty();
         let stream = crate::device::current_stream()?;
+        // SAFETY: as the op-call contract of `Array::from_op`, with `parts` (a live vector handle,
+        // exclusively borrowed) as the output the call fills: the live `self`, `indices` as its own
+        // pointer and length, and this thread's `stream`.
         crate::status::check("split", || unsafe {
             mlx_ffi::mlx_split_sections(
                 parts.as_mut_raw(),
@@ -136,6 +155,9 @@ impl Array {
     pub fn pad(&self, axes: &[i32], low: &[i32], high: &[i32], value: impl Operand) -> Result<Array> {
         let value = value.into_operand(self)?;
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and `value` (owned
+        // here); `axes`, `low` and `high` each as its own pointer and length; a `c"…"` literal for
+        // the mode; this thread's `stream`.
         Array::from_op("pad", |out| unsafe {
             mlx_ffi::mlx_pad(
                 out,
@@ -157,6 +179,8 @@ impl Array {
     #[track_caller]
     pub fn contiguous(&self) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
+        // `stream`.
         Array::from_op("contiguous", |out| unsafe { mlx_ffi::mlx_contiguous(out, self.as_raw(), false, stream) })
     }
 }

@@ -29,6 +29,8 @@ impl Array {
     #[track_caller]
     pub fn astype(&self, dtype: Dtype) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
+        // `stream`.
         Array::from_op("astype", |out| unsafe { mlx_ffi::mlx_astype(out, self.as_raw(), dtype.to_raw(), stream) })
     }
 
@@ -37,15 +39,10 @@ impl Array {
     #[track_caller]
     pub fn clip(&self, min: Option<&Array>, max: Option<&Array>) -> Result<Array> {
         let stream = crate::device::current_stream()?;
-        let none = mlx_ffi::mlx_array { ctx: std::ptr::null_mut() };
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self`, and `min` and `max`
+        // live or the null handle mlx-c documents as "no bound"; this thread's `stream`.
         Array::from_op("clip", |out| unsafe {
-            mlx_ffi::mlx_clip(
-                out,
-                self.as_raw(),
-                min.map_or(none, Array::as_raw),
-                max.map_or(none, Array::as_raw),
-                stream,
-            )
+            mlx_ffi::mlx_clip(out, self.as_raw(), Array::raw_or_absent(min), Array::raw_or_absent(max), stream)
         })
     }
 
@@ -53,6 +50,8 @@ impl Array {
     #[track_caller]
     pub fn softmax(&self, axis: i32, precise: bool) -> Result<Array> {
         let stream = crate::device::current_stream()?;
+        // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
+        // `stream`.
         Array::from_op("softmax", |out| unsafe { mlx_ffi::mlx_softmax_axis(out, self.as_raw(), axis, precise, stream) })
     }
 }

@@ -1,0 +1,143 @@
+//! GFLOP per CPU-second and per wall-second of `kernels::gemm` and `kernels::attention` at the
+//! gemma4 towers' shapes: a measurement that survives a shared machine (CPU time counts only
+//! the cycles this process ran). Each case runs `--reps` times after a warm-up; the cases
+//! alternate (round-robin) so that load changes hit them alike, and the best and median of
+//! each are printed with the load average.
+//!
+//! ```text
+//! cargo run --release -p kernels --example throughput -- [--reps N] [--filter TEXT]
+//! RAYON_NUM_THREADS=1 cargo run --release -p kernels --example throughput
+//! ```
+//!
+//! Cases: `gemm/e2b/{bf16,f32,f32+bf16w}/MxKxN` (x `[M, K]` times `W.T`, `W` `[N, K]`, as
+//! `nn.Linear` runs), the 31b-shaped widths, and `attention/{e2b,31b}/{bf16,f32}` with the
+//! tower's `[1, 1, L, L]` mask of one image (zeros) and, `/padded`, of a batch whose last 100
+//! tokens are padding (flops: `4·Hq·L²·D`, the two products).
+
+#![allow(unsafe_code, reason = "clock_gettime, the process CPU clock")]
+
+use half::bf16;
+use kernels::Float;
+use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
+use kernels::gemm::{GemmOptions, MatRef, gemm};
+use kernels::testing::{lcg_values, tower_mask};
+use std::time::Instant;
+
+const TOKENS: usize = 2394;
+
+/// This process's CPU time (all threads), in seconds.
+fn cpu_seconds() -> f64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// One case: its name, its flops, and a closure that runs it once.
+struct Case {
+    name: String,
+    flops: f64,
+    run: Box<dyn FnMut()>,
+    cpu: Vec<f64>,
+    wall: Vec<f64>,
+}
+
+fn gemm_case<X: Float, W: Float, O: Float>(group: &str, label: &str, m: usize, k: usize, n: usize) -> Case {
+    let x = lcg_values::<X>(m * k, 1, 1.0);
+    let w = lcg_values::<W>(n * k, 2, 1.0);
+    let mut out = vec![O::default(); m * n];
+    Case {
+        name: format!("gemm/{group}/{label}/{m}x{k}x{n}"),
+        flops: 2.0 * (m * n * k) as f64,
+        run: Box::new(move || {
+            let a = MatRef::row_major(&x, m, k).unwrap();
+            let b = MatRef::row_major(&w, n, k).unwrap().t();
+            gemm(a, b, &mut out, &GemmOptions::default()).unwrap();
+        }),
+        cpu: Vec::new(),
+        wall: Vec::new(),
+    }
+}
+
+fn attention_case<T: Float>(group: &str, label: &str, heads: usize, head_dim: usize, padding: usize) -> Case {
+    let shape =
+        AttentionShape { batch: 1, query_heads: heads, kv_heads: heads, queries: TOKENS, keys: TOKENS, head_dim };
+    let len = TOKENS * heads * head_dim;
+    let (q, k, v) = (lcg_values::<T>(len, 1, 2.0), lcg_values::<T>(len, 2, 2.0), lcg_values::<T>(len, 3, 1.0));
+    // The tower's mask: zeros among real patches, -1e4 to and from the padding (the last
+    // `padding` tokens; none for a single image).
+    let mask: Vec<T> = tower_mask(TOKENS, TOKENS - padding);
+    let mut out = vec![T::default(); len];
+    Case {
+        name: format!("attention/{group}/{label}{}", if padding > 0 { "/padded" } else { "" }),
+        flops: 4.0 * (heads * TOKENS * TOKENS * head_dim) as f64,
+        run: Box::new(move || {
+            let mask = Some(MaskRef::new(&mask, 1, 1));
+            attention(AttentionInputs { shape, q: &q, k: &k, v: &v, scale: 0.125, mask }, &mut out).unwrap();
+        }),
+        cpu: Vec::new(),
+        wall: Vec::new(),
+    }
+}
+
+fn all_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (group, shapes) in
+        [("e2b", [(768, 768), (768, 3072), (3072, 768)]), ("31b", [(1152, 1152), (1152, 4304), (4304, 1152)])]
+    {
+        for (k, n) in shapes {
+            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", TOKENS, k, n));
+            cases.push(gemm_case::<f32, f32, f32>(group, "f32", TOKENS, k, n));
+            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", TOKENS, k, n));
+        }
+    }
+    for (group, heads, head_dim) in [("e2b", 12, 64), ("31b", 16, 72)] {
+        cases.push(attention_case::<bf16>(group, "bf16", heads, head_dim, 0));
+        cases.push(attention_case::<f32>(group, "f32", heads, head_dim, 0));
+        cases.push(attention_case::<bf16>(group, "bf16", heads, head_dim, 100));
+    }
+    cases
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn main() {
+    let mut reps = 5;
+    let mut filter = String::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--reps" => reps = args.next().and_then(|s| s.parse().ok()).expect("--reps N"),
+            "--filter" => filter = args.next().expect("--filter TEXT"),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let mut cases: Vec<Case> = all_cases().into_iter().filter(|c| c.name.contains(&filter)).collect();
+    println!("threads {}, load average before: {}", kernels::parallel::threads(), load_average());
+    for case in &mut cases {
+        (case.run)();
+    }
+    for _ in 0..reps {
+        for case in &mut cases {
+            let (cpu, wall) = (cpu_seconds(), Instant::now());
+            (case.run)();
+            case.cpu.push(cpu_seconds() - cpu);
+            case.wall.push(wall.elapsed().as_secs_f64());
+        }
+    }
+    println!("{:<40} {:>10} {:>10} {:>10} {:>10}", "case", "GF/cpu-s", "(median)", "GF/s wall", "(median)");
+    for case in &mut cases {
+        let best = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (case.flops / v[0] / 1e9, case.flops / v[v.len() / 2] / 1e9)
+        };
+        let (cpu_best, cpu_median) = best(&mut case.cpu);
+        let (wall_best, wall_median) = best(&mut case.wall);
+        println!("{:<40} {cpu_best:>10.1} {cpu_median:>10.1} {wall_best:>10.1} {wall_median:>10.1}", case.name);
+    }
+    println!("load average after: {}", load_average());
+}

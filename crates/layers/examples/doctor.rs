@@ -1,0 +1,57 @@
+//! `cargo xtask doctor`: what this build computes on. The MLX library and its backend, the
+//! BLAS libmlx resolved, how the host kernels run here (AVX2+FMA or the portable loop, how many
+//! threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
+//! with a check that the two give the same bits.
+
+use layers::{Execution, matmul};
+use std::time::Instant;
+use tensor::{Array, Device, Dtype};
+
+const SIDE: i32 = 1024;
+
+fn main() -> layers::Result<()> {
+    let version = tensor::info::mlx_version()?;
+    let device = Device::default_device()?;
+    let blas = tensor::info::blas_provider();
+    println!("MLX            {version} ({})", tensor::info::mlx_lib_dir());
+    println!("device         {device:?} (GPU available: {})", Device::Gpu.is_available());
+    println!("BLAS           {}", blas.map_or("none found".to_owned(), |p| p.display().to_string()));
+    let path = if kernels::cpu::has_avx2_fma() { "AVX2+FMA" } else { "portable" };
+    println!("host kernels   {path}, {} threads", kernels::parallel::threads());
+    for dtype in [Dtype::F32, Dtype::Bf16] {
+        let (mlx, mlx_gflops) = timed(dtype, Execution::Mlx)?;
+        let (host, host_gflops) = timed(dtype, Execution::Host)?;
+        let same = bits_equal(&mlx, &host)?;
+        println!(
+            "matmul {SIDE}³ {dtype:<8} MLX {mlx_gflops:7.1} GFLOP/s, host kernel {host_gflops:7.1} GFLOP/s, same bits: {}",
+            if same { "yes" } else { "NO" }
+        );
+    }
+    Ok(())
+}
+
+/// The product of a fixed `SIDE × SIDE` matrix with its transpose, and its GFLOP/s (the best of
+/// a few runs after a warm-up).
+fn timed(dtype: Dtype, execution: Execution) -> layers::Result<(Array, f64)> {
+    let values: Vec<f32> = (0..SIDE * SIDE).map(|i| ((i % 97) as f32 - 48.0) / 97.0).collect();
+    let a = Array::from_slice(&values, &[SIDE, SIDE])?.astype(dtype)?;
+    let b = a.t()?;
+    let runs = if execution == Execution::Mlx && dtype == Dtype::Bf16 { 1 } else { 3 };
+    let mut out = matmul(&a, &b, execution)?;
+    out.eval()?;
+    let mut best = f64::INFINITY;
+    for _ in 0..runs {
+        let start = Instant::now();
+        out = matmul(&a, &b, execution)?;
+        out.eval()?;
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    Ok((out, 2.0 * f64::from(SIDE).powi(3) / best / 1e9))
+}
+
+/// Whether two float32 or bf16 arrays hold the same bits (bf16 widens to float32 exactly).
+fn bits_equal(a: &Array, b: &Array) -> layers::Result<bool> {
+    let (a, b) = (a.astype(Dtype::F32)?, b.astype(Dtype::F32)?);
+    let (a, b) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?);
+    Ok(a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()))
+}
