@@ -60,7 +60,8 @@ pub fn to_numpy<'py>(py: Python<'py>, host: HostFeatures) -> PyResult<Vec<Bound<
     let numpy = py.import("numpy")?;
     let dtype = match host.dtype {
         Dtype::Bf16 => py.import("ml_dtypes")?.getattr("bfloat16")?,
-        other => numpy.getattr("dtype")?.call1((numpy_name(other),))?,
+        // Every other dtype's name (its `Display`) is NumPy's name for it.
+        other => numpy.getattr("dtype")?.call1((other.to_string(),))?,
     };
     host.images
         .into_iter()
@@ -69,22 +70,4 @@ pub fn to_numpy<'py>(py: Python<'py>, host: HostFeatures) -> PyResult<Vec<Bound<
             numpy.call_method1("frombuffer", (buffer, &dtype))?.call_method1("reshape", ((rows, host.hidden),))
         })
         .collect()
-}
-
-fn numpy_name(dtype: Dtype) -> &'static str {
-    match dtype {
-        Dtype::Bool => "bool",
-        Dtype::U8 => "uint8",
-        Dtype::U16 => "uint16",
-        Dtype::U32 => "uint32",
-        Dtype::U64 => "uint64",
-        Dtype::I8 => "int8",
-        Dtype::I16 => "int16",
-        Dtype::I32 => "int32",
-        Dtype::I64 => "int64",
-        Dtype::F16 => "float16",
-        Dtype::F32 | Dtype::Bf16 => "float32",
-        Dtype::F64 => "float64",
-        Dtype::C64 => "complex64",
-    }
 }
