@@ -11,7 +11,7 @@
 
 use crate::project::{self, Result, cmd, deps, output, python, run};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const DEBIAN_PACKAGES: &[&str] = &["libclang-dev", "cmake", "nasm"];
 const MLX_SYS_VERSION: &str = "0.7.0";
@@ -128,7 +128,13 @@ fn mlx_link() -> Result<()> {
         python(),
         &["-c", "import os, mlx; print(os.path.dirname(mlx.__file__) if mlx.__file__ else list(mlx.__path__)[0])"],
     ))?;
-    if fs::read_link(&link).ok().is_some_and(|t| t == Path::new(&target)) {
+    // Relative when the wheel is in .deps/venv, so the link survives the checkout moving (or a
+    // worktree sharing this .deps).
+    let target = match (fs::canonicalize(&target), fs::canonicalize(deps())) {
+        (Ok(wheel), Ok(deps)) => wheel.strip_prefix(&deps).map(Path::to_path_buf).unwrap_or(wheel),
+        _ => PathBuf::from(target),
+    };
+    if fs::read_link(&link).ok().is_some_and(|t| t == target) {
         return Ok(());
     }
     let _ = fs::remove_file(&link);
@@ -175,7 +181,7 @@ fn mlx_c_sources() -> Result<()> {
     write_stamp(&dest, &recipe)
 }
 
-fn find_crate_archive(file: &str) -> Option<std::path::PathBuf> {
+fn find_crate_archive(file: &str) -> Option<PathBuf> {
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(Into::into)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
@@ -204,7 +210,7 @@ fn is_root() -> bool {
     output(cmd("id", &["-u"])).is_ok_and(|uid| uid == "0")
 }
 
-pub fn which(program: &str) -> Option<std::path::PathBuf> {
+pub fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
         .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())

@@ -197,9 +197,9 @@ fn a_bad_model_fails_with_one_error_line_naming_it() {
     fs::write(bad_config.join("config.json"), "{ not json").unwrap();
     for command in ["encode", "preprocess"] {
         for (model, expected) in [
-            (&missing, format!("{}: not a directory", missing.display())),
-            (&empty, format!("{}: missing", empty.join("config.json").display())),
-            (&bad_config, format!("{}: `(document)`: invalid JSON", bad_config.join("config.json").display())),
+            (missing.as_path(), format!("{}: not a directory", missing.display())),
+            (&*empty, format!("{}: missing", empty.join("config.json").display())),
+            (&*bad_config, format!("{}: `(document)`: invalid JSON", bad_config.join("config.json").display())),
         ] {
             let args = [command, "--model", model.to_str().unwrap(), "--image", &i, "--out", out.to_str().unwrap()];
             let line = fails(&args, &dir);

@@ -148,7 +148,6 @@ fn each_image_gets_the_rows_the_library_computes_for_it_alone_whatever_the_batch
             }
             assert_eq!(fs::read_to_string(out.join("errors.jsonl")).unwrap(), "");
             outputs.push(stored);
-            fs::remove_dir_all(out).unwrap();
         }
         assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{case}: batch and shard sizes changed the output");
     }
@@ -206,7 +205,6 @@ fn a_run_killed_with_sigkill_and_rerun_ends_with_what_an_uninterrupted_run_write
     // A third run finds everything done.
     let summary = embed(&args(&resumed).iter().map(String::as_str).collect::<Vec<_>>());
     assert!(summary.starts_with("embedded 0 image(s)"), "{summary}");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -258,7 +256,6 @@ fn unreadable_images_land_in_the_errors_file_and_nothing_else_is_lost() {
     assert!(summary.starts_with("embedded 0 image(s)") && summary.contains("skipped 8 image(s)"), "{summary}");
     assert!(summary.contains("0 image(s) could not be read in this run, 3 in all"), "{summary}");
     assert_eq!(fs::read_to_string(out.join("errors.jsonl")).unwrap().lines().count(), 3);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -282,7 +279,6 @@ fn globs_and_lists_name_the_images_and_record_their_paths_as_given() {
         [1, 2].map(|i| images.join(format!("img-000{i}.png")))
     );
     assert_eq!(globbed[text(&images.join("img-0001.png"))], listed[text(&images.join("img-0001.png"))]);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -332,5 +328,4 @@ fn fatal_errors_exit_2_with_one_line() {
     assert!(other_encoder.contains("holds features of another encoder"), "{other_encoder}");
     let other_budget = fails(&strs(&with(&["--max-soft-tokens", "8"])));
     assert!(other_budget.contains("was written with --max-soft-tokens 6, this run's is 8"), "{other_budget}");
-    fs::remove_dir_all(dir).unwrap();
 }

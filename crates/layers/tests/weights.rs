@@ -83,8 +83,7 @@ fn compute_dtype_converts_once_at_load() {
 
 #[test]
 fn safetensors_checkpoints_are_weight_stores() {
-    let dir = std::env::temp_dir().join(format!("layers-weights-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tensor::testing::TestDir::new("layers-test-weights");
     let path = dir.join("w.safetensors");
     let (w, b) = (ramp(&[3, 2], Dtype::Bf16), ramp(&[3], Dtype::Bf16));
     tensor::save_safetensors(&path, &[("lin.weight", &w), ("lin.bias", &b)], None).unwrap();
@@ -102,7 +101,6 @@ fn safetensors_checkpoints_are_weight_stores() {
         Err(Error::Missing { name }) => assert_eq!(name, "nope"),
         other => panic!("expected Missing, got {other:?}"),
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn tiny_config(clipped: bool) -> VisionBlockConfig {

@@ -48,6 +48,8 @@ mod scalar;
 mod sharded;
 mod shared;
 mod status;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod vector;
 
 pub use array::Array;

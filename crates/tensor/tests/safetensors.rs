@@ -1,16 +1,13 @@
 //! Safetensors files and sharded checkpoints: loading, saving, validation, fingerprints.
 
 use std::fs;
-use std::path::PathBuf;
+use tensor::testing::TestDir;
 use tensor::{
     Array, Dtype, Error, SafetensorsFile, ShardedSafetensors, fingerprint, load_safetensors, save_safetensors,
 };
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tensor-test-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> TestDir {
+    TestDir::new(&format!("tensor-test-{name}"))
 }
 
 fn sample() -> Vec<(String, Array)> {

@@ -24,8 +24,7 @@ fn format_error(bytes: &[u8]) -> String {
 
 #[test]
 fn a_saved_file_parses_to_what_open_reports() {
-    let dir = std::env::temp_dir().join(format!("tensor-test-header-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tensor::testing::TestDir::new("tensor-test-header");
     let path = dir.join("w.safetensors");
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
     let b = Array::from_slice(&[7i64], &[1]).unwrap();
@@ -45,7 +44,6 @@ fn a_saved_file_parses_to_what_open_reports() {
     let floats: Vec<f32> =
         bytes[a_range.clone()].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(floats, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -2,14 +2,11 @@
 //! (`weights.update(mx.load(f))` file by file), headers read at once, clashes reported.
 
 use std::fs;
-use std::path::PathBuf;
+use tensor::testing::TestDir;
 use tensor::{Array, Dtype, Error, ShardedSafetensors, save_safetensors};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tensor-test-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> TestDir {
+    TestDir::new(&format!("tensor-test-{name}"))
 }
 
 fn save(path: &std::path::Path, tensors: &[(&str, f32)]) {
@@ -39,7 +36,7 @@ fn later_files_win_and_clashes_are_listed() {
     // A name no file holds names the whole; a bad file fails at once, naming it.
     match files.load("z") {
         Err(Error::Format { path, detail }) => {
-            assert_eq!(path, dir);
+            assert_eq!(path, *dir);
             assert!(detail.contains("no tensor named `z`"), "{detail}");
         }
         other => panic!("{other:?}"),

@@ -59,7 +59,8 @@ fn decode(bytes: &[u8]) -> preprocess::Result<RgbImage> {
 fn an_empty_file_is_empty_input() {
     let _serial = serial();
     let encoder = tiny("tiny-clipped");
-    let path = file(&temp_dir("bad-empty"), "empty.png", b"");
+    let dir = temp_dir("bad-empty");
+    let path = file(&dir, "empty.png", b"");
     let (source, message) = file_error(&encoder, &path);
     assert!(matches!(source, preprocess::Error::Empty), "{source:?}");
     assert!(message.ends_with("empty input: no image bytes"), "{message}");
@@ -105,7 +106,8 @@ fn garbage_bytes_are_an_unknown_format_naming_their_first_bytes() {
     let _serial = serial();
     let encoder = tiny("tiny-clipped");
     let garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    let path = file(&temp_dir("bad-garbage"), "garbage.jpg", &garbage);
+    let dir = temp_dir("bad-garbage");
+    let path = file(&dir, "garbage.jpg", &garbage);
     let (source, message) = file_error(&encoder, &path);
     match &source {
         preprocess::Error::UnknownFormat { magic } => assert_eq!(magic, &garbage[..8]),
@@ -115,7 +117,7 @@ fn garbage_bytes_are_an_unknown_format_naming_their_first_bytes() {
     // A PNG signature followed by garbage is a malformed PNG, not a crash.
     let mut fake_png = b"\x89PNG\r\n\x1a\n".to_vec();
     fake_png.extend_from_slice(&garbage);
-    let (source, message) = file_error(&encoder, &file(&temp_dir("bad-garbage-png"), "fake.png", &fake_png));
+    let (source, message) = file_error(&encoder, &file(&dir, "fake.png", &fake_png));
     assert!(matches!(source, preprocess::Error::Malformed { format: "PNG", .. }), "{source:?}");
     assert!(message.contains("malformed PNG data"), "{message}");
 }
@@ -125,7 +127,8 @@ fn a_text_file_is_an_unknown_format() {
     let _serial = serial();
     let encoder = tiny("tiny-clipped");
     let text = b"Gemma 4 reads images, not prose.\n";
-    let path = file(&temp_dir("bad-text"), "notes.png", text);
+    let dir = temp_dir("bad-text");
+    let path = file(&dir, "notes.png", text);
     let (source, message) = file_error(&encoder, &path);
     assert!(matches!(&source, preprocess::Error::UnknownFormat { magic } if magic == b"Gemma 4 "), "{source:?}");
     assert!(message.contains("[47, 65, 6d, 6d, 61, 20, 34, 20]"), "{message}");
@@ -138,7 +141,7 @@ fn a_directory_or_a_missing_file_is_an_io_error_naming_it() {
     let encoder = tiny("tiny-clipped");
     let dir = temp_dir("bad-directory");
     for (path, kind) in
-        [(dir.clone(), std::io::ErrorKind::IsADirectory), (dir.join("absent.png"), std::io::ErrorKind::NotFound)]
+        [(dir.to_path_buf(), std::io::ErrorKind::IsADirectory), (dir.join("absent.png"), std::io::ErrorKind::NotFound)]
     {
         let err = encoder.encode_files(&[&path], None).unwrap_err();
         assert!(err.to_string().starts_with(&path.display().to_string()), "{err}");
@@ -152,7 +155,7 @@ fn a_directory_or_a_missing_file_is_an_io_error_naming_it() {
     }
     // A bad file among good ones fails the whole call and names the bad one.
     let good = image("tiny-clipped", "noise-20x30.png");
-    let err = encoder.encode_files(&[good.as_path(), dir.as_path()], None).unwrap_err();
+    let err = encoder.encode_files(&[good.as_path(), &*dir], None).unwrap_err();
     assert!(err.to_string().starts_with(&dir.display().to_string()), "{err}");
 }
 

@@ -263,7 +263,7 @@ fn bad_images_are_errors_and_write_nothing() {
 
 /// A copy of the tiny-clipped model sharded in two (raw names) with `edit` applied to the
 /// index's `weight_map` (tensor name → shard file) before it is written.
-fn sharded_copy(name: &str, edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> std::path::PathBuf {
+fn sharded_copy(name: &str, edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> common::TestDir {
     let dir = model_copy("tiny-clipped", name);
     let raw: Vec<(String, Array)> =
         tensor::load_safetensors(dir.join("model.safetensors")).unwrap().into_iter().collect();

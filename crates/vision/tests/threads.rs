@@ -38,7 +38,8 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
     let unified = Arc::new(load(&fixture("tiny-unified").join("model")));
     let clipped_images = vec![image("tiny-clipped", "noise-20x30.png"), image("tiny-clipped", "gradient-37x23.png")];
     let unified_images = vec![image("tiny-unified", "checker-20x30.png"), image("tiny-unified", "gradient-37x23.png")];
-    let garbage = temp_dir("threads").join("garbage.png");
+    let scratch = temp_dir("threads");
+    let garbage = scratch.join("garbage.png");
     std::fs::write(&garbage, b"\x89PNG\r\n\x1a\nnot a png at all").unwrap();
 
     // One thread's results, computed first.

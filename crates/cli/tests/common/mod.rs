@@ -15,12 +15,11 @@ pub fn image(case: &str, name: &str) -> PathBuf {
     fixture(case).join("images").join(name)
 }
 
-/// A fresh temporary directory for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cli-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub use tensor::testing::TestDir;
+
+/// A fresh, empty [`TestDir`] for the test `name`.
+pub fn temp_dir(name: &str) -> TestDir {
+    TestDir::new(&format!("cli-test-{name}"))
 }
 
 pub fn load(dir: &Path) -> VisionEncoder {

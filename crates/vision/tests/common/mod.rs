@@ -17,16 +17,15 @@ pub fn image(case: &str, name: &str) -> PathBuf {
     fixture(case).join("images").join(name)
 }
 
-/// A fresh temporary directory for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("vision-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub use tensor::testing::TestDir;
+
+/// A fresh, empty [`TestDir`] for the test `name`.
+pub fn temp_dir(name: &str) -> TestDir {
+    TestDir::new(&format!("vision-test-{name}"))
 }
 
 /// A copy of a fixture's model directory in a temporary directory.
-pub fn model_copy(case: &str, name: &str) -> PathBuf {
+pub fn model_copy(case: &str, name: &str) -> TestDir {
     let dir = temp_dir(name);
     for entry in std::fs::read_dir(fixture(case).join("model")).unwrap() {
         let entry = entry.unwrap();
