@@ -284,9 +284,7 @@ mod tests {
 
     #[test]
     fn shards_are_cut_at_the_shard_size_and_read_back() {
-        let dir = std::env::temp_dir().join(format!("embed-shard-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tensor::testing::TestDir::new("embed-shard");
         let mut writer = ShardWriter::new(&dir, facts(), 2, 5);
         writer.push_image(row("a", 1), Dtype::F32, &[0; 8]).unwrap();
         writer.push_error(ErrorRow { path: "b".into(), error: "bad".into() }).unwrap();
@@ -308,6 +306,5 @@ mod tests {
         assert_eq!(file.tensor("soft_tokens").unwrap().data(), 2i32.to_le_bytes());
         std::fs::write(dir.join("cut.safetensors"), &bytes[..bytes.len() - 1]).unwrap();
         assert!(read_header(&dir.join("cut.safetensors")).unwrap_err().contains("not a complete shard"));
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

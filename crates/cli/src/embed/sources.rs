@@ -87,10 +87,10 @@ fn read_list(list: &Path) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tensor::testing::TestDir;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("embed-sources-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+    fn scratch(name: &str) -> TestDir {
+        let dir = TestDir::new(&format!("embed-sources-{name}"));
         fs::create_dir_all(dir.join("sub/deeper")).unwrap();
         for file in ["b.png", "a.JPG", "notes.md", "sub/c.webp", "sub/deeper/d.jpeg", "sub/e.txt"] {
             fs::write(dir.join(file), b"x").unwrap();
@@ -103,7 +103,6 @@ mod tests {
         let dir = scratch("dir");
         let names: Vec<PathBuf> = list(&dir).unwrap().iter().map(|p| p.strip_prefix(&dir).unwrap().into()).collect();
         assert_eq!(names, ["a.JPG", "b.png", "sub/c.webp", "sub/deeper/d.jpeg"].map(PathBuf::from));
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -113,7 +112,6 @@ mod tests {
         let found = list(&pattern).unwrap();
         assert_eq!(found, [dir.join("b.png"), dir.join("sub/c.webp")]);
         assert!(list(&dir.join("*.gif")).unwrap_err().ends_with("no images"));
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -122,7 +120,6 @@ mod tests {
         fs::write(dir.join("list.txt"), "# corpus\nsub/c.webp\n\n  b.png  \n/abs/x.png\nsub/c.webp\n").unwrap();
         let found = list(&dir.join("list.txt")).unwrap();
         assert_eq!(found, [dir.join("sub/c.webp"), dir.join("b.png"), PathBuf::from("/abs/x.png")]);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -131,6 +128,5 @@ mod tests {
         let missing = dir.join("missing");
         assert_eq!(list(&missing).unwrap_err(), format!("{}: no such file or directory", missing.display()));
         assert!(list(&dir.join("notes.md")).unwrap_err().contains("--images takes"));
-        fs::remove_dir_all(dir).unwrap();
     }
 }
