@@ -244,16 +244,9 @@ fn timed(mut command: Command, images: usize) -> Result<Timed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Command {
-        #[command(flatten)]
-        args: Args,
-    }
 
     fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
-        Command::try_parse_from(std::iter::once("embed").chain(args.iter().copied())).map(|c| c.args)
+        crate::bench::parse_suite_args("embed", args)
     }
 
     #[test]

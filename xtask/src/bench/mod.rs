@@ -63,6 +63,17 @@ pub fn main(args: &[String]) -> Result<()> {
     }
 }
 
+/// A suite's flags `args` parsed as `cargo xtask bench SUITE` parses them (the suites' tests).
+#[cfg(test)]
+fn parse_suite_args<A: clap::Args>(suite: &str, args: &[&str]) -> std::result::Result<A, clap::Error> {
+    #[derive(Debug, Parser)]
+    struct SuiteCommand<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    SuiteCommand::<A>::try_parse_from(std::iter::once(suite).chain(args.iter().copied())).map(|c| c.args)
+}
+
 /// Replaces the section `name` of BENCHMARKS.md (between `<!-- begin NAME … -->` and
 /// `<!-- end NAME -->`, appended if absent) with `content`.
 pub fn write_section(name: &str, content: &str) -> Result<()> {

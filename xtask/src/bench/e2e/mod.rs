@@ -155,16 +155,9 @@ pub fn main(args: &Args) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Command {
-        #[command(flatten)]
-        args: Args,
-    }
 
     fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
-        Command::try_parse_from(std::iter::once("e2e").chain(args.iter().copied())).map(|c| c.args)
+        crate::bench::parse_suite_args("e2e", args)
     }
 
     #[test]
