@@ -5,12 +5,12 @@
 //! each are printed with the load average.
 //!
 //! ```text
-//! cargo run --release -p kernels --example throughput -- [--reps N] [--filter TEXT]
+//! cargo run --release -p kernels --example throughput -- [--reps N] [--filter TEXT] [--images N]
 //! RAYON_NUM_THREADS=1 cargo run --release -p kernels --example throughput
 //! ```
 //!
 //! Cases: `gemm/e2b/{bf16,f32,f32+bf16w}/MxKxN` (x `[M, K]` times `W.T`, `W` `[N, K]`, as
-//! `nn.Linear` runs), the 31b-shaped widths, and `attention/{e2b,31b}/{bf16,f32}` with the
+//! `nn.Linear` runs; `M` is 2394 tokens per image, `--images` of them), the 31b-shaped widths, and `attention/{e2b,31b}/{bf16,f32}` with the
 //! tower's `[1, 1, L, L]` mask of one image (zeros) and, `/padded`, of a batch whose last 100
 //! tokens are padding (flops: `4·Hq·L²·D`, the two products).
 
@@ -80,15 +80,15 @@ fn attention_case<T: Float>(group: &str, label: &str, heads: usize, head_dim: us
     }
 }
 
-fn all_cases() -> Vec<Case> {
+fn all_cases(images: usize) -> Vec<Case> {
     let mut cases = Vec::new();
     for (group, shapes) in
         [("e2b", [(768, 768), (768, 3072), (3072, 768)]), ("31b", [(1152, 1152), (1152, 4304), (4304, 1152)])]
     {
         for (k, n) in shapes {
-            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", TOKENS, k, n));
-            cases.push(gemm_case::<f32, f32, f32>(group, "f32", TOKENS, k, n));
-            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", TOKENS, k, n));
+            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", images * TOKENS, k, n));
+            cases.push(gemm_case::<f32, f32, f32>(group, "f32", images * TOKENS, k, n));
+            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", images * TOKENS, k, n));
         }
     }
     for (group, heads, head_dim) in [("e2b", 12, 64), ("31b", 16, 72)] {
@@ -108,15 +108,17 @@ fn load_average() -> String {
 fn main() {
     let mut reps = 5;
     let mut filter = String::new();
+    let mut images = 1;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--reps" => reps = args.next().and_then(|s| s.parse().ok()).expect("--reps N"),
             "--filter" => filter = args.next().expect("--filter TEXT"),
+            "--images" => images = args.next().and_then(|s| s.parse().ok()).expect("--images N"),
             other => panic!("unknown argument {other}"),
         }
     }
-    let mut cases: Vec<Case> = all_cases().into_iter().filter(|c| c.name.contains(&filter)).collect();
+    let mut cases: Vec<Case> = all_cases(images).into_iter().filter(|c| c.name.contains(&filter)).collect();
     println!("threads {}, load average before: {}", kernels::parallel::threads(), load_average());
     for case in &mut cases {
         (case.run)();

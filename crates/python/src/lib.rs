@@ -13,10 +13,19 @@ mod inputs;
 
 use pyo3::prelude::*;
 
+/// Keeps freed memory mapped for reuse instead of returning it to the system, process-wide
+/// and for good (glibc only; see `tensor::memory::retain_freed_host_memory`). Returns whether
+/// the C library accepted it.
+#[pyfunction]
+fn retain_freed_host_memory() -> bool {
+    tensor::memory::retain_freed_host_memory()
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<encoder::Encoder>()?;
+    module.add_function(wrap_pyfunction!(retain_freed_host_memory, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -72,33 +72,27 @@ pub fn clear_cache() -> Result<()> {
     check("clear_cache", || unsafe { mlx_ffi::mlx_clear_cache() })
 }
 
-/// Largest block glibc lets `mallopt` serve from its heaps instead of a fresh mapping.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const LARGEST_HEAP_BLOCK: i32 = 32 << 20;
-
 /// Asks the C allocator to keep freed memory for reuse instead of returning it to the system.
 ///
 /// MLX's CPU backend allocates every intermediate array with `malloc` and has no buffer cache
 /// (its GPU backends do). With glibc's defaults, blocks of a few MiB and more are mapped on
 /// allocation and unmapped on free, so every page of every large intermediate faults in
-/// again, zero-filled, in each op: about 3 s of kernel time per 16-layer float32 forward at
-/// 2394 patches here. After this call, blocks up to 32 MiB come from the allocator's heaps and
-/// freed memory stays mapped: resident memory stays near its peak after a forward pass
-/// instead of falling back.
+/// again, zero-filled, in each op; the larger the batch, the more of them. After this call,
+/// blocks of every size come from the allocator's heaps (no fresh mappings) and freed memory
+/// stays mapped: resident memory stays near its peak after a forward pass instead of falling
+/// back. (glibc still maps a block too large for a secondary thread's arena, 64 MiB and up,
+/// afresh each time.)
 ///
 /// Process-wide and permanent (it changes `malloc`'s policy for all code in the process), so
-/// the library never calls it by itself: the `gemma-vision` command and the benchmarks do.
-/// Returns whether the allocator accepted it (always `false` where the C library is not
-/// glibc).
+/// the library never calls it by itself: the `gemma-vision` command, the Python package's
+/// corpus jobs and the benchmarks do. Returns whether the allocator accepted it (always
+/// `false` where the C library is not glibc).
 pub fn retain_freed_host_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: `mallopt` takes two integers and only changes allocator parameters; glibc
         // accepts or refuses (returns 0 for) any value.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, LARGEST_HEAP_BLOCK) == 1
-                && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1
-        }
+        unsafe { libc::mallopt(libc::M_MMAP_MAX, 0) == 1 && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1 }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     false

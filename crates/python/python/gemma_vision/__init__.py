@@ -8,10 +8,13 @@
 
 - ``Encoder``: the encoder, loaded once; ``encode`` releases the GIL, so threads may share it.
 - ``read_shards``: the images of a ``gemma-vision embed`` output directory.
+- ``retain_freed_host_memory()``: for a process that mostly encodes, keeps freed memory mapped
+  (glibc's ``malloc`` otherwise maps and unmaps every large intermediate, and a batch's page
+  faults cost it time). Process-wide and permanent; the Ray job's actors call it.
 - ``gemma_vision.ray_embed``: the same job over a Ray cluster (``python -m gemma_vision.ray_embed``).
 """
 
-from ._native import Encoder, __version__
+from ._native import Encoder, __version__, retain_freed_host_memory
 from .shards import EmbeddedImage, read_errors, read_shards
 
-__all__ = ["Encoder", "EmbeddedImage", "read_errors", "read_shards", "__version__"]
+__all__ = ["Encoder", "EmbeddedImage", "read_errors", "read_shards", "retain_freed_host_memory", "__version__"]

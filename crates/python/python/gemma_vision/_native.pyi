@@ -8,6 +8,11 @@ import numpy.typing as npt
 
 __version__: str
 
+def retain_freed_host_memory() -> bool:
+    """Keeps freed memory mapped for reuse instead of returning it to the system (glibc's
+    ``malloc``: no fresh mapping per large block), process-wide and for good. Returns whether
+    the C library accepted it (False where it is not glibc)."""
+
 Image = Union[str, "os.PathLike[str]", bytes, bytearray, npt.NDArray[np.uint8]]
 """A path, the bytes of an image file, or uint8 pixels [H, W, 3] (RGB)."""
 

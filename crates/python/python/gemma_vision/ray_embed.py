@@ -111,8 +111,10 @@ class EmbedBatch:
     of paths. An image that cannot be read gets an ``error`` row; the batch goes on."""
 
     def __init__(self, model: str, dtype: str = "native", max_soft_tokens: Optional[int] = None):
-        from gemma_vision import Encoder
+        from gemma_vision import Encoder, retain_freed_host_memory
 
+        # The actor's process only encodes: keep freed memory mapped, as `gemma-vision embed` does.
+        retain_freed_host_memory()
         self.encoder = Encoder(model, dtype=dtype, max_soft_tokens=max_soft_tokens)
         self.identity = self.encoder.identity
         self.budget = self.encoder.max_soft_tokens
