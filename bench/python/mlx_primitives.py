@@ -74,6 +74,11 @@ def exp(dtype, elements):
     return [x], lambda: mx.exp(x)
 
 
+def tanh(dtype, elements):
+    x = random((elements,), dtype, 1) * 4
+    return [x], lambda: mx.tanh(x)
+
+
 def gelu_approx_mul(dtype, elements):
     """The gated MLP's activation: nn.gelu_approx(gate) * up."""
     gate, up = random((elements,), dtype, 1) * 4, random((elements,), dtype, 2) * 4
@@ -124,7 +129,7 @@ def rope(dtype, tokens, heads, width):
     return [x] + [a for pair in tables for a in pair], call
 
 
-PRIMITIVES = dict(matmul=matmul, addmm=addmm, sdpa=sdpa, sdpa_mask=sdpa_mask, softmax=softmax, exp=exp,
+PRIMITIVES = dict(matmul=matmul, addmm=addmm, sdpa=sdpa, sdpa_mask=sdpa_mask, softmax=softmax, exp=exp, tanh=tanh,
                   gelu_approx_mul=gelu_approx_mul, add=add, rms_norm=rms_norm, layer_norm=layer_norm,
                   vision_rms_norm=vision_rms_norm, rope=rope)
 

@@ -14,11 +14,13 @@
 //! [`gelu_approx_scalar`] is that sequence for one value (the definition of the bits). In bf16
 //! the GELU is a function of 65,536 inputs: [`gelu_approx_mul`] looks it up in a table made
 //! once per process by the scalar sequence itself, then multiplies by `up` (8 lanes per AVX2
-//! vector). In float32 it runs the sequence per element over all cores, the C library's
-//! `tanhf` per element and the cubes by [`cube_as_pow`](crate::power::cube_as_pow) (`powf`'s
-//! bits without calling it for most values).
+//! vector). In float32 it runs the sequence over all cores, the cubes by
+//! [`cube_as_pow`](crate::power::cube_as_pow) (`powf`'s bits without calling it for most
+//! values) and the `tanh`s by [`tanh_slice`](crate::tanh::tanh_slice) (the C library's
+//! `tanhf` bits, 8 lanes at a time where that is glibc's fdlibm `tanhf`).
 
 use crate::power::{cube_as_pow_slice, pow};
+use crate::tanh::{tanh, tanh_slice};
 use crate::{Error, Float, Result, parallel, rows};
 use half::bf16;
 use std::any::TypeId;
@@ -36,16 +38,32 @@ pub fn gelu_approx_scalar<T: Float>(x: T) -> T {
 /// The GELU of `x` given `cube = powf(f32(x), 3)`, the rest of the op sequence.
 #[inline(always)]
 fn gelu_approx_from_cube<T: Float>(x: T, cube: f32) -> T {
-    let round = |v: f32| T::from_f32(v).to_f32();
+    gelu_approx_from_tanh(x, tanh(tanh_argument(x, cube)))
+}
+
+/// Each op's result rounded to `T`.
+#[inline(always)]
+fn round<T: Float>(v: f32) -> f32 {
+    T::from_f32(v).to_f32()
+}
+
+/// The argument of the GELU's `tanh` given `cube = powf(f32(x), 3)`:
+/// `(x + 0.044715 · cube) · sqrt(2/π)`, each op rounded to `T`.
+#[inline(always)]
+fn tanh_argument<T: Float>(x: T, cube: f32) -> f32 {
     // Python floats become float32 (then T) weak scalars, as MLX makes `array(0.044715, T)`.
-    let cubic_coefficient = round(0.044715f64 as f32);
-    let scale = round((2.0 / std::f64::consts::PI).sqrt() as f32);
-    let (half, one) = (round(0.5), round(1.0));
-    let f = x.to_f32();
-    let cubic = round(round(cube) * cubic_coefficient);
-    let inner = round(round(f + cubic) * scale);
-    let gate = round(round(inner.tanh()) + one);
-    T::from_f32(round(f * half) * gate)
+    let cubic_coefficient = round::<T>(0.044715f64 as f32);
+    let scale = round::<T>((2.0 / std::f64::consts::PI).sqrt() as f32);
+    let cubic = round::<T>(round::<T>(cube) * cubic_coefficient);
+    round::<T>(round::<T>(x.to_f32() + cubic) * scale)
+}
+
+/// The GELU of `x` given the C library's `tanh` of its [`tanh_argument`]:
+/// `(0.5 · x) · (1 + tanh)`, each op rounded to `T`.
+#[inline(always)]
+fn gelu_approx_from_tanh<T: Float>(x: T, tanh: f32) -> T {
+    let gate = round::<T>(round::<T>(tanh) + round::<T>(1.0));
+    T::from_f32(round::<T>(x.to_f32() * round::<T>(0.5)) * gate)
 }
 
 /// `out[i] = gelu_approx(x[i])` in `T` (float32 or bf16): MLX 0.32's CPU bits. `x` and `out`
@@ -97,20 +115,25 @@ pub fn gelu_approx_mul_scalar<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> 
     Ok(())
 }
 
-/// `out[i] = then(i, gelu_approx(x[i]))` by the op sequence, the cubes taken 8 at a time
-/// with [`cube_as_pow_slice`] (`powf`'s bits) and `tanhf` called per element.
+/// `out[i] = then(i, gelu_approx(x[i]))` by the op sequence, 256 values at a time: the cubes
+/// by [`cube_as_pow_slice`] (`powf`'s bits), the `tanh`s by [`tanh_slice`] (`tanhf`'s).
 fn by_sequence<T: Float>(x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
     const CHUNK: usize = 256;
     let mut widened = [0f32; CHUNK];
     let mut cubes = [0f32; CHUNK];
+    let mut tanhs = [0f32; CHUNK];
     for (c, (x, out)) in x.chunks(CHUNK).zip(out.chunks_mut(CHUNK)).enumerate() {
         let n = x.len();
         for (w, v) in widened.iter_mut().zip(x) {
             *w = v.to_f32();
         }
         cube_as_pow_slice(&widened[..n], &mut cubes[..n]);
-        for (i, ((o, &v), &cube)) in out.iter_mut().zip(x).zip(&cubes[..n]).enumerate() {
-            *o = then(c * CHUNK + i, gelu_approx_from_cube(v, cube));
+        for (cube, &v) in cubes.iter_mut().zip(x) {
+            *cube = tanh_argument(v, *cube);
+        }
+        tanh_slice(&cubes[..n], &mut tanhs[..n]);
+        for (i, ((o, &v), &t)) in out.iter_mut().zip(x).zip(&tanhs[..n]).enumerate() {
+            *o = then(c * CHUNK + i, gelu_approx_from_tanh(v, t));
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod rms_norm;
 pub mod rope;
 mod rows;
 mod scratch;
+pub mod tanh;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;

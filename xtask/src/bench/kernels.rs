@@ -39,6 +39,7 @@ const PRIMITIVES: &[(&str, &str)] = &[
     ("gemm", "`matmul` (x·Wᵀ; `addmm` with the unified embedder's bias)"),
     ("attention", "`fast.scaled_dot_product_attention` (scale 1, with and without the tower's mask)"),
     ("exp", "`exp`"),
+    ("tanh", "`tanh`"),
     ("gelu_approx_mul", "`nn.gelu_approx(gate) * up`"),
     ("add", "`add`"),
     ("rms_norm", "`fast.rms_norm`"),
@@ -147,7 +148,7 @@ fn mlx_spec(row: &Row, function_head: &str) -> Option<String> {
             let op = if row.ours.value.as_deref() == Some("mask") { "sdpa_mask" } else { "sdpa" };
             (op, vec![*heads, tokens, *width])
         }
-        "exp" | "gelu_approx_mul" | "add" => (row.kernel.as_str(), vec![elements?]),
+        "exp" | "tanh" | "gelu_approx_mul" | "add" => (row.kernel.as_str(), vec![elements?]),
         "rms_norm" => ("rms_norm", bracket_dims(function_head).or_else(|| rows_of(768))?),
         "layer_norm" => ("layer_norm", bracket_dims(function_head).or_else(|| rows_of(768))?),
         "vision_rms_norm" => ("vision_rms_norm", bracket_dims(function_head).or_else(|| rows_of(64))?),
