@@ -11,8 +11,9 @@
 //!
 //! Cases: `gemm/e2b/{bf16,f32,f32+bf16w}/MxKxN` (x `[M, K]` times `W.T`, `W` `[N, K]`, as
 //! `nn.Linear` runs; `M` is 2394 tokens per image, `--images` of them), the 31b-shaped
-//! widths, and `attention/{e2b,31b}/{bf16,f32}` with the tower's `[1, 1, L, L]` mask of one image (zeros) and, `/padded`, of a batch whose last 100
-//! tokens are padding (flops: `4·Hq·L²·D`, the two products).
+//! widths, and `attention/{e2b,31b}/{bf16,f32}` with the tower's `[1, 1, L, L]` mask of one
+//! image (zeros) and, `/padded`, of a batch whose last 100 tokens are padding (flops:
+//! `4·Hq·L²·D`, the two products).
 
 #![allow(unsafe_code, reason = "clock_gettime, the process CPU clock")]
 
