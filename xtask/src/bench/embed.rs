@@ -65,7 +65,8 @@ pub struct Args {
 /// One timed run.
 #[derive(Debug)]
 struct Timed {
-    /// Images per second as the job reports it, and of the whole process.
+    /// Images per second of the job (its summary's images over its seconds), and of the whole
+    /// process.
     job_rate: f64,
     process_rate: f64,
     /// Peak RSS in MiB, when the job reports it.
@@ -230,15 +231,25 @@ fn timed(mut command: Command, images: usize) -> Result<Timed> {
         return Err(format!("{command:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     let job_rate = stdout
-        .split(", ")
-        .find_map(|part| part.strip_suffix(" images/s"))
-        .and_then(|n| n.trim().parse::<f64>().ok())
-        .ok_or_else(|| format!("no images/s in the output of {command:?}: {stdout}"))?;
+        .lines()
+        .find_map(job_rate)
+        .ok_or_else(|| format!("no `embedded N image(s) … in S s` summary in the output of {command:?}: {stdout}"))?;
     let peak_mib = stdout
         .lines()
         .find_map(|line| line.strip_prefix("peak memory (RSS): "))
         .and_then(|m| m.trim_end_matches(" MiB").parse::<f64>().ok());
     Ok(Timed { job_rate, process_rate: images as f64 / seconds, peak_mib })
+}
+
+/// The job's own images per second from its summary line, `embedded N image(s) … in S s, …`
+/// (`gemma-vision embed`'s and the Ray job's): `N / S`, to the precision of its seconds rather
+/// than of the rate it prints (two decimals).
+fn job_rate(line: &str) -> Option<f64> {
+    let rest = line.strip_prefix("embedded ")?;
+    let (images, rest) = rest.split_once(" image(s)")?;
+    let seconds = rest.split(", ").find_map(|part| part.split_once(" in ")?.1.strip_suffix(" s"))?;
+    let (images, seconds) = (images.parse::<f64>().ok()?, seconds.parse::<f64>().ok()?);
+    (seconds > 0.0).then(|| images / seconds)
 }
 
 #[cfg(test)]
@@ -265,5 +276,18 @@ mod tests {
         );
         assert!(parse(&["--dtypes", "f16"]).is_err());
         assert!(parse(&["--images", "many"]).is_err());
+    }
+
+    #[test]
+    fn the_job_rate_is_images_over_the_summarys_seconds() {
+        let embed = "embedded 24 image(s) (6720 soft tokens) in 300.0 s, 0.08 images/s, into 1 new shard(s) in out";
+        assert_eq!(job_rate(embed), Some(0.08));
+        let embed = "embedded 24 image(s) (6720 soft tokens) in 288.0 s, 0.08 images/s, into 1 new shard(s) in out";
+        assert_eq!(job_rate(embed), Some(24.0 / 288.0));
+        let ray = "embedded 24 image(s) in 240.0 s, 0.10 images/s, with 1 actor(s) into out; skipped 0 already there";
+        assert_eq!(job_rate(ray), Some(0.1));
+        assert_eq!(job_rate("embedded 0 image(s) in 0.0 s, 0.00 images/s"), None);
+        assert_eq!(job_rate("peak memory (RSS): 1417 MiB"), None);
+        assert_eq!(job_rate("embedded 24 image(s) (6720 soft tokens) in soon, into out"), None);
     }
 }
