@@ -81,7 +81,9 @@ pub fn clear_cache() -> Result<()> {
 /// blocks of every size come from the allocator's heaps (no fresh mappings) and freed memory
 /// stays mapped: resident memory stays near its peak after a forward pass instead of falling
 /// back. (glibc still maps a block too large for a secondary thread's arena, 64 MiB and up,
-/// afresh each time.)
+/// afresh each time. Where the process's threads use several arenas before the encoding
+/// starts, as in a Ray worker, freed blocks may still fault in again: start such a process with
+/// `MALLOC_ARENA_MAX=1` too.)
 ///
 /// Process-wide and permanent (it changes `malloc`'s policy for all code in the process), so
 /// the library never calls it by itself: the `gemma-vision` command, the Python package's

@@ -10,7 +10,9 @@
 - ``read_shards``: the images of a ``gemma-vision embed`` output directory.
 - ``retain_freed_host_memory()``: for a process that mostly encodes, keeps freed memory mapped
   (glibc's ``malloc`` otherwise maps and unmaps every large intermediate, and a batch's page
-  faults cost it time). Process-wide and permanent; the Ray job's actors call it.
+  faults cost it time). Process-wide and permanent; the Ray job's actors call it, and start
+  with ``MALLOC_ARENA_MAX=1`` (a process whose threads already use several ``malloc`` arenas
+  needs that too: see ``ray_embed.actor_options``).
 - ``gemma_vision.ray_embed``: the same job over a Ray cluster (``python -m gemma_vision.ray_embed``).
 """
 

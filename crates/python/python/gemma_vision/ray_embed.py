@@ -146,6 +146,24 @@ class EmbedBatch:
         return self._is_bf16
 
 
+def actor_options(actors: int, cpus: float) -> dict:
+    """The ``map_batches`` options of the job's actors: how many, their CPUs, and their process
+    environment.
+
+    ``MALLOC_ARENA_MAX=1`` (read by glibc when the worker process starts) keeps every thread's
+    ``malloc`` in one arena. A Ray worker's threads use several arenas before the UDF runs, and
+    Ray Data calls it from a thread of its own: there, even after
+    :func:`gemma_vision.retain_freed_host_memory` (which :class:`EmbedBatch` calls), the large
+    blocks an encode frees fault in again at every batch. With one arena from the start they stay
+    mapped, as in ``gemma-vision embed``. (Setting the arena limit later, with ``mallopt``, does
+    not help: the arenas exist by then.)"""
+    return {
+        "concurrency": actors,
+        "num_cpus": cpus,
+        "runtime_env": {"env_vars": {"MALLOC_ARENA_MAX": "1"}},
+    }
+
+
 def done_paths(out: Path, identity: str, budget: int) -> set[str]:
     """Paths already written under ``out`` by this encoder (identity) and budget. Removes the
     Parquet files a killed run left unreadable; refuses files of another encoder or budget."""
@@ -235,8 +253,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 },
                 batch_size=args.batch,
                 batch_format="numpy",
-                concurrency=args.actors,
-                num_cpus=cpus,
+                **actor_options(args.actors, cpus),
             )
             embedded.write_parquet(str(out.resolve()), min_rows_per_file=args.rows_per_file)
         seconds = time.perf_counter() - started
