@@ -4,17 +4,18 @@
 //! stamp matches, so a second run takes a second or two. Everything lands in `.deps/`:
 //! - Debian packages (`libclang-dev` for bindgen, `cmake` and
 //!   `nasm` for libjpeg-turbo), installed with apt-get when running as root, else named.
-//! - `.deps/venv`: a Python virtual environment with the pinned MLX wheels (libmlx, headers,
-//!   the Python API), NumPy, Pillow, and the reference mlx-vlm (`xtask/python-*.txt`).
-//! - `.deps/mlx`: a link to the wheel's MLX directory (`include/`, `lib/libmlx.so`).
-//! - `.deps/mlx-c`: mlx-c 0.7.0's sources, taken out of the crates.io package `mlx-sys` 0.7.0.
+//! - `.deps/venv`: a Python virtual environment holding the reference exactly as a user
+//!   installs it (`xtask/python-reference.txt`: mlx-vlm and the MLX wheels, with what pip
+//!   resolves for them, recorded in `.deps/venv/reference.lock`), then the project's tools
+//!   (`xtask/python-requirements.txt`), which may not change a package of the reference.
+//! - `.deps/mlx`: a link to the wheel's MLX directory (`include/`, `lib/libmlx.so`), which
+//!   `mlx-ffi`'s build script finds. mlx-c's sources are the build script's own business.
 
 use crate::project::{self, Result, cmd, deps, output, python, run};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 const DEBIAN_PACKAGES: &[&str] = &["libclang-dev", "cmake", "nasm"];
-const MLX_SYS_VERSION: &str = "0.7.0";
 
 pub fn main() -> Result<()> {
     let started = std::time::Instant::now();
@@ -22,9 +23,7 @@ pub fn main() -> Result<()> {
     warn_if_disk_is_short();
     debian_packages()?;
     python_env()?;
-    python_package_tools()?;
     mlx_link()?;
-    mlx_c_sources()?;
     eprintln!("setup: ready in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -72,53 +71,41 @@ fn debian_packages() -> Result<()> {
     Ok(())
 }
 
+/// What the Python environment holds: the reference as a user installs it, then the project's
+/// tools constrained by what pip resolved for the reference.
 fn python_recipe() -> String {
     let root = project::root();
     let read = |name: &str| fs::read_to_string(root.join("xtask").join(name)).unwrap_or_default();
-    format!("{}\n--no-deps\n{}", read("python-requirements.txt"), read("python-nodeps.txt"))
+    format!("{}\n--then\n{}", read("python-reference.txt"), read("python-requirements.txt"))
 }
 
+/// `.deps/venv`: `pip install -r xtask/python-reference.txt` (mlx-vlm and the MLX wheels, with
+/// every dependency pip resolves, exactly as a user types it), `pip freeze` of that into
+/// [`reference_lock`], then the project's tools with that freeze as constraints.
 fn python_env() -> Result<()> {
     let venv = deps().join("venv");
     let recipe = python_recipe();
     if stamp_matches(&venv, &recipe) {
         return Ok(());
     }
-    eprintln!("setup: creating the Python environment in .deps/venv");
+    eprintln!("setup: creating the Python environment in .deps/venv (the reference, then the tools)");
     if !python().exists() {
         let python3 = which("python3").ok_or("python3 not found (needed for the reference)")?;
         run(cmd(python3, &["-m", "venv"]).arg(&venv))?;
     }
-    let req = project::root().join("xtask");
-    let pip = |args: &[&str]| {
-        let mut pip = cmd(python(), &["-m", "pip", "install", "-q", "--disable-pip-version-check"]);
-        pip.args(args);
-        run(&mut pip)
-    };
-    pip(&["-r", &req.join("python-requirements.txt").to_string_lossy()])?;
-    pip(&["--no-deps", "-r", &req.join("python-nodeps.txt").to_string_lossy()])?;
+    let xtask = project::root().join("xtask");
+    let pip = || cmd(python(), &["-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "on"]);
+    run(pip().arg("-r").arg(xtask.join("python-reference.txt")))?;
+    let freeze = output(cmd(python(), &["-m", "pip", "freeze", "--disable-pip-version-check"]))?;
+    fs::write(reference_lock(), format!("{freeze}\n")).map_err(|e| format!("writing the reference lock: {e}"))?;
+    run(pip().arg("-r").arg(xtask.join("python-requirements.txt")).arg("-c").arg(reference_lock()))?;
     write_stamp(&venv, &recipe)
 }
 
-/// The Python package's build and test tools (`xtask/python-package-requirements.txt`: maturin,
-/// pytest, Ray Data, pyarrow, ml_dtypes) into `.deps/venv`, constrained by the pins of
-/// `python-requirements.txt` so that MLX and NumPy stay the reference's. Stamped separately.
-fn python_package_tools() -> Result<()> {
-    let xtask = project::root().join("xtask");
-    let (tools, pins) = (xtask.join("python-package-requirements.txt"), xtask.join("python-requirements.txt"));
-    let recipe = format!(
-        "{}\n--constraint\n{}",
-        fs::read_to_string(&tools).unwrap_or_default(),
-        fs::read_to_string(&pins).unwrap_or_default()
-    );
-    let stamp = deps().join("venv/.xtask-stamp-python-package");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == recipe) {
-        return Ok(());
-    }
-    eprintln!("setup: installing the Python package's tools (maturin, pytest, Ray Data) into .deps/venv");
-    let mut pip = cmd(python(), &["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"]);
-    run(pip.arg(&tools).arg("-c").arg(&pins))?;
-    fs::write(&stamp, recipe).map_err(|e| format!("writing {}: {e}", stamp.display()))
+/// What pip resolved for the reference (`pip freeze` right after installing it): part of the
+/// identity of every reference output kept between runs.
+pub fn reference_lock() -> PathBuf {
+    deps().join("venv/reference.lock")
 }
 
 /// `.deps/mlx` → the wheel's `mlx` package directory (headers, libmlx, CMake config).
@@ -139,57 +126,6 @@ fn mlx_link() -> Result<()> {
     }
     let _ = fs::remove_file(&link);
     std::os::unix::fs::symlink(&target, &link).map_err(|e| format!("linking .deps/mlx: {e}"))
-}
-
-fn mlx_c_recipe() -> String {
-    format!("mlx-sys {MLX_SYS_VERSION} src/mlx-c")
-}
-
-/// Fetches the `mlx-sys` package through cargo (the crates.io registry) and unpacks its
-/// bundled mlx-c sources. The crate itself is never built or depended on.
-fn mlx_c_sources() -> Result<()> {
-    let dest = deps().join("mlx-c");
-    let recipe = mlx_c_recipe();
-    if stamp_matches(&dest, &recipe) {
-        return Ok(());
-    }
-    eprintln!("setup: fetching mlx-c sources (crates.io mlx-sys {MLX_SYS_VERSION})");
-    let fetch_dir = deps().join("fetch-mlx-sys");
-    fs::create_dir_all(fetch_dir.join("src")).map_err(|e| e.to_string())?;
-    fs::write(
-        fetch_dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"fetch-mlx-sys\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\nmlx-sys = {{ version = \"={MLX_SYS_VERSION}\", default-features = false }}\n\n\
-             [workspace]\n"
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    fs::write(fetch_dir.join("src/lib.rs"), "").map_err(|e| e.to_string())?;
-    run(project::cargo().args(["fetch", "--quiet", "--manifest-path"]).arg(fetch_dir.join("Cargo.toml")))?;
-
-    let archive = find_crate_archive(&format!("mlx-sys-{MLX_SYS_VERSION}.crate"))
-        .ok_or("mlx-sys archive not found in cargo's registry cache after `cargo fetch`")?;
-    let unpack = deps().join("mlx-c.unpack");
-    let _ = fs::remove_dir_all(&unpack);
-    fs::create_dir_all(&unpack).map_err(|e| e.to_string())?;
-    let member = format!("mlx-sys-{MLX_SYS_VERSION}/src/mlx-c");
-    run(cmd("tar", &["-xzf"]).arg(&archive).arg("-C").arg(&unpack).arg(&member))?;
-    let _ = fs::remove_dir_all(&dest);
-    fs::rename(unpack.join(&member), &dest).map_err(|e| format!("moving mlx-c into place: {e}"))?;
-    let _ = fs::remove_dir_all(&unpack);
-    write_stamp(&dest, &recipe)
-}
-
-fn find_crate_archive(file: &str) -> Option<PathBuf> {
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(Into::into)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
-    fs::read_dir(cargo_home.join("registry/cache"))
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join(file))
-        .find(|p| p.exists())
 }
 
 const STAMP: &str = ".xtask-stamp";

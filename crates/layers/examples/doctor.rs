@@ -1,4 +1,5 @@
-//! `cargo xtask doctor`: what this build computes on. The MLX library and its backend, the
+//! `cargo xtask doctor`: what this build computes on. The MLX library (its version and the
+//! libmlx file opened) and its backend, the
 //! BLAS libmlx resolved, how the host kernels run here (AVX2+FMA or the portable loop, how many
 //! threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
 //! with a check that the two give the same bits.
@@ -13,7 +14,8 @@ fn main() -> layers::Result<()> {
     let version = tensor::info::mlx_version()?;
     let device = Device::default_device()?;
     let blas = tensor::info::blas_provider();
-    println!("MLX            {version} ({})", tensor::info::mlx_lib_dir());
+    let library = tensor::info::mlx_library()?;
+    println!("MLX            {version}: {} (mlx-c built for {})", library.display(), tensor::info::mlx_build_version());
     println!("device         {device:?} (GPU available: {})", Device::Gpu.is_available());
     println!("BLAS           {}", blas.map_or("none found".to_owned(), |p| p.display().to_string()));
     let path = if kernels::cpu::has_avx2_fma() { "AVX2+FMA" } else { "portable" };

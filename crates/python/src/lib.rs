@@ -21,11 +21,23 @@ fn retain_freed_host_memory() -> bool {
     tensor::memory::retain_freed_host_memory()
 }
 
+/// Opens MLX from the libmlx in `lib_dir` (the `mlx` wheel's `mlx/lib`), before any encoder
+/// exists; raises ImportError naming the file and, for another MLX release, both versions.
+/// Returns libmlx's version.
+#[pyfunction]
+fn open_mlx(lib_dir: std::path::PathBuf) -> PyResult<String> {
+    tensor::info::open_mlx_from(&lib_dir)
+        .and_then(|()| tensor::info::mlx_version())
+        .map_err(|e| pyo3::exceptions::PyImportError::new_err(format!("gemma_vision cannot use MLX: {e}")))
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<encoder::Encoder>()?;
     module.add_function(wrap_pyfunction!(retain_freed_host_memory, module)?)?;
+    module.add_function(wrap_pyfunction!(open_mlx, module)?)?;
+    module.add("MLX_BUILD_VERSION", tensor::info::mlx_build_version())?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

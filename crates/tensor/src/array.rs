@@ -1,6 +1,6 @@
 //! [`Array`]: an owned MLX array handle.
 
-use crate::status::{LAST_ERROR, check, clear_error, init, take_error, without_mlx_c_location};
+use crate::status::{LAST_ERROR, api, check, clear_error, init, take_error, without_mlx_c_location};
 use crate::{Dtype, Element, Error, Result};
 use mlx_ffi as ffi;
 use std::fmt;
@@ -57,13 +57,13 @@ impl Array {
         }
         // SAFETY: `raw` is a live handle (non-null, checked above) that the caller passed to us;
         // `mlx_array_dtype` only reads the array's descriptor.
-        let code = unsafe { ffi::mlx_array_dtype(raw) };
+        let code = unsafe { api().mlx_array_dtype(raw) };
         match Dtype::from_raw(code) {
             Ok(dtype) => Ok(Array { raw, dtype }),
             Err(_) => {
                 // SAFETY: the caller gave us sole ownership of `raw` and it is not wrapped in an
                 // `Array` on this path, so it is freed exactly once, here.
-                unsafe { ffi::mlx_array_free(raw) };
+                unsafe { api().mlx_array_free(raw) };
                 Err(Error::Mlx { op, message: format!("MLX returned an array of unknown dtype {code}"), location })
             }
         }
@@ -88,7 +88,7 @@ impl Array {
         // exactly `data.len()` elements, so mlx-c reads exactly `data`. It copies the values into a
         // buffer of its own before returning.
         Array::from_ctor("from_slice", || unsafe {
-            ffi::mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), ndim, T::DTYPE.to_raw())
+            api().mlx_array_new_data(data.as_ptr().cast(), shape.as_ptr(), ndim, T::DTYPE.to_raw())
         })
     }
 
@@ -123,7 +123,7 @@ impl Array {
         // and nothing on the Rust side touches it again: MLX alone reads (and may write) it until
         // it calls `drop_vec::<T>(payload)` once.
         Array::from_ctor("from_vec", || unsafe {
-            ffi::mlx_array_new_data_managed_payload(
+            api().mlx_array_new_data_managed_payload(
                 ptr,
                 shape.as_ptr(),
                 ndim,
@@ -152,7 +152,7 @@ impl Array {
         let ndim = self.ndim();
         // SAFETY: `self.raw` is live while `self` is borrowed; `mlx_array_shape` returns a pointer
         // into the array descriptor's shape vector (or null on failure), which it does not copy.
-        let ptr = unsafe { ffi::mlx_array_shape(self.raw) };
+        let ptr = unsafe { api().mlx_array_shape(self.raw) };
         if ptr.is_null() || ndim == 0 {
             return Vec::new();
         }
@@ -177,21 +177,21 @@ impl Array {
     pub fn ndim(&self) -> usize {
         // SAFETY: `self.raw` is live while `self` is borrowed; the accessor only reads the array's
         // descriptor (and reports failure as 0 rather than touching memory).
-        unsafe { ffi::mlx_array_ndim(self.raw) }
+        unsafe { api().mlx_array_ndim(self.raw) }
     }
 
     /// Number of elements.
     pub fn size(&self) -> usize {
         // SAFETY: `self.raw` is live while `self` is borrowed; the accessor only reads the array's
         // descriptor (and reports failure as 0 rather than touching memory).
-        unsafe { ffi::mlx_array_size(self.raw) }
+        unsafe { api().mlx_array_size(self.raw) }
     }
 
     /// Bytes of element data (size × dtype size).
     pub fn nbytes(&self) -> usize {
         // SAFETY: `self.raw` is live while `self` is borrowed; the accessor only reads the array's
         // descriptor (and reports failure as 0 rather than touching memory).
-        unsafe { ffi::mlx_array_nbytes(self.raw) }
+        unsafe { api().mlx_array_nbytes(self.raw) }
     }
 
     /// The element type.
@@ -205,7 +205,7 @@ impl Array {
         // SAFETY: `self.raw` is live while `self` is borrowed. Evaluation writes to the graph's
         // nodes: no other thread can reach them through `self` (`Array` is not `Sync`), though one
         // may through another handle sharing them, the known gap at `unsafe impl Send for Array`.
-        check("eval", || unsafe { ffi::mlx_array_eval(self.raw) })
+        check("eval", || unsafe { api().mlx_array_eval(self.raw) })
     }
 
     /// Evaluates several arrays together, sharing their common subgraphs.
@@ -214,7 +214,7 @@ impl Array {
         let vector = crate::vector::VectorArray::new(arrays)?;
         // SAFETY: `vector` is a live vector handle holding its own references to the arrays, which
         // `arrays` keeps borrowed; evaluation writes to their nodes, as in `eval`.
-        check("eval", || unsafe { ffi::mlx_eval(vector.raw()) })
+        check("eval", || unsafe { api().mlx_eval(vector.raw()) })
     }
 
     /// Whether the array's data has been computed.
@@ -224,7 +224,8 @@ impl Array {
         // call writes through its exclusive pointer. The first call after evaluation moves the node
         // from `evaluated` to `available` (a write, on this thread, as in `eval`); later calls only
         // read, which is what `SharedArray::new` relies on.
-        check("is_available", || unsafe { ffi::_mlx_array_is_available(&mut available, self.raw) }).is_ok() && available
+        check("is_available", || unsafe { api()._mlx_array_is_available(&mut available, self.raw) }).is_ok()
+            && available
     }
 
     /// Evaluates the array and copies its elements out in row-major order.
@@ -275,7 +276,7 @@ impl Array {
         let mut row_contiguous = false;
         // SAFETY: `dense.raw` is live while `dense` is; `row_contiguous` is a valid `bool` the
         // call writes through its exclusive pointer.
-        check("is_row_contiguous", || unsafe { ffi::_mlx_array_is_row_contiguous(&mut row_contiguous, dense.raw) })?;
+        check("is_row_contiguous", || unsafe { api()._mlx_array_is_row_contiguous(&mut row_contiguous, dense.raw) })?;
         if !row_contiguous {
             return Err(Error::Shape { op, detail: "array is not row-contiguous after copy".into() });
         }
@@ -285,7 +286,7 @@ impl Array {
         }
         // SAFETY: `dense.raw` is live; `mlx_array_data_uint8` returns the address of the array's
         // first element in its (evaluated) buffer, or null on failure, and copies nothing.
-        let ptr = unsafe { ffi::mlx_array_data_uint8(dense.raw) };
+        let ptr = unsafe { api().mlx_array_data_uint8(dense.raw) };
         if ptr.is_null() {
             return Err(Error::Shape { op, detail: "array has no data".into() });
         }
@@ -337,15 +338,15 @@ impl Array {
     #[track_caller]
     pub(crate) fn from_op(op: &'static str, call: impl FnOnce(*mut ffi::mlx_array) -> i32) -> Result<Array> {
         let location = Location::caller();
-        init();
+        init()?;
         clear_error();
         // SAFETY: `mlx_array_new` has no preconditions; it returns a null handle (no allocation)
         // for the call to fill, which this function owns from here on.
-        let mut raw = unsafe { ffi::mlx_array_new() };
+        let mut raw = unsafe { api().mlx_array_new() };
         if call(&mut raw) != 0 {
             // SAFETY: `raw` is ours (null, or whatever the failed call left in it) and is not
             // wrapped in an `Array`, so it is freed exactly once, here; freeing null is a no-op.
-            unsafe { ffi::mlx_array_free(raw) };
+            unsafe { api().mlx_array_free(raw) };
             return Err(Error::Mlx { op, message: take_error(), location });
         }
         // SAFETY: the call succeeded, so `raw` holds the new array mlx-c allocated for this
@@ -372,7 +373,7 @@ impl Array {
     #[track_caller]
     pub(crate) fn from_ctor(op: &'static str, call: impl FnOnce() -> ffi::mlx_array) -> Result<Array> {
         let location = Location::caller();
-        init();
+        init()?;
         clear_error();
         let raw = call();
         match LAST_ERROR.with(|slot| slot.borrow_mut().take()).map(without_mlx_c_location) {
@@ -380,7 +381,7 @@ impl Array {
                 // SAFETY: the constructor returned a handle of its own making (null after a
                 // failure, as mlx-c's constructors do), owned by us alone and not wrapped: freed
                 // exactly once, here.
-                unsafe { ffi::mlx_array_free(raw) };
+                unsafe { api().mlx_array_free(raw) };
                 Err(Error::Mlx { op, message, location })
             }
             // SAFETY: the constructor succeeded and returned a newly allocated handle that only
@@ -411,12 +412,12 @@ pub(crate) fn element_count(shape: &[i32]) -> Option<usize> {
 impl Clone for Array {
     fn clone(&self) -> Array {
         // SAFETY: `mlx_array_new` has no preconditions and returns a null handle, owned here.
-        let mut raw = unsafe { ffi::mlx_array_new() };
+        let mut raw = unsafe { api().mlx_array_new() };
         // SAFETY: `self.raw` is live while `self` is borrowed; `raw` is a valid, exclusively
         // borrowed null handle, which `mlx_array_set` points at a new `mlx::core::array` sharing
         // `self`'s descriptor (a reference-count copy). Should that allocation fail, `raw` stays
         // null: every mlx-c function reports a null handle as an error, and freeing it is a no-op.
-        unsafe { ffi::mlx_array_set(&mut raw, self.raw) };
+        unsafe { api().mlx_array_set(&mut raw, self.raw) };
         Array { raw, dtype: self.dtype }
     }
 }
@@ -425,7 +426,7 @@ impl Drop for Array {
     fn drop(&mut self) {
         // SAFETY: `self.raw` is owned by this `Array` alone (every `Array` holds its own handle,
         // `Clone` included) and is freed once, here; the arrays it shares data with keep theirs.
-        unsafe { ffi::mlx_array_free(self.raw) };
+        unsafe { api().mlx_array_free(self.raw) };
     }
 }
 

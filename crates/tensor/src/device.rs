@@ -4,7 +4,7 @@
 //! stream for the default device (the GPU where the backend has one, else the CPU), or the
 //! device chosen with [`with_device`] for the duration of a closure.
 
-use crate::status::{check, init};
+use crate::status::{api, check, init};
 use crate::{Error, Result};
 use mlx_ffi as ffi;
 use std::cell::RefCell;
@@ -21,36 +21,36 @@ pub enum Device {
 impl Device {
     /// MLX's default device: the GPU when this MLX build has one, else the CPU.
     pub fn default_device() -> Result<Device> {
-        init();
+        init()?;
         // SAFETY: `mlx_device_new` has no preconditions; it returns an empty handle, which the
         // guard owns (and frees) from here on.
-        let mut dev = DeviceHandle(unsafe { ffi::mlx_device_new() });
+        let mut dev = DeviceHandle(unsafe { api().mlx_device_new() });
         // SAFETY: `dev.0` is a valid handle, exclusively borrowed, that the call sets to the
         // default device (allocating it if empty); the guard still owns it afterwards.
-        check("get_default_device", || unsafe { ffi::mlx_get_default_device(&mut dev.0) })?;
+        check("get_default_device", || unsafe { api().mlx_get_default_device(&mut dev.0) })?;
         device_type(&dev)
     }
 
     /// Whether this MLX build can run on this device.
     pub fn is_available(self) -> bool {
-        let dev = self.new_raw();
+        let Ok(dev) = self.new_raw() else { return false };
         let mut available = false;
         // SAFETY: `dev.0` is the handle made above, owned (so live) until `dev` drops after the
         // call; `available` is a valid `bool` the call writes through its exclusive pointer.
-        check("device_is_available", || unsafe { ffi::mlx_device_is_available(&mut available, dev.0) }).is_ok()
+        check("device_is_available", || unsafe { api().mlx_device_is_available(&mut available, dev.0) }).is_ok()
             && available
     }
 
     /// A new handle for this device, owned by the returned guard.
-    fn new_raw(self) -> DeviceHandle {
-        init();
+    fn new_raw(self) -> Result<DeviceHandle> {
+        init()?;
         let kind = match self {
             Device::Cpu => ffi::MLX_CPU,
             Device::Gpu => ffi::MLX_GPU,
         };
         // SAFETY: no preconditions: mlx-c only wraps the value `(kind, 0)` in a new handle (null
         // should that fail), which the guard owns from here on.
-        DeviceHandle(unsafe { ffi::mlx_device_new_type(kind, 0) })
+        Ok(DeviceHandle(unsafe { api().mlx_device_new_type(kind, 0) }))
     }
 }
 
@@ -62,7 +62,7 @@ impl Drop for DeviceHandle {
         // SAFETY: the handle came from an `mlx_device_new*` call and belongs to this guard alone
         // (callers lend `self.0` to one call at a time, never keep it); freed once, here. Freeing
         // an empty handle is a no-op.
-        unsafe { ffi::mlx_device_free(self.0) };
+        unsafe { api().mlx_device_free(self.0) };
     }
 }
 
@@ -70,7 +70,7 @@ fn device_type(dev: &DeviceHandle) -> Result<Device> {
     let mut kind = ffi::MLX_CPU;
     // SAFETY: `dev.0` is live while `dev` is borrowed; `kind` is a valid `mlx_device_type` the
     // call writes through its exclusive pointer.
-    check("device_get_type", || unsafe { ffi::mlx_device_get_type(&mut kind, dev.0) })?;
+    check("device_get_type", || unsafe { api().mlx_device_get_type(&mut kind, dev.0) })?;
     Ok(if kind == ffi::MLX_GPU { Device::Gpu } else { Device::Cpu })
 }
 
@@ -87,14 +87,14 @@ impl Stream {
     /// This thread's default stream on `device`.
     #[track_caller]
     pub fn default_for(device: Device) -> Result<Stream> {
-        let dev = device.new_raw();
+        let dev = device.new_raw()?;
         // SAFETY: `mlx_stream_new` has no preconditions; it returns an empty handle, owned by the
         // `Stream` built below, whose `Drop` frees it on every path.
-        let mut raw = unsafe { ffi::mlx_stream_new() };
+        let mut raw = unsafe { api().mlx_stream_new() };
         // SAFETY: `raw` is a valid handle, exclusively borrowed, that the call sets to this
         // thread's default stream of `dev.0`, which the guard keeps live for the call (the stream
         // keeps a copy of the device value, not the handle).
-        let result = check("get_default_stream", || unsafe { ffi::mlx_get_default_stream(&mut raw, dev.0) });
+        let result = check("get_default_stream", || unsafe { api().mlx_get_default_stream(&mut raw, dev.0) });
         let stream = Stream { raw, device, _thread_bound: PhantomData };
         result.map(|()| stream)
     }
@@ -108,7 +108,7 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `self.raw` is live while `self` is borrowed, on the thread that made it
         // (`Stream` is neither `Send` nor `Sync`).
-        check("synchronize", || unsafe { ffi::mlx_synchronize(self.raw) })
+        check("synchronize", || unsafe { api().mlx_synchronize(self.raw) })
     }
 }
 
@@ -116,7 +116,7 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: `self.raw` is owned by this `Stream` alone and freed once, here. Arrays built on
         // the stream keep a copy of the stream's value, not this handle.
-        unsafe { ffi::mlx_stream_free(self.raw) };
+        unsafe { api().mlx_stream_free(self.raw) };
     }
 }
 

@@ -10,6 +10,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong between Rust and MLX.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// MLX could not be opened (no libmlx, another MLX release, mlx-c not loadable).
+    #[error("MLX is unavailable: {0}")]
+    Unavailable(#[source] mlx_ffi::LoadError),
     /// MLX rejected an operation; `message` is MLX's own text.
     #[error("{op} (at {location}): {message}")]
     Mlx { op: &'static str, message: String, location: &'static Location<'static> },

@@ -1,6 +1,7 @@
 //! MLX's fused kernels (`mlx.core.fast`).
 
 use crate::array::ABSENT;
+use crate::status::api;
 use crate::{Array, Result};
 use std::ffi::CString;
 
@@ -12,7 +13,7 @@ pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
     // SAFETY: the op-call contract of `Array::from_op`: the live `x`, and `weight` live or the null
     // handle mlx-c documents as "no weight"; this thread's `stream`.
     Array::from_op("fast.rms_norm", |out| unsafe {
-        mlx_ffi::mlx_fast_rms_norm(out, x.as_raw(), Array::raw_or_absent(weight), eps, stream)
+        api().mlx_fast_rms_norm(out, x.as_raw(), Array::raw_or_absent(weight), eps, stream)
     })
 }
 
@@ -23,7 +24,7 @@ pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: 
     // SAFETY: the op-call contract of `Array::from_op`: the live `x`, and `weight` and `bias` each
     // live or the null handle mlx-c documents as "absent"; this thread's `stream`.
     Array::from_op("fast.layer_norm", |out| unsafe {
-        mlx_ffi::mlx_fast_layer_norm(
+        api().mlx_fast_layer_norm(
             out,
             x.as_raw(),
             Array::raw_or_absent(weight),
@@ -66,7 +67,7 @@ pub fn scaled_dot_product_attention(
     // `mode`; `mask_array` live (borrowed through `mask`) or null, as mlx-c documents for "no mask
     // array", and null for "no sinks"; this thread's `stream`.
     Array::from_op("fast.scaled_dot_product_attention", |out| unsafe {
-        mlx_ffi::mlx_fast_scaled_dot_product_attention(
+        api().mlx_fast_scaled_dot_product_attention(
             out,
             q.as_raw(),
             k.as_raw(),

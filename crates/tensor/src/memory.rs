@@ -1,7 +1,7 @@
 //! MLX's allocator statistics (bytes), for leak tests and reports.
 
 use crate::Result;
-use crate::status::check;
+use crate::status::{api, check};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static MAX_ARRAY_BYTES: AtomicUsize = AtomicUsize::new(0);
@@ -43,33 +43,33 @@ fn read(op: &'static str, call: impl FnOnce(&mut usize) -> i32) -> Result<usize>
 pub fn active_memory() -> Result<usize> {
     // SAFETY: the getter writes the allocator's active byte count, one `size_t`, through the
     // valid, exclusive `bytes` reference, and reads nothing else.
-    read("get_active_memory", |bytes| unsafe { mlx_ffi::mlx_get_active_memory(bytes) })
+    read("get_active_memory", |bytes| unsafe { api().mlx_get_active_memory(bytes) })
 }
 
 /// The high-water mark of [`active_memory`] since start or the last [`reset_peak_memory`].
 pub fn peak_memory() -> Result<usize> {
     // SAFETY: the getter writes the allocator's peak count, one `size_t`, through the valid,
     // exclusive `bytes` reference, and reads nothing else.
-    read("get_peak_memory", |bytes| unsafe { mlx_ffi::mlx_get_peak_memory(bytes) })
+    read("get_peak_memory", |bytes| unsafe { api().mlx_get_peak_memory(bytes) })
 }
 
 /// Bytes MLX keeps cached for reuse (freed buffers not yet returned to the system).
 pub fn cache_memory() -> Result<usize> {
     // SAFETY: the getter writes the allocator's cached byte count, one `size_t`, through the
     // valid, exclusive `bytes` reference, and reads nothing else.
-    read("get_cache_memory", |bytes| unsafe { mlx_ffi::mlx_get_cache_memory(bytes) })
+    read("get_cache_memory", |bytes| unsafe { api().mlx_get_cache_memory(bytes) })
 }
 
 /// Resets the peak counter.
 pub fn reset_peak_memory() -> Result<()> {
     // SAFETY: no arguments and no preconditions (the allocator's counters are its own).
-    check("reset_peak_memory", || unsafe { mlx_ffi::mlx_reset_peak_memory() })
+    check("reset_peak_memory", || unsafe { api().mlx_reset_peak_memory() })
 }
 
 /// Returns cached buffers to the system.
 pub fn clear_cache() -> Result<()> {
     // SAFETY: no arguments and no preconditions: only buffers no array uses are released.
-    check("clear_cache", || unsafe { mlx_ffi::mlx_clear_cache() })
+    check("clear_cache", || unsafe { api().mlx_clear_cache() })
 }
 
 /// Asks the C allocator to keep freed memory for reuse instead of returning it to the system.

@@ -1,5 +1,6 @@
 //! Reading safetensors files by memory map, straight into MLX arrays.
 
+use crate::status::api;
 use crate::{Array, Dtype, Error, Result};
 use memmap2::{MmapOptions, MmapRaw};
 use std::collections::BTreeMap;
@@ -132,7 +133,7 @@ impl SafetensorsFile {
             // them into a buffer of its own before returning. `shape` is passed as its own pointer
             // and length (`ndim`).
             return Array::from_ctor("load_safetensors", || unsafe {
-                mlx_ffi::mlx_array_new_data(aligned.as_ptr().cast(), shape.as_ptr(), ndim, dtype.to_raw())
+                api().mlx_array_new_data(aligned.as_ptr().cast(), shape.as_ptr(), ndim, dtype.to_raw())
             });
         }
         // The same bytes as `bytes`, through a pointer that may write (it does not come from a
@@ -150,7 +151,7 @@ impl SafetensorsFile {
         // buffer of an array it holds the only reference to), changing only this process's
         // pages; not while this file is open, though (`loaded`), which is when Rust reads them.
         Array::from_ctor("load_safetensors", || unsafe {
-            mlx_ffi::mlx_array_new_data_managed_payload(
+            api().mlx_array_new_data_managed_payload(
                 data,
                 shape.as_ptr(),
                 ndim,
@@ -271,21 +272,20 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array
 /// [`SafetensorsFile`] (see `benches/load.rs`); the mapped loader is the faster one here.
 pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array>> {
     use crate::status::check;
-    use mlx_ffi as ffi;
     let path = path.as_ref();
     let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes())
         .map_err(|_| Error::format(path, "path contains a NUL byte"))?;
     let stream = crate::device::current_stream()?;
     // SAFETY: no preconditions; the new (empty) map of arrays is ours, freed below on every path.
-    let mut arrays = unsafe { ffi::mlx_map_string_to_array_new() };
+    let mut arrays = unsafe { api().mlx_map_string_to_array_new() };
     // SAFETY: no preconditions; the new (empty) map of metadata strings is ours, freed below on
     // every path.
-    let mut metadata = unsafe { ffi::mlx_map_string_to_string_new() };
+    let mut metadata = unsafe { api().mlx_map_string_to_string_new() };
     // SAFETY: `arrays` and `metadata` are valid handles, exclusively borrowed, that the call fills;
     // `c_path` is a `CString` that outlives the call (mlx-c copies it); `stream` is this thread's
     // current stream.
     let loaded = check("load_safetensors", || unsafe {
-        ffi::mlx_load_safetensors(&mut arrays, &mut metadata, c_path.as_ptr(), stream)
+        api().mlx_load_safetensors(&mut arrays, &mut metadata, c_path.as_ptr(), stream)
     });
     let result = loaded.and_then(|()| {
         let mut out = BTreeMap::new();
@@ -293,18 +293,18 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
         // SAFETY: `arrays` is a live, non-null map handle (the load succeeded and filled it);
         // the iterator points into it, and the map is neither changed nor freed until the
         // iterator is freed below.
-        let iter = unsafe { ffi::mlx_map_string_to_array_iterator_new(arrays) };
+        let iter = unsafe { api().mlx_map_string_to_array_iterator_new(arrays) };
         loop {
             let mut key: *const std::ffi::c_char = std::ptr::null();
             // SAFETY: no preconditions; the null handle is ours, freed here unless adopted.
-            let mut raw = unsafe { ffi::mlx_array_new() };
+            let mut raw = unsafe { api().mlx_array_new() };
             // SAFETY: `iter` is live (see above); `key` and `raw` are valid and exclusively
             // borrowed: the call points `key` at the entry's key and sets `raw` to a new handle
             // sharing the entry's array.
-            let status = unsafe { ffi::mlx_map_string_to_array_iterator_next(&mut key, &mut raw, iter) };
+            let status = unsafe { api().mlx_map_string_to_array_iterator_next(&mut key, &mut raw, iter) };
             if status != 0 || key.is_null() {
                 // SAFETY: `raw` is ours and not adopted on this path: freed once, here.
-                unsafe { ffi::mlx_array_free(raw) };
+                unsafe { api().mlx_array_free(raw) };
                 break;
             }
             // SAFETY: `key` (non-null) is the NUL-terminated data of the entry's key string, owned
@@ -322,14 +322,14 @@ pub fn load_safetensors_copying(path: impl AsRef<Path>) -> Result<BTreeMap<Strin
             }
         }
         // SAFETY: `iter` is ours, no longer used, and freed once, here.
-        unsafe { ffi::mlx_map_string_to_array_iterator_free(iter) };
+        unsafe { api().mlx_map_string_to_array_iterator_free(iter) };
         failure.map_or(Ok(out), Err)
     });
     // SAFETY: both maps are ours, no longer used (the arrays adopted above hold their own
     // references, the names were copied), and each is freed once, here.
     unsafe {
-        ffi::mlx_map_string_to_array_free(arrays);
-        ffi::mlx_map_string_to_string_free(metadata);
+        api().mlx_map_string_to_array_free(arrays);
+        api().mlx_map_string_to_string_free(metadata);
     }
     result
 }

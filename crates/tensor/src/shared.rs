@@ -1,6 +1,6 @@
 //! [`SharedArray`]: an evaluated array that threads may share.
 
-use crate::status::check;
+use crate::status::{api, check};
 use crate::{Array, Result};
 use std::ops::Deref;
 
@@ -30,7 +30,7 @@ impl SharedArray {
         // `available`, writing to it. Do that here, while this thread is its only user, so that
         // no later read from a sharing thread writes.
         // SAFETY: `array.raw` is live while `array` is; `_mlx_array_wait` takes no other argument.
-        check("wait", || unsafe { mlx_ffi::_mlx_array_wait(array.as_raw()) })?;
+        check("wait", || unsafe { api()._mlx_array_wait(array.as_raw()) })?;
         Ok(SharedArray(array))
     }
 

@@ -1,10 +1,12 @@
 //! The process-wide MLX error handler and the one place where C statuses become `Result`s.
 //!
-//! [`init`] runs once per process (a `std::sync::Once`) before any other MLX call: it replaces
+//! [`init`] opens MLX (`mlx_ffi::library`) and, once per process (a `std::sync::Once`), before
+//! any other MLX call, replaces
 //! mlx-c's default error handler (print, then `exit(-1)`) with one that stores the message in
 //! a thread-local slot, read back by the same thread's failing call ([`check`], and
 //! [`Array`](crate::Array)'s constructors). Every entry point of this crate calls it first, so
-//! no MLX constructor can run before it. Uses nothing but the FFI and [`Error`].
+//! no MLX constructor can run before it. Uses nothing but the FFI and [`Error`]; [`api`] is the
+//! table every other mlx-c call goes through.
 
 use crate::{Error, Result};
 use mlx_ffi as ffi;
@@ -41,8 +43,10 @@ unsafe extern "C" fn record_error(message: *const c_char, _data: *mut c_void) {
 
 static INIT: Once = Once::new();
 
-/// Installs the error handler. Idempotent and cheap after the first call.
-pub(crate) fn init() {
+/// Opens MLX (once per process: `mlx_ffi::library`) and installs the error handler. Idempotent
+/// and cheap after the first call; an MLX that cannot be opened is [`Error::Unavailable`].
+pub(crate) fn init() -> Result<()> {
+    let library = ffi::library().map_err(Error::Unavailable)?;
     INIT.call_once(|| {
         // SAFETY: `record_error` is a plain function with the handler's signature, valid for the
         // whole process, that neither unwinds nor reads its null data pointer (and no destructor
@@ -51,8 +55,19 @@ pub(crate) fn init() {
         // entry points runs `init` first (see the module docs): `Once` runs this write before any
         // such call, and every later one on any thread happens after `call_once` returns, so no
         // call reads the handler while it is written.
-        unsafe { ffi::mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
+        unsafe { library.api().mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
     });
+    Ok(())
+}
+
+/// The mlx-c functions of the MLX this process opened, for calls on existing handles and
+/// calls made right after [`init`]: every handle comes from an mlx-c call, and every path to
+/// one runs `init` first, so MLX is open whenever this is called.
+pub(crate) fn api() -> &'static ffi::MlxC {
+    match ffi::loaded() {
+        Some(library) => library.api(),
+        None => unreachable!("an mlx-c call before MLX was opened (every entry point runs `init` first)"),
+    }
 }
 
 pub(crate) fn take_error() -> String {
@@ -79,7 +94,7 @@ pub(crate) fn clear_error() {
 #[track_caller]
 pub(crate) fn check(op: &'static str, call: impl FnOnce() -> i32) -> Result<()> {
     let location = Location::caller();
-    init();
+    init()?;
     clear_error();
     if call() == 0 { Ok(()) } else { Err(Error::Mlx { op, message: take_error(), location }) }
 }

@@ -1,6 +1,6 @@
 //! A temporary mlx-c vector of arrays, for calls that take or return several.
 
-use crate::status::init;
+use crate::status::{api, init};
 use crate::{Array, Error, Result};
 use mlx_ffi as ffi;
 use std::panic::Location;
@@ -15,13 +15,13 @@ pub(crate) struct VectorArray {
 impl VectorArray {
     #[track_caller]
     pub(crate) fn new(arrays: &[&Array]) -> Result<VectorArray> {
-        init();
+        init()?;
         let raws: Vec<ffi::mlx_array> = arrays.iter().map(|a| a.as_raw()).collect();
         // SAFETY: `raws` is one Vec's own pointer and length, borrowed for the call; each of its
         // handles belongs to an `Array` in `arrays`, borrowed (so live) for the call. mlx-c pushes
         // a copy of each array (a reference-count copy) into a new vector of its own, so the
         // result does not depend on `raws` or `arrays` afterwards. The returned handle is ours.
-        let raw = unsafe { ffi::mlx_vector_array_new_data(raws.as_ptr(), raws.len()) };
+        let raw = unsafe { api().mlx_vector_array_new_data(raws.as_ptr(), raws.len()) };
         if raw.ctx.is_null() {
             return Err(Error::Mlx {
                 op: "vector_array",
@@ -33,10 +33,10 @@ impl VectorArray {
     }
 
     /// An empty vector for mlx-c to fill.
-    pub(crate) fn empty() -> VectorArray {
-        init();
+    pub(crate) fn empty() -> Result<VectorArray> {
+        init()?;
         // SAFETY: `mlx_vector_array_new` has no preconditions; the new handle is ours.
-        VectorArray { raw: unsafe { ffi::mlx_vector_array_new() } }
+        Ok(VectorArray { raw: unsafe { api().mlx_vector_array_new() } })
     }
 
     pub(crate) fn raw(&self) -> ffi::mlx_vector_array {
@@ -51,12 +51,12 @@ impl VectorArray {
     #[track_caller]
     pub(crate) fn to_arrays(&self) -> Result<Vec<Array>> {
         // SAFETY: `self.raw` is live while `self` is borrowed; the call only reads the length.
-        let len = unsafe { ffi::mlx_vector_array_size(self.raw) };
+        let len = unsafe { api().mlx_vector_array_size(self.raw) };
         (0..len)
             .map(|i| {
                 // SAFETY: the op-call contract of `Array::from_op`, with the live `self.raw` as
                 // input; mlx-c bounds-checks `i` (`std::vector::at`) and copies the array out.
-                Array::from_op("vector_array_get", |out| unsafe { ffi::mlx_vector_array_get(out, self.raw, i) })
+                Array::from_op("vector_array_get", |out| unsafe { api().mlx_vector_array_get(out, self.raw, i) })
             })
             .collect()
     }
@@ -66,6 +66,6 @@ impl Drop for VectorArray {
     fn drop(&mut self) {
         // SAFETY: `self.raw` is owned by this `VectorArray` alone and freed once, here; the
         // arrays it held keep their own references.
-        unsafe { ffi::mlx_vector_array_free(self.raw) };
+        unsafe { api().mlx_vector_array_free(self.raw) };
     }
 }

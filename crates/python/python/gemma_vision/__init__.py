@@ -13,10 +13,23 @@
   faults cost it time). Process-wide and permanent; the Ray job's actors call it, and start
   with ``MALLOC_ARENA_MAX=1`` (a process whose threads already use several ``malloc`` arenas
   needs that too: see ``ray_embed.actor_options``).
+- ``mlx_version``, ``mlx_library``: the MLX the package runs on, the libmlx of the ``mlx``
+  wheel beside it, opened at import; another MLX release than the one the package was built
+  against is refused there with an ImportError naming both.
 - ``gemma_vision.ray_embed``: the same job over a Ray cluster (``python -m gemma_vision.ray_embed``).
 """
 
+from ._mlx import mlx_library, mlx_version
 from ._native import Encoder, __version__, retain_freed_host_memory
 from .shards import EmbeddedImage, read_errors, read_shards
 
-__all__ = ["Encoder", "EmbeddedImage", "read_errors", "read_shards", "retain_freed_host_memory", "__version__"]
+__all__ = [
+    "Encoder",
+    "EmbeddedImage",
+    "mlx_library",
+    "mlx_version",
+    "read_errors",
+    "read_shards",
+    "retain_freed_host_memory",
+    "__version__",
+]

@@ -7,6 +7,12 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+MLX_BUILD_VERSION: str
+"""The MLX release the extension's mlx-c was compiled against: the only libmlx it opens."""
+
+def open_mlx(lib_dir: Union[str, "os.PathLike[str]"]) -> str:
+    """Opens MLX from the libmlx in ``lib_dir``; ImportError if it is another MLX release or
+    another install is already open. Returns libmlx's version."""
 
 def retain_freed_host_memory() -> bool:
     """Keeps freed memory mapped for reuse instead of returning it to the system (glibc's

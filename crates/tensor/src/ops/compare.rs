@@ -1,6 +1,7 @@
 //! Comparisons, logic and selection. Comparisons return bool arrays.
 
 use super::{binary_ops, unary_ops};
+use crate::status::api;
 use crate::{Array, Operand, Result};
 
 binary_ops! {
@@ -39,6 +40,6 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `x` and `y` (owned
         // here) and this thread's `stream`.
-        Array::from_op("where", |out| unsafe { mlx_ffi::mlx_where(out, self.as_raw(), x.as_raw(), y.as_raw(), stream) })
+        Array::from_op("where", |out| unsafe { api().mlx_where(out, self.as_raw(), x.as_raw(), y.as_raw(), stream) })
     }
 }

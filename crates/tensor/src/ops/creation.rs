@@ -1,5 +1,6 @@
 //! Arrays made from nothing but a shape or a range.
 
+use crate::status::api;
 use crate::{Array, Dtype, Result};
 
 impl Array {
@@ -9,7 +10,7 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: no input arrays, only numbers, and this
         // thread's `stream`.
-        Array::from_op("arange", |out| unsafe { mlx_ffi::mlx_arange(out, start, stop, step, dtype.to_raw(), stream) })
+        Array::from_op("arange", |out| unsafe { api().mlx_arange(out, start, stop, step, dtype.to_raw(), stream) })
     }
 
     /// Zeros of `shape` and `dtype`.
@@ -19,7 +20,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: `shape` as its own pointer and length,
         // and this thread's `stream`.
         Array::from_op("zeros", |out| unsafe {
-            mlx_ffi::mlx_zeros(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
+            api().mlx_zeros(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
         })
     }
 
@@ -30,7 +31,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: `shape` as its own pointer and length,
         // and this thread's `stream`.
         Array::from_op("ones", |out| unsafe {
-            mlx_ffi::mlx_ones(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
+            api().mlx_ones(out, shape.as_ptr(), shape.len(), dtype.to_raw(), stream)
         })
     }
 }

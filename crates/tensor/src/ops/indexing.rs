@@ -1,5 +1,6 @@
 //! Gathers.
 
+use crate::status::api;
 use crate::{Array, Result};
 
 impl Array {
@@ -10,8 +11,6 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and `indices`, and this
         // thread's `stream`.
-        Array::from_op("take", |out| unsafe {
-            mlx_ffi::mlx_take_axis(out, self.as_raw(), indices.as_raw(), axis, stream)
-        })
+        Array::from_op("take", |out| unsafe { api().mlx_take_axis(out, self.as_raw(), indices.as_raw(), axis, stream) })
     }
 }

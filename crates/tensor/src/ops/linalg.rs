@@ -1,5 +1,6 @@
 //! Matrix products.
 
+use crate::status::api;
 use crate::vector::VectorArray;
 use crate::{Array, Result};
 use std::ffi::CString;
@@ -12,7 +13,7 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and `other`, and this
         // thread's `stream`.
-        Array::from_op("matmul", |out| unsafe { mlx_ffi::mlx_matmul(out, self.as_raw(), other.as_raw(), stream) })
+        Array::from_op("matmul", |out| unsafe { api().mlx_matmul(out, self.as_raw(), other.as_raw(), stream) })
     }
 
     /// `beta * self + alpha * (a @ b)` as one fused op (MLX `addmm`, `self` being the addend).
@@ -23,7 +24,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `a` and `b`, and this
         // thread's `stream`.
         Array::from_op("addmm", |out| unsafe {
-            mlx_ffi::mlx_addmm(out, self.as_raw(), a.as_raw(), b.as_raw(), alpha, beta, stream)
+            api().mlx_addmm(out, self.as_raw(), a.as_raw(), b.as_raw(), alpha, beta, stream)
         })
     }
 
@@ -36,6 +37,6 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the `CString` `subscripts`, the live
         // `vector` of operands, and this thread's `stream`.
-        Array::from_op("einsum", |out| unsafe { mlx_ffi::mlx_einsum(out, subscripts.as_ptr(), vector.raw(), stream) })
+        Array::from_op("einsum", |out| unsafe { api().mlx_einsum(out, subscripts.as_ptr(), vector.raw(), stream) })
     }
 }

@@ -26,7 +26,7 @@ macro_rules! unary_ops {
                     // SAFETY: the op-call contract of `Array::from_op`: one input, the live `self`,
                     // and this thread's `stream`.
                     $crate::Array::from_op(stringify!($name), |out| unsafe {
-                        mlx_ffi::$ffi(out, self.as_raw(), stream)
+                        crate::status::api().$ffi(out, self.as_raw(), stream)
                     })
                 }
             )*
@@ -47,7 +47,7 @@ macro_rules! binary_ops {
                     // SAFETY: the op-call contract of `Array::from_op`: two inputs, the live `self`
                     // and `other` (owned here), and this thread's `stream`.
                     $crate::Array::from_op(stringify!($name), |out| unsafe {
-                        mlx_ffi::$ffi(out, self.as_raw(), other.as_raw(), stream)
+                        crate::status::api().$ffi(out, self.as_raw(), other.as_raw(), stream)
                     })
                 }
             )*

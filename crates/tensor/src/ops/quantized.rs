@@ -6,7 +6,7 @@
 //! 16/4, mxfp8 32/8). MLX validates every combination and reports its own message.
 
 use crate::array::ABSENT;
-use crate::status::check;
+use crate::status::{api, check};
 use crate::vector::VectorArray;
 use crate::{Array, Error, Result};
 use std::ffi::CString;
@@ -45,7 +45,7 @@ impl Array {
         // `biases` live or the null handle mlx-c documents as "no biases"; the `CString` `mode`;
         // this thread's `stream`.
         Array::from_op("quantized_matmul", |out| unsafe {
-            mlx_ffi::mlx_quantized_matmul(
+            api().mlx_quantized_matmul(
                 out,
                 self.as_raw(),
                 w.as_raw(),
@@ -70,13 +70,13 @@ impl Array {
         mode: &str,
     ) -> Result<(Array, Array, Option<Array>)> {
         let mode = mode_string("quantize", mode)?;
-        let mut parts = VectorArray::empty();
+        let mut parts = VectorArray::empty()?;
         let stream = crate::device::current_stream()?;
         // SAFETY: as the op-call contract of `Array::from_op`, with `parts` (a live vector handle,
         // exclusively borrowed) as the output the call fills: the live `self`; the `CString`
         // `mode`; the null handle mlx-c documents as "no global scale"; this thread's `stream`.
         check("quantize", || unsafe {
-            mlx_ffi::mlx_quantize(
+            api().mlx_quantize(
                 parts.as_mut_raw(),
                 self.as_raw(),
                 optional_int(group_size),
@@ -111,7 +111,7 @@ impl Array {
         // live or null ("no biases"), and null for "no global scale", as mlx-c documents; the
         // `CString` `mode`; this thread's `stream`.
         Array::from_op("dequantize", |out| unsafe {
-            mlx_ffi::mlx_dequantize(
+            api().mlx_dequantize(
                 out,
                 self.as_raw(),
                 scales.as_raw(),

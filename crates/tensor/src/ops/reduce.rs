@@ -1,5 +1,6 @@
 //! Reductions over one or several axes.
 
+use crate::status::api;
 use crate::{Array, Result};
 
 macro_rules! reductions {
@@ -13,7 +14,7 @@ macro_rules! reductions {
                     // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `axes` as
                     // its own pointer and length, and this thread's `stream`.
                     Array::from_op(stringify!($name), |out| unsafe {
-                        mlx_ffi::$ffi(out, self.as_raw(), axes.as_ptr(), axes.len(), keepdims, stream)
+                        crate::status::api().$ffi(out, self.as_raw(), axes.as_ptr(), axes.len(), keepdims, stream)
                     })
                 }
             )*
@@ -43,6 +44,6 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
         // `stream`.
-        Array::from_op("argmax", |out| unsafe { mlx_ffi::mlx_argmax_axis(out, self.as_raw(), axis, keepdims, stream) })
+        Array::from_op("argmax", |out| unsafe { api().mlx_argmax_axis(out, self.as_raw(), axis, keepdims, stream) })
     }
 }

@@ -1,5 +1,6 @@
 //! Shape manipulation: reshape, transpose, slicing, joining, padding.
 
+use crate::status::api;
 use crate::vector::VectorArray;
 use crate::{Array, Error, Operand, Result};
 
@@ -11,7 +12,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `shape` as its own
         // pointer and length, and this thread's `stream`.
         Array::from_op("reshape", |out| unsafe {
-            mlx_ffi::mlx_reshape(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
+            api().mlx_reshape(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
         })
     }
 
@@ -22,7 +23,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `axes` as its own
         // pointer and length, and this thread's `stream`.
         Array::from_op("transpose", |out| unsafe {
-            mlx_ffi::mlx_transpose_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
+            api().mlx_transpose_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
         })
     }
 
@@ -39,7 +40,7 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
         // `stream`.
-        Array::from_op("expand_dims", |out| unsafe { mlx_ffi::mlx_expand_dims(out, self.as_raw(), axis, stream) })
+        Array::from_op("expand_dims", |out| unsafe { api().mlx_expand_dims(out, self.as_raw(), axis, stream) })
     }
 
     /// Removes the given length-1 axes.
@@ -49,7 +50,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `axes` as its own
         // pointer and length, and this thread's `stream`.
         Array::from_op("squeeze", |out| unsafe {
-            mlx_ffi::mlx_squeeze_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
+            api().mlx_squeeze_axes(out, self.as_raw(), axes.as_ptr(), axes.len(), stream)
         })
     }
 
@@ -60,7 +61,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, `shape` as its own
         // pointer and length, and this thread's `stream`.
         Array::from_op("broadcast_to", |out| unsafe {
-            mlx_ffi::mlx_broadcast_to(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
+            api().mlx_broadcast_to(out, self.as_raw(), shape.as_ptr(), shape.len(), stream)
         })
     }
 
@@ -79,7 +80,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`; `start`, `stop` and
         // `strides` each as its own pointer and length; this thread's `stream`.
         Array::from_op("slice", |out| unsafe {
-            mlx_ffi::mlx_slice(
+            api().mlx_slice(
                 out,
                 self.as_raw(),
                 start.as_ptr(),
@@ -116,7 +117,7 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `vector` of inputs and this
         // thread's `stream`.
-        Array::from_op("concatenate", |out| unsafe { mlx_ffi::mlx_concatenate_axis(out, vector.raw(), axis, stream) })
+        Array::from_op("concatenate", |out| unsafe { api().mlx_concatenate_axis(out, vector.raw(), axis, stream) })
     }
 
     /// Stacks arrays of one shape along a new axis.
@@ -126,26 +127,19 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `vector` of inputs and this
         // thread's `stream`.
-        Array::from_op("stack", |out| unsafe { mlx_ffi::mlx_stack_axis(out, vector.raw(), axis, stream) })
+        Array::from_op("stack", |out| unsafe { api().mlx_stack_axis(out, vector.raw(), axis, stream) })
     }
 
     /// Splits along `axis` at the given indices.
     #[track_caller]
     pub fn split(&self, indices: &[i32], axis: i32) -> Result<Vec<Array>> {
-        let mut parts = VectorArray::empty();
+        let mut parts = VectorArray::empty()?;
         let stream = crate::device::current_stream()?;
         // SAFETY: as the op-call contract of `Array::from_op`, with `parts` (a live vector handle,
         // exclusively borrowed) as the output the call fills: the live `self`, `indices` as its own
         // pointer and length, and this thread's `stream`.
         crate::status::check("split", || unsafe {
-            mlx_ffi::mlx_split_sections(
-                parts.as_mut_raw(),
-                self.as_raw(),
-                indices.as_ptr(),
-                indices.len(),
-                axis,
-                stream,
-            )
+            api().mlx_split_sections(parts.as_mut_raw(), self.as_raw(), indices.as_ptr(), indices.len(), axis, stream)
         })?;
         parts.to_arrays()
     }
@@ -159,7 +153,7 @@ impl Array {
         // here); `axes`, `low` and `high` each as its own pointer and length; a `c"…"` literal for
         // the mode; this thread's `stream`.
         Array::from_op("pad", |out| unsafe {
-            mlx_ffi::mlx_pad(
+            api().mlx_pad(
                 out,
                 self.as_raw(),
                 axes.as_ptr(),
@@ -181,6 +175,6 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
         // `stream`.
-        Array::from_op("contiguous", |out| unsafe { mlx_ffi::mlx_contiguous(out, self.as_raw(), false, stream) })
+        Array::from_op("contiguous", |out| unsafe { api().mlx_contiguous(out, self.as_raw(), false, stream) })
     }
 }

@@ -1,6 +1,7 @@
 //! Elementwise unary math and dtype conversion.
 
 use super::unary_ops;
+use crate::status::api;
 use crate::{Array, Dtype, Result};
 
 unary_ops! {
@@ -31,7 +32,7 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
         // `stream`.
-        Array::from_op("astype", |out| unsafe { mlx_ffi::mlx_astype(out, self.as_raw(), dtype.to_raw(), stream) })
+        Array::from_op("astype", |out| unsafe { api().mlx_astype(out, self.as_raw(), dtype.to_raw(), stream) })
     }
 
     /// Clips to `[min, max]`; either bound may be absent. Bounds are arrays (MLX promotes mixed
@@ -42,7 +43,7 @@ impl Array {
         // SAFETY: the op-call contract of `Array::from_op`: the live `self`, and `min` and `max`
         // live or the null handle mlx-c documents as "no bound"; this thread's `stream`.
         Array::from_op("clip", |out| unsafe {
-            mlx_ffi::mlx_clip(out, self.as_raw(), Array::raw_or_absent(min), Array::raw_or_absent(max), stream)
+            api().mlx_clip(out, self.as_raw(), Array::raw_or_absent(min), Array::raw_or_absent(max), stream)
         })
     }
 
@@ -52,6 +53,6 @@ impl Array {
         let stream = crate::device::current_stream()?;
         // SAFETY: the op-call contract of `Array::from_op`: the live `self` and this thread's
         // `stream`.
-        Array::from_op("softmax", |out| unsafe { mlx_ffi::mlx_softmax_axis(out, self.as_raw(), axis, precise, stream) })
+        Array::from_op("softmax", |out| unsafe { api().mlx_softmax_axis(out, self.as_raw(), axis, precise, stream) })
     }
 }
