@@ -1,4 +1,4 @@
-//! `cargo xtask encode …` / `preprocess …` / `inspect …`: setup if needed, build the release
+//! `cargo xtask encode …` / `preprocess …` / `inspect …` / `embed …`: setup if needed, build the release
 //! `gemma-vision` binary, and run it with the same arguments (see its `--help`). Scripts may
 //! call `target/release/gemma-vision` directly once built.
 
@@ -7,7 +7,7 @@ use crate::setup;
 
 pub fn main(command: &str, args: &[String]) -> Result<()> {
     setup::main()?;
-    run(cargo().args(["build", "--release", "--quiet", "-p", "cli", "--bin", "gemma-vision"]))?;
+    run(cargo().args(["build", "--release", "-p", "cli", "--bin", "gemma-vision"]))?;
     let binary = release_binary("gemma-vision");
     let status = std::process::Command::new(&binary)
         .arg(command)

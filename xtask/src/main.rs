@@ -6,6 +6,7 @@
 
 mod bench;
 mod cli;
+mod downstream;
 mod fuzz;
 mod parity;
 mod project;
@@ -19,11 +20,14 @@ const HELP: &str = "\
 cargo xtask <command>
 
   setup         install or unpack everything into .deps/ (idempotent)
-  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace
+  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, a crate
+                outside the workspace depending on `vision`, the Python package's tests
   doctor        MLX version and backend, the host kernels' CPU path, MLX's and the host
                 kernels' matmul GFLOP/s and whether their bits agree
-  parity [ops|preprocess|vision]
-                our outputs against the reference's, bit for bit (all suites by default)
+  parity [ops|preprocess|vision] [--quick] [--fresh]
+                our outputs against the reference's, bit for bit (all suites by default;
+                --quick: the tiny vision cases only; --fresh: recompute the reference
+                outputs kept in .deps/parity-cache)
   bench <ops|preprocess|e2e|kernels|embed> [--help]
                 timings beside the reference's (embed: corpus jobs), written into BENCHMARKS.md
   fuzz [--seconds N]
@@ -36,6 +40,8 @@ cargo xtask <command>
                 what the encoder consumes for an image
   inspect --model DIR [--max-soft-tokens N] [--image-size WxH] [--json]
                 what a checkpoint is: dimensions, quantized modules, budget, tensors
+  embed --model DIR --images DIR|GLOB|LIST --out DIR [--batch N] [--shard-size N] …
+                a corpus into safetensors shards, resumable
 ";
 
 fn main() -> ExitCode {
@@ -50,7 +56,7 @@ fn main() -> ExitCode {
         "doctor" => test::doctor(),
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),
-        "encode" | "preprocess" | "inspect" => cli::main(command, rest),
+        "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),
         "soak" => soak::main(rest),
         "fuzz" => fuzz::main(rest),
         "help" | "--help" | "-h" => {

@@ -7,8 +7,14 @@
 //! the `parity` crate) on the same inputs, which prints one table row per comparison. Extra
 //! arguments go to both sides. Exits non-zero unless every row of every suite is bit-exact,
 //! after the line `parity: N/M stages bit-exact`.
+//!
+//! The vision suite's reference outputs (its real-size cases take most of a first run) are kept
+//! per case in `.deps/parity-cache/vision/`, named by the SHA-256 of everything they depend on:
+//! every installed Python distribution and its version (the reference as pip resolved it, the
+//! MLX wheels), the interpreter, the oracle scripts' source, the case's definition and seed. A
+//! rerun computes only what changed; `--fresh` drops the kept outputs first.
 
-use crate::project::{Result, cargo, oracle_python, release_binary, root, run, work_dir};
+use crate::project::{Result, cargo, deps, oracle_python, release_binary, root, run, work_dir};
 use crate::setup;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -20,11 +26,17 @@ pub fn main(args: &[String]) -> Result<()> {
         Some((first, rest)) if SUITES.contains(&first.as_str()) => (vec![first.as_str()], rest),
         _ => (SUITES.to_vec(), args),
     };
+    let fresh = extra.iter().any(|a| a == "--fresh");
+    let extra: Vec<String> = extra.iter().filter(|a| *a != "--fresh").cloned().collect();
     setup::main()?;
-    run(cargo().args(["build", "--release", "--quiet", "-p", "parity", "--bins"]))?;
+    if fresh {
+        let _ = std::fs::remove_dir_all(cache_dir());
+    }
+    eprintln!("parity: building our side (release)");
+    run(cargo().args(["build", "--release", "-p", "parity", "--bins"]))?;
     let (mut exact, mut total) = (0usize, 0usize);
     for suite in suites {
-        let (e, t) = run_suite(suite, extra)?;
+        let (e, t) = run_suite(suite, &extra)?;
         exact += e;
         total += t;
     }
@@ -37,7 +49,12 @@ fn run_suite(suite: &str, extra: &[String]) -> Result<(usize, usize)> {
     let dir = work_dir(&format!("parity/{suite}"))?;
     eprintln!("parity {suite}: reference side");
     let script = root().join(format!("crates/parity/python/{suite}.py"));
-    run(oracle_python(&script).arg("--out").arg(&dir).args(extra))?;
+    let mut reference = oracle_python(&script);
+    reference.arg("--out").arg(&dir).args(extra);
+    if suite == "vision" {
+        reference.arg("--cache").arg(cache_dir().join(suite));
+    }
+    run(reference)?;
     eprintln!("parity {suite}: our side");
     let binary = release_binary(&format!("parity-{suite}"));
     let mut child = std::process::Command::new(&binary)
@@ -60,6 +77,11 @@ fn run_suite(suite: &str, extra: &[String]) -> Result<(usize, usize)> {
         Some(counts) => Ok(counts),
         None => Err(format!("parity-{suite} ended ({status}) without a summary line")),
     }
+}
+
+/// Where reference outputs are kept between runs.
+fn cache_dir() -> std::path::PathBuf {
+    deps().join("parity-cache")
 }
 
 fn parse_counts(text: &str) -> Option<(usize, usize)> {

@@ -22,9 +22,14 @@ pub fn python() -> PathBuf {
     deps().join("venv/bin/python")
 }
 
-/// The `cargo` that runs this xtask.
+/// The `cargo` program that runs this xtask.
+pub fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// The `cargo` that runs this xtask, run from the repository root.
 pub fn cargo() -> Command {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut cmd = Command::new(cargo_program());
     cmd.current_dir(root());
     cmd
 }

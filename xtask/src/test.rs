@@ -1,16 +1,17 @@
-//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, and the
-//! Python package's suite.
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, a new crate
+//! outside the workspace depending on `vision` (`downstream`), and the Python package's suite.
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
-use crate::setup;
+use crate::{downstream, setup};
 use std::fs;
 use std::path::PathBuf;
 
 pub fn main(extra: &[String]) -> Result<()> {
     setup::main()?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]))?;
+    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
+    downstream::main(&target_dir().join("debug").join("gemma-vision"))?;
     python_package()
 }
 
@@ -20,8 +21,7 @@ pub fn main(extra: &[String]) -> Result<()> {
 fn python_package() -> Result<()> {
     let wheels = target_dir().join("python-wheels");
     let _ = fs::remove_dir_all(&wheels);
-    let mut build =
-        cmd(python(), &["-m", "maturin", "build", "--quiet", "--manifest-path", "crates/python/Cargo.toml"]);
+    let mut build = cmd(python(), &["-m", "maturin", "build", "--manifest-path", "crates/python/Cargo.toml"]);
     run(build.arg("--interpreter").arg(python()).arg("--out").arg(&wheels))?;
     let wheel = built_wheel(&wheels)?;
     run(cmd(
@@ -50,5 +50,5 @@ fn built_wheel(dir: &std::path::Path) -> Result<PathBuf> {
 /// `cargo xtask doctor`: what this build runs on.
 pub fn doctor() -> Result<()> {
     setup::main()?;
-    run(cargo().args(["run", "--release", "--quiet", "-p", "layers", "--example", "doctor"]))
+    run(cargo().args(["run", "--release", "-p", "layers", "--example", "doctor"]))
 }

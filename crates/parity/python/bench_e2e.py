@@ -41,9 +41,9 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import vision  # noqa: E402  (its import installs the transformers shims and imports the reference)
+import vision  # noqa: E402
+from mlx_vlm.utils import load_image  # noqa: E402
 from preprocess import photo  # noqa: E402
-from reference import load_image  # noqa: E402
 
 SEED = 20260
 

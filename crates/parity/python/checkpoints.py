@@ -4,29 +4,24 @@ A case (see vision.py's CASES) becomes a published-layout directory: config.json
 processor_config.json and seeded random weights under raw Hugging Face names or sanitized ones,
 in one file or shards with an index; quantized cases are quantized by MLX's own `nn.quantize`.
 The loaders are the reference's paths: `Model.sanitize` + `load_weights`, or for quants
-mlx-vlm's own `load_model_weights` run from its source.
+mlx-vlm's own `load_model_weights`.
 """
 
 import glob
 import json
 import math
 import os
-import sys
 from pathlib import Path
-from typing import Optional
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten, tree_map
+from mlx.utils import tree_flatten
 
-sys.path.insert(0, os.path.dirname(__file__))
-from reference import import_reference, install_transformers_shims, reference_function  # noqa: E402
-
-install_transformers_shims()
-gemma4 = import_reference("models.gemma4.gemma4")
-gemma4_config = import_reference("models.gemma4.config")
-unified = import_reference("models.gemma4_unified.gemma4_unified")
-unified_config = import_reference("models.gemma4_unified.config")
+from mlx_vlm.models.gemma4 import config as gemma4_config
+from mlx_vlm.models.gemma4 import gemma4
+from mlx_vlm.models.gemma4_unified import config as unified_config
+from mlx_vlm.models.gemma4_unified import gemma4_unified as unified
+from mlx_vlm.utils import load_model_weights
 
 # Text configs only need a width; everything else is kept tiny so building the reference
 # Model does not allocate a language model.
@@ -191,21 +186,6 @@ def write_quantized_checkpoint(case, config, directory, seed):
     save_checkpoint(directory, config, params, case["layout"], case["runs"][0]["budget"])
 
 
-def _reference_loader():
-    """mlx-vlm's `utils.load_model_weights`, run from its source with the helpers it calls."""
-    one_bit = import_reference("quantization.one_bit")
-    nvfp4 = import_reference("quantization.nvfp4")
-    scope = dict(mx=mx, nn=nn, logging=__import__("logging"), Optional=Optional, Path=Path, tree_flatten=tree_flatten,
-                 tree_map=tree_map, Dict=dict, Tuple=tuple,
-                 replace_one_bit_modules=one_bit.replace_one_bit_modules,
-                 _quantization_for_path=one_bit._quantization_for_path,
-                 replace_scaled_quantized_linears=nvfp4.replace_scaled_quantized_linears)
-    for name in ("skip_multimodal_module", "_has_quantized_weights", "_quantization_path_aliases",
-                 "_quantization_for_module_path", "_drop_modules_without_weights", "load_model_weights"):
-        scope[name] = reference_function("utils", name, scope)
-    return scope["load_model_weights"]
-
-
 def find_weight_files(directory):
     """`load_model`'s choice of files: the index's existing shards, else every *.safetensors but
     consolidated.safetensors."""
@@ -232,7 +212,7 @@ def load_quantized_reference(model, directory):
     for file in find_weight_files(directory):
         weights.update(mx.load(file))
     weights = model.sanitize(weights)
-    _reference_loader()(model, config, weights, Path(directory))
+    load_model_weights(model, config, weights, Path(directory))
     quantized = sorted(p for p, m in model.named_modules() if isinstance(m, nn.QuantizedLinear)
                        and p.startswith(("vision_tower.", "embed_vision.", "vision_embedder.")))
     if not quantized:

@@ -34,12 +34,10 @@ import mlx.core as mx  # noqa: E402
 import mlx.nn as nn  # noqa: E402
 import numpy as np  # noqa: E402
 from mlx.utils import tree_flatten  # noqa: E402
-from reference import import_reference, parse_args, save  # noqa: E402
-
-vision = import_reference("models.gemma4.vision")
-config_module = import_reference("models.gemma4.config")
-base = import_reference("models.base")
-language = import_reference("models.gemma4.language")
+from mlx_vlm.models import base  # noqa: E402
+from mlx_vlm.models.gemma4 import config as config_module  # noqa: E402
+from mlx_vlm.models.gemma4 import language, vision  # noqa: E402
+from reference import parse_args, save  # noqa: E402
 
 DTYPES = {"bfloat16": mx.bfloat16, "float32": mx.float32}
 ROPE_THETA = 100.0

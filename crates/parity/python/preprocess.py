@@ -9,58 +9,34 @@ For every input file (scikit-image's sample photographs plus generated edge case
   - `_convert_image_to_model_patches` + `_pad_patches` (gemma4_unified input),
   - for some files, `Gemma4VideoProcessor._resize_frames` + `_convert_video_to_patches` +
     `_pad_video_patches` on the image as a one-frame video (the gemma4 padded path),
-each function loaded from mlx-vlm's source (their modules import transformers, which the
-reference environment does not have). Writes raw little-endian arrays and `manifest.json`; the
+each the reference's own function or method. Writes raw little-endian arrays and `manifest.json`; the
 Rust side (`parity-preprocess`) runs ours on the same files and compares byte for byte.
 """
 
-import ast
 import io
 import json
 import math
 import os
 import sys
-from io import BytesIO
 from pathlib import Path
-from typing import Union
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import _package_dir, parse_args, reference_function  # noqa: E402
+from mlx_vlm.models.gemma4 import processing_gemma4 as gemma4  # noqa: E402
+from mlx_vlm.models.gemma4_unified import processing_gemma4_unified as unified  # noqa: E402
+from mlx_vlm.utils import load_image  # noqa: E402
+from transformers.image_utils import ChannelDimension  # noqa: E402
+from reference import parse_args  # noqa: E402
 
-GEMMA4 = "models.gemma4.processing_gemma4"
-UNIFIED = "models.gemma4_unified.processing_gemma4_unified"
 PATCH, POOL = 16, 3
 RESCALE = 1 / 255
 
 
-class ChannelDimension:
-    """Stand-in for transformers' enum: the reference compares against these members only."""
-
-    FIRST = "channels_first"
-    LAST = "channels_last"
-
-
-def reference_method(module, class_name, method_name, namespace):
-    """Loads one method of a class in `mlx_vlm.<module>` from its source, as a plain function."""
-    path = os.path.join(_package_dir(), *module.split(".")) + ".py"
-    with open(path) as f:
-        tree = ast.parse(f.read(), path)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == method_name:
-                    code = compile(ast.Module(body=[item], type_ignores=[]), path, "exec")
-                    scope = dict(namespace)
-                    exec(code, scope)
-                    return scope[method_name]
-    raise LookupError(f"{class_name}.{method_name} not found in {path}")
-
-
 class Settings:
-    """The processor attributes the loaded methods read (`self.…`)."""
+    """The processor attributes the reference's methods read (`self.…`), for calling them
+    without building a whole processor."""
 
     def __init__(self, max_soft_tokens):
         self.patch_size = PATCH
@@ -69,18 +45,13 @@ class Settings:
         self.rescale_factor = RESCALE
 
 
-NS = {"np": np, "math": math, "Image": Image, "ImageOps": ImageOps, "ChannelDimension": ChannelDimension}
-get_size = reference_function(GEMMA4, "get_aspect_ratio_preserving_size", NS)
-NS["get_aspect_ratio_preserving_size"] = get_size
-load_image = reference_function(
-    "utils", "load_image", {"Image": Image, "ImageOps": ImageOps, "BytesIO": BytesIO, "Path": Path, "Union": Union}
-)
-resize = reference_method(GEMMA4, "Gemma4ImageProcessor", "aspect_ratio_preserving_resize", NS)
-resize_frames = reference_method(GEMMA4, "Gemma4VideoProcessor", "_resize_frames", NS)
-video_patches = reference_function(GEMMA4, "_convert_video_to_patches", NS)
-pad_video = reference_function(GEMMA4, "_pad_video_patches", NS)
-model_patches = reference_function(UNIFIED, "_convert_image_to_model_patches", NS)
-pad_patches = reference_function(UNIFIED, "_pad_patches", NS)
+get_size = gemma4.get_aspect_ratio_preserving_size
+resize = gemma4.Gemma4ImageProcessor.aspect_ratio_preserving_resize
+resize_frames = gemma4.Gemma4VideoProcessor._resize_frames
+video_patches = gemma4._convert_video_to_patches
+pad_video = gemma4._pad_video_patches
+model_patches = unified._convert_image_to_model_patches
+pad_patches = unified._pad_patches
 
 
 # ---------------------------------------------------------------- generated edge cases

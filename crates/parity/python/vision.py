@@ -9,8 +9,7 @@ For each case this writes, under --out/<case>/:
 and a manifest.json at --out listing cases, runs, images, budgets and stages.
 
 The reference runs end to end: mlx_vlm.utils.load_image → the reference image processor
-(Gemma4ImageProcessor / Gemma4UnifiedImageProcessor, run unchanged with tiny stand-ins for
-Hugging Face utilities) → Model.sanitize → Model.load_weights → Model.encode_image (gemma4) or
+(Gemma4ImageProcessor / Gemma4UnifiedImageProcessor) → Model.sanitize → Model.load_weights → Model.encode_image (gemma4) or
 Model.get_image_features (gemma4_unified). Stages are captured by wrapping the reference's own
 modules (patch embedder, each transformer block, the pooler, the vision tower; the unified
 embedder's layer norms and projection), so every captured array is what mlx-vlm computed.
@@ -21,7 +20,7 @@ modules (the projector alone as legacy converters did, or also the unified `patc
 the tower's clippable linears, with per-module overrides), and every parameter (language model
 included) is saved with a `quantization` / `quantization_config` section in config.json. The
 reference then loads that directory as `mlx_vlm.utils.load_model` does: the files it finds,
-`Model.sanitize`, and its own `load_model_weights` (run from its source), which turns every
+`Model.sanitize`, and its own `load_model_weights`, which turns every
 module whose `scales` are stored into an `nn.QuantizedLinear`. `compute="float32"` cases cast
 the loaded reference with `model.set_dtype(mx.float32)` (floating parameters only) before
 running; ours loads them with `--dtype f32` and the reference kernels.
@@ -54,17 +53,11 @@ from checkpoints import (  # noqa: E402
     vision_parameters,
     write_quantized_checkpoint,
 )
-from reference import (  # noqa: E402
-    import_reference,
-    install_transformers_shims,
-    load_image,
-    parse_args,
-)
-
-install_transformers_shims()
-gemma4_vision = import_reference("models.gemma4.vision")
-gemma4_processing = import_reference("models.gemma4.processing_gemma4")
-unified_processing = import_reference("models.gemma4_unified.processing_gemma4_unified")
+from mlx_vlm.models.gemma4 import processing_gemma4 as gemma4_processing  # noqa: E402
+from mlx_vlm.models.gemma4 import vision as gemma4_vision  # noqa: E402
+from mlx_vlm.models.gemma4_unified import processing_gemma4_unified as unified_processing  # noqa: E402
+from mlx_vlm.utils import load_image  # noqa: E402
+from reference import ReferenceCache, link, parse_args  # noqa: E402
 
 SKIMAGE_DATA = os.path.join(os.path.dirname(np.__file__), "..", "skimage", "data")
 
@@ -329,8 +322,29 @@ def run_unified(model, processor, paths, run, capture):
     return stages
 
 
-def run_case(case, out, seed):
-    case_dir = os.path.join(out, case["name"])
+def run_case(case, out, seed, cache):
+    """The case's checkpoint, inputs and reference stages in `out/<case>`: computed, or taken
+    from `cache` when it holds this case for this reference and seed (`out/<case>` is then a
+    link to the cached directory). Returns the case's manifest entry."""
+    cached, hit = cache.directory(case["name"], case, seed)
+    if not cached:
+        return compute_case(case, os.path.join(out, case["name"]), seed)
+    if hit:
+        print(f"  {case['name']}: kept from an earlier run ({os.path.basename(cached)})", flush=True)
+    else:
+        staging = cached + ".partial"
+        if os.path.isdir(staging):
+            shutil.rmtree(staging)
+        entry = compute_case(case, staging, seed)
+        with open(os.path.join(staging, "entry.json"), "w") as f:
+            json.dump(entry, f, indent=1)
+        cache.commit(staging, cached, case["name"])
+    link(cached, os.path.join(out, case["name"]))
+    with open(os.path.join(cached, "entry.json")) as f:
+        return json.load(f)
+
+
+def compute_case(case, case_dir, seed):
     model_dir = os.path.join(case_dir, "model")
     config = model_config(case)
     quantized = None
@@ -392,6 +406,7 @@ def main():
         parser.add_argument("--quick", action="store_true", help="tiny configurations only")
         parser.add_argument("--fixtures", help="write the tiny cases into this directory instead")
         parser.add_argument("--cases", help="comma-separated case names")
+        parser.add_argument("--cache", help="keep each case's reference outputs in this directory between runs")
 
     args = parse_args("gemma4 / gemma4_unified vision parity, reference side", extra)
     out = args.fixtures or args.out
@@ -403,12 +418,15 @@ def main():
     if args.cases:
         wanted = set(args.cases.split(","))
         cases = [c for c in cases if c["name"] in wanted]
+    cache = ReferenceCache(None if args.fixtures else args.cache)
+    if cache.root:
+        os.makedirs(cache.root, exist_ok=True)
     manifest = []
     for i, case in enumerate(cases):
         print(f"reference: {case['name']}", flush=True)
         # Quantized cases keep their seed whichever subset runs (their index in CASES).
         seed = 5000 + CASES.index(case) if case.get("quant") else 1234 + i
-        manifest.append(run_case(case, out, seed=seed))
+        manifest.append(run_case(case, out, seed, cache))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(dict(cases=manifest), f, indent=1)
 

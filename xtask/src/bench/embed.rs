@@ -79,7 +79,7 @@ pub fn main(args: &Args) -> Result<()> {
     let load = Load::start();
 
     eprintln!("bench embed: building gemma-vision (release)");
-    run(cargo().args(["build", "--release", "--quiet", "-p", "cli"]))?;
+    run(cargo().args(["build", "--release", "-p", "cli"]))?;
     let binary = release_binary("gemma-vision");
     if !args.actors.is_empty() {
         install_wheel(&dir)?;
@@ -182,7 +182,7 @@ fn install_wheel(dir: &Path) -> Result<()> {
     eprintln!("bench embed: building and installing the release wheel");
     let wheels = dir.join("wheels");
     let _ = fs::remove_dir_all(&wheels);
-    let mut build = cmd(python(), &["-m", "maturin", "build", "--release", "--quiet"]);
+    let mut build = cmd(python(), &["-m", "maturin", "build", "--release"]);
     run(build
         .args(["--manifest-path", "crates/python/Cargo.toml", "--interpreter"])
         .arg(python())

@@ -100,7 +100,7 @@ pub fn main(args: &Args) -> Result<()> {
     let criterion_home = dir.join("criterion");
     let _ = fs::remove_dir_all(&criterion_home);
     let load = Load::start();
-    run(cargo().args(["bench", "--quiet", "-p", "layers", "--no-run"]))?;
+    run(cargo().args(["bench", "-p", "layers", "--no-run"]))?;
 
     let mut mlx_version = String::from("?");
     let mut rows = Vec::new();

@@ -29,7 +29,7 @@ pub fn main() -> Result<()> {
     setup::main()?;
     let dir = work_dir("bench/preprocess")?;
     let load = Load::start();
-    run(cargo().args(["bench", "--quiet", "-p", "preprocess", "--bench", "preprocess", "--no-run"]))?;
+    run(cargo().args(["bench", "-p", "preprocess", "--bench", "preprocess", "--no-run"]))?;
 
     eprintln!("bench preprocess: reference (mlx-vlm 0.7.10 + Pillow + NumPy)");
     let script = root().join("crates/parity/python/preprocess.py");

@@ -23,14 +23,14 @@ impl Tools {
     pub fn build(sides: &[Side]) -> Result<Tools> {
         if sides.iter().any(|s| matches!(s, Side::OursNative | Side::OursF32)) {
             eprintln!("bench e2e: building our bench_encode example");
-            run(cargo().args(["build", "--release", "--quiet", "-p", "vision", "--example", "bench_encode"]))?;
+            run(cargo().args(["build", "--release", "-p", "vision", "--example", "bench_encode"]))?;
         }
         if sides.contains(&Side::Candle) {
             eprintln!("bench e2e: building bench/candle-gemma4 (candle-transformers 0.11.1; minutes on a cold build)");
             // Its own workspace: without `--target-dir` cargo would build under bench/candle-gemma4/.
             let manifest = root().join("bench/candle-gemma4/Cargo.toml");
             run(cargo()
-                .args(["build", "--release", "--quiet", "--manifest-path"])
+                .args(["build", "--release", "--manifest-path"])
                 .arg(manifest)
                 .arg("--target-dir")
                 .arg(target_dir()))?;
