@@ -1,4 +1,4 @@
-//! The register tile and the choice of micro-kernel that computes it.
+//! The choice of micro-kernel that computes the register tile ([`tile`](super::tile)).
 //!
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
@@ -6,15 +6,9 @@
 //! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
 //! exact, see [`magnitudes`](super::magnitudes)).
 
+use super::tile::{MR, NR, TILE, TileFn};
 use super::{microkernel_avx2, microkernel_portable};
 use std::fmt;
-
-/// Rows of the register tile.
-pub(crate) const MR: usize = 6;
-/// Columns of the register tile (two AVX vectors).
-pub(crate) const NR: usize = 16;
-/// Accumulators of one tile.
-pub(crate) const TILE: usize = MR * NR;
 
 /// Which micro-kernel computes the tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +28,7 @@ impl MicroKernel {
     /// Every kernel this CPU can run (the portable one always).
     pub fn available() -> Vec<MicroKernel> {
         let mut kernels = vec![MicroKernel::Portable];
-        if microkernel_avx2::resolve().is_some() {
+        if microkernel_avx2::tiles().is_some() {
             kernels.push(MicroKernel::Avx2);
         }
         kernels
@@ -44,17 +38,13 @@ impl MicroKernel {
     pub(crate) fn resolve(self) -> TileKernel {
         let portable = TileKernel { separate: microkernel_portable::tile, fused: microkernel_portable::tile };
         match self {
-            MicroKernel::Avx2 => microkernel_avx2::resolve().unwrap_or(portable),
+            MicroKernel::Avx2 => {
+                microkernel_avx2::tiles().map(|(separate, fused)| TileKernel { separate, fused }).unwrap_or(portable)
+            }
             MicroKernel::Portable => portable,
         }
     }
 }
-
-/// The signature of a tile function: `f(kc, a, b, c, accumulate, next, next_len)` updates the
-/// `MR × NR` tile at `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b`
-/// (`kc × NR`), starting from the tile's values when `accumulate`, from zeros otherwise; it may
-/// prefetch the `next_len` floats at `next` (a hint, never read).
-pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool, *const f32, usize);
 
 /// A micro-kernel's tile functions: `separate` multiplies then adds (MLX's rounding, always
 /// right); `fused` may use an FMA, which gives the same bits only where every product is exact

@@ -8,20 +8,20 @@
 //! part of `a` a few iterations ahead and, one cache line per iteration, the memory the caller
 //! reads next (the next panel of `b`), so that neither waits on L2 when its turn comes.
 
-use super::microkernel::TileKernel;
+use super::tile::TileFn;
 
-/// The AVX2 kernels when this CPU runs AVX2 and FMA code.
-pub(crate) fn resolve() -> Option<TileKernel> {
+/// The AVX2 tile functions, `(separate, fused)`, when this CPU runs AVX2 and FMA code.
+pub(crate) fn tiles() -> Option<(TileFn, TileFn)> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        return Some(TileKernel { separate: x86::tile_6x16::<false>, fused: x86::tile_6x16::<true> });
+        return Some((x86::tile_6x16::<false>, x86::tile_6x16::<true>));
     }
     None
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::microkernel::{MR, NR};
+    use super::super::tile::{MR, NR};
     use std::arch::x86_64::*;
 
     /// k steps per iteration of the main loop.
@@ -31,7 +31,7 @@ mod x86 {
     /// Floats per cache line.
     const LINE: usize = 16;
 
-    /// [`TileKernel`](super::TileKernel)'s contract for the 6 × 16 tile; `FUSED` uses
+    /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile; `FUSED` uses
     /// `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product is
     /// exact, which the caller checks).
     ///

@@ -1,9 +1,9 @@
 //! The portable micro-kernel: the tile's accumulators in fixed-size arrays, left to the
 //! compiler's auto-vectoriser (across the tile's columns; each accumulator's k order stays).
 
-use super::microkernel::{MR, NR, TILE};
+use super::tile::{MR, NR, TILE};
 
-/// [`TileKernel`](super::microkernel::TileKernel)'s contract over raw parts (no prefetch).
+/// [`TileFn`](super::tile::TileFn)'s contract (no prefetch).
 ///
 /// # Safety
 /// `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads, `c` for `MR · NR` reads and

@@ -13,9 +13,9 @@
 //! - `matrix`: [`MatRef`], strided views and MLX's classification of them.
 //! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes).
 //! - [`reference`](reference()): the scalar twin that defines the bits.
-//! - `pack`, `microkernel_*`, `magnitudes`, `epilogue`, `driver`: the fast path (packing to
-//!   `f32` panels, the AVX2 and portable micro-kernels, when FMA is exact, the store, the cache
-//!   blocking and threads).
+//! - `tile`, `pack`, `microkernel_*`, `magnitudes`, `epilogue`, `driver`: the fast path (the
+//!   register tile, packing to `f32` panels, the AVX2 and portable micro-kernels, when FMA is
+//!   exact, the store, the cache blocking and threads).
 
 mod arithmetic;
 mod driver;
@@ -29,6 +29,7 @@ mod pack;
 mod reference;
 #[cfg(test)]
 mod tests;
+pub(crate) mod tile;
 
 pub use driver::Blocking;
 pub use matrix::{MatRef, MlxLayout};
@@ -118,8 +119,8 @@ pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
     let len = a.rows().checked_mul(b.cols()).ok_or_else(|| Error::shape("gemm", "M × N overflows"))?;
     // The packed panels hold up to M × K and K × N values (views with zero strides may be
     // far larger than their slices).
-    let padded_n = b.cols().checked_next_multiple_of(microkernel::NR);
-    let padded_m = a.rows().checked_next_multiple_of(microkernel::MR);
+    let padded_n = b.cols().checked_next_multiple_of(tile::NR);
+    let padded_m = a.rows().checked_next_multiple_of(tile::MR);
     if padded_n.and_then(|n| n.checked_mul(a.cols())).and(padded_m.and_then(|m| m.checked_mul(a.cols()))).is_none() {
         return Err(Error::shape(
             "gemm",

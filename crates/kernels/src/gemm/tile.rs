@@ -1,0 +1,16 @@
+//! The register tile every micro-kernel computes: its extents and the signature of a function
+//! that computes it. The micro-kernels, the packing, the store and the drivers (here and in
+//! `attention`) all depend on this file and on nothing of each other.
+
+/// Rows of the register tile.
+pub(crate) const MR: usize = 6;
+/// Columns of the register tile (two AVX vectors).
+pub(crate) const NR: usize = 16;
+/// Accumulators of one tile.
+pub(crate) const TILE: usize = MR * NR;
+
+/// The signature of a tile function: `f(kc, a, b, c, accumulate, next, next_len)` updates the
+/// `MR × NR` tile at `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b`
+/// (`kc × NR`), starting from the tile's values when `accumulate`, from zeros otherwise; it may
+/// prefetch the `next_len` floats at `next` (a hint, never read).
+pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool, *const f32, usize);
