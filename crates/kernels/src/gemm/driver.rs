@@ -27,7 +27,7 @@ const KC_MAX: usize = 256;
 /// Largest row block (its packed `a`, `mc × kc`, 48 KiB, stays in L2).
 const MC_MAX: usize = 48;
 /// Columns per block: a task's accumulator tiles (`mc × nc`, 48 KiB) stay in L1/L2 beside its
-/// packed `a` (larger blocks measured up to a third slower at e2b shapes).
+/// packed `a`.
 const NC: usize = 256;
 /// Columns per block when `a` is too large to share: fewer blocks, fewer repacks of `a`.
 const NC_UNSHARED: usize = 1024;
