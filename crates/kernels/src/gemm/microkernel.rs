@@ -4,10 +4,12 @@
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
 //! the product rounded first. `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
 //! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
-//! exact, see [`magnitudes`](super::magnitudes)).
+//! exact, see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
+//! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
+//! bf16.
 
 use super::tile::{MR, NR, TILE, TileFn};
-use super::{microkernel_avx2, microkernel_portable};
+use super::{microkernel_avx2, microkernel_bf16, microkernel_portable};
 use std::fmt;
 
 /// Which micro-kernel computes the tiles.
@@ -36,26 +38,44 @@ impl MicroKernel {
 
     /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
     pub(crate) fn resolve(self) -> TileKernel {
-        let portable = TileKernel { separate: microkernel_portable::tile, fused: microkernel_portable::tile };
+        let portable = TileKernel {
+            separate: microkernel_portable::tile,
+            fused: microkernel_portable::tile,
+            bf16: microkernel_bf16::tile_portable,
+        };
         match self {
-            MicroKernel::Avx2 => {
-                microkernel_avx2::tiles().map(|(separate, fused)| TileKernel { separate, fused }).unwrap_or(portable)
-            }
+            MicroKernel::Avx2 => match (microkernel_avx2::tiles(), microkernel_bf16::avx2()) {
+                (Some((separate, fused)), Some(bf16)) => TileKernel { separate, fused, bf16 },
+                _ => portable,
+            },
             MicroKernel::Portable => portable,
         }
     }
 }
 
-/// A micro-kernel's tile functions: `separate` multiplies then adds (MLX's rounding, always
-/// right); `fused` may use an FMA, which gives the same bits only where every product is exact
-/// (see [`magnitudes`](super::magnitudes)).
+/// How a tile function rounds each k step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Steps {
+    /// `acc + round(a · b)` in `f32`: MLX's rounding, always right for
+    /// [`Arithmetic::F32`](super::arithmetic::Arithmetic::F32).
+    Separate,
+    /// `fma(a, b, acc)`: the same bits only where every product is exact (see
+    /// [`magnitudes`](super::magnitudes)).
+    Fused,
+    /// `bf16(acc + bf16(a · b))`: [`Arithmetic::Bf16`](super::arithmetic::Arithmetic::Bf16), on
+    /// operands and a tile of bf16 values.
+    Bf16,
+}
+
+/// A micro-kernel's tile functions, one per [`Steps`].
 ///
-/// Only the kernel modules make one, of functions the running CPU executes; calling them is
-/// sound whenever the pointers are valid for those extents.
+/// Only [`MicroKernel::resolve`] makes one, of functions the running CPU executes; calling
+/// them is sound whenever the pointers are valid for those extents.
 #[derive(Clone, Copy)]
 pub(crate) struct TileKernel {
-    pub(crate) separate: TileFn,
-    pub(crate) fused: TileFn,
+    separate: TileFn,
+    fused: TileFn,
+    bf16: TileFn,
 }
 
 impl TileKernel {
@@ -63,19 +83,38 @@ impl TileKernel {
     /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the
     /// caller has checked that every product of `a`'s and `b`'s values is exact in `f32`, and
     /// an FMA may replace the multiply and add (else the bits may differ from MLX's). `next`
-    /// is memory the caller reads soon after (a prefetch hint: spread over the steps, one
-    /// cache line per four).
+    /// is memory the caller reads soon after (a prefetch hint: spread over the steps).
     #[inline(always)]
     pub(crate) fn run(
         self,
         exact: bool,
+        kc: usize,
+        panels: (&[f32], &[f32]),
+        tile: &mut [f32; TILE],
+        accumulate: bool,
+        next: &[f32],
+    ) {
+        let steps = if exact { Steps::Fused } else { Steps::Separate };
+        self.run_steps(steps, kc, panels, tile, accumulate, next);
+    }
+
+    /// [`TileKernel::run`] with the rounding of each step chosen by `steps` (the caller checked
+    /// what [`Steps::Fused`] and [`Steps::Bf16`] require).
+    #[inline(always)]
+    pub(crate) fn run_steps(
+        self,
+        steps: Steps,
         kc: usize,
         (a, b): (&[f32], &[f32]),
         tile: &mut [f32; TILE],
         accumulate: bool,
         next: &[f32],
     ) {
-        let f = if exact { self.fused } else { self.separate };
+        let f = match steps {
+            Steps::Separate => self.separate,
+            Steps::Fused => self.fused,
+            Steps::Bf16 => self.bf16,
+        };
         let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
         // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
         // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function reads

@@ -17,16 +17,19 @@
 //!   register tile, packing to `f32` panels, the AVX2 and portable micro-kernels, when FMA is
 //!   exact, the store, the cache blocking and threads).
 
-mod arithmetic;
-mod driver;
-mod epilogue;
+pub(crate) mod arithmetic;
+pub(crate) mod driver;
+pub(crate) mod epilogue;
+mod groups;
 pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
 mod microkernel_avx2;
+mod microkernel_bf16;
 mod microkernel_portable;
 mod pack;
 mod reference;
+pub(crate) mod right_operand;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tile;
@@ -35,6 +38,11 @@ pub use driver::Blocking;
 pub use matrix::{MatRef, MlxLayout};
 pub use microkernel::MicroKernel;
 pub use reference::reference;
+
+use arithmetic::{Arithmetic, BiasPlacement};
+use driver::Product;
+use epilogue::Epilogue;
+use right_operand::Dense;
 
 use crate::{Error, Float, Result};
 
@@ -98,7 +106,15 @@ pub fn gemm_with<A: Float, B: Float, O: Float>(
     options: &GemmOptions<'_, O>,
 ) -> Result<()> {
     let extents = check_arguments(&a, &b, out, options)?;
-    driver::run(kernel, blocking, extents, a, b, out, options);
+    let epilogue = Epilogue {
+        bias: options.bias,
+        placement: BiasPlacement::for_product::<O, B>(&b),
+        out_clip: options.out_clip,
+        simd: kernel == MicroKernel::Avx2,
+    };
+    let right = Dense::<B, O>::new(b);
+    let product = Product { a, a_clip: options.a_clip, b: &right, arithmetic: Arithmetic::F32, epilogue };
+    driver::run(kernel, blocking, extents, &product, out);
     Ok(())
 }
 
