@@ -1,0 +1,205 @@
+//! [`Dequantized`]: a [`QuantizedMatrix`]'s `Wᵀ` (`K × N`) as the product's right operand,
+//! dequantized into the micro-kernels' `f32` panels while it is packed (once per product, in
+//! parallel over panels), so that the product is the crate's GEMM driver.
+//!
+//! Each packed value is what `_qmm_t` / `fp_qmm_t` multiply `x` by, in the product's dtype
+//! `T`:
+//! - affine: `T(T(scale · q) + bias)` (`scale * wl[p] + bias` in `T`), `scale` and `bias` cast
+//!   to `T`, `q` the code;
+//! - mxfp4, nvfp4: `FP4_LUT[q]`; mxfp8: `FromFP8(q)` (each exact in `T`; a NaN becomes `T`'s);
+//!   and, per column and group, the factor `dequantize_scale<T>(s)` ([`RightOperand::group`]).
+//!
+//! With AVX2 a full panel is decoded 8 k values of one column at a time (the 8 codes from the
+//! row's bitstream, shifted into lanes) and transposed 8 × 8 into the panel; the same values
+//! as the scalar loop.
+
+use super::format::{Mode, code};
+use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
+use super::matrix::{QuantizedMatrix, Scales};
+use crate::gemm::right_operand::RightOperand;
+use crate::gemm::tile::NR;
+use crate::{DType, Float};
+use std::marker::PhantomData;
+
+/// k values decoded at a time by the scalar loop (keeps the destination chunk in L1).
+const K_CHUNK: usize = 128;
+
+/// `Wᵀ` of a quantized matrix, dequantized to `T` as it is packed.
+pub(crate) struct Dequantized<'a, T> {
+    w: QuantizedMatrix<'a>,
+    /// The fp modes' weight of each code, in `T` (E2M1 in the first 16, or E4M3).
+    fp_values: [f32; 256],
+    dtype: PhantomData<fn() -> T>,
+}
+
+impl<'a, T: Float> Dequantized<'a, T> {
+    pub(crate) fn new(w: QuantizedMatrix<'a>) -> Self {
+        let fp_values = std::array::from_fn(|q| {
+            let value = match w.quantization().mode() {
+                Mode::Mxfp8 => from_fp8(q as u8),
+                _ => FP4_LUT[q % 16],
+            };
+            T::from_f32(value).to_f32()
+        });
+        Dequantized { w, fp_values, dtype: PhantomData }
+    }
+
+    /// The `len` values of column `n` of `Wᵀ` from row `k0` (a multiple of 8 when `len` is
+    /// not the rest of the row), `out[i · stride]` for `i < len`.
+    fn column(&self, n: usize, (k0, len): (usize, usize), out: &mut [f32], stride: usize) {
+        let q = self.w.quantization();
+        let (bits, group) = (q.bits(), q.group_size());
+        let row = self.w.row(n);
+        let groups = self.w.groups();
+        let mut kk = k0;
+        while kk < k0 + len {
+            let g = kk / group;
+            let end = ((g + 1) * group).min(k0 + len);
+            match self.w.scales() {
+                Scales::Affine { scales, biases } => {
+                    let (scale, bias) = (scales.get::<T>(n * groups + g), biases.get::<T>(n * groups + g));
+                    for i in kk..end {
+                        let q = T::from_f32(code(row, i, bits) as f32);
+                        let scaled = T::from_f32(scale.to_f32() * q.to_f32());
+                        out[(i - k0) * stride] = T::from_f32(scaled.to_f32() + bias.to_f32()).to_f32();
+                    }
+                }
+                Scales::Fp(_) => {
+                    for i in kk..end {
+                        out[(i - k0) * stride] = self.fp_values[code(row, i, bits) as usize];
+                    }
+                }
+            }
+            kk = end;
+        }
+    }
+}
+
+impl<T: Float> RightOperand for Dequantized<'_, T> {
+    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], simd: bool) {
+        let k = self.w.k();
+        if cols < NR {
+            dst.fill(0.0);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if simd && cols == NR && crate::cpu::has_avx2_fma() {
+            // SAFETY: AVX2 and FMA are available (checked above).
+            unsafe { avx2::pack_panel(self, j0, &mut dst[..k * NR]) };
+            return;
+        }
+        let _ = simd;
+        for k0 in (0..k).step_by(K_CHUNK) {
+            let len = K_CHUNK.min(k - k0);
+            let chunk = &mut dst[k0 * NR..(k0 + len) * NR];
+            for c in 0..cols {
+                self.column(j0 + c, (k0, len), &mut chunk[c..], NR);
+            }
+        }
+    }
+
+    fn bf16_values(&self) -> bool {
+        // E2M1 and E4M3 values are bf16 values; affine ones are when `T` is bf16.
+        self.w.quantization().mode() != Mode::Affine || T::DTYPE == DType::Bf16
+    }
+
+    fn group(&self) -> Option<usize> {
+        let q = self.w.quantization();
+        (q.mode() != Mode::Affine).then_some(q.group_size())
+    }
+
+    fn pack_group_scales(&self, j0: usize, cols: usize, dst: &mut [f32]) {
+        let (groups, group) = (self.w.groups(), self.w.quantization().group_size());
+        let Scales::Fp(scales) = self.w.scales() else {
+            dst.fill(0.0);
+            return;
+        };
+        for (g, out) in dst.chunks_exact_mut(NR).enumerate() {
+            for (c, d) in out.iter_mut().enumerate() {
+                *d = if c < cols { dequantize_scale::<T>(scales[(j0 + c) * groups + g], group).to_f32() } else { 0.0 };
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::super::format::Mode;
+    use super::super::matrix::Scales;
+    use super::{Dequantized, NR};
+    use crate::Float;
+    use crate::lanes::{round8, transpose8};
+    use std::arch::x86_64::*;
+
+    /// The 8 codes `k0..k0 + 8` (`k0` a multiple of 8) of a row of `bits`-bit codes, one per
+    /// lane: the `bits` bytes at `k0 / 8 · bits` as a little-endian word, codes 0–3 from its
+    /// low 32 bits and 4–7 from the 32 bits after `4 · bits`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn codes8(row: &[u8], k0: usize, bits: usize) -> __m256i {
+        let at = k0 / 8 * bits;
+        let word = match row.get(at..at + 8) {
+            Some(bytes) => u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])),
+            None => {
+                let mut bytes = [0u8; 8];
+                let rest = &row[at.min(row.len())..];
+                bytes[..rest.len().min(8)].copy_from_slice(&rest[..rest.len().min(8)]);
+                u64::from_le_bytes(bytes)
+            }
+        };
+        let (low, high) = (word as u32 as i32, (word >> (4 * bits)) as u32 as i32);
+        let b = bits as i32;
+        let lanes = _mm256_setr_epi32(low, low, low, low, high, high, high, high);
+        let shifts = _mm256_setr_epi32(0, b, 2 * b, 3 * b, 0, b, 2 * b, 3 * b);
+        _mm256_and_si256(_mm256_srlv_epi32(lanes, shifts), _mm256_set1_epi32((1 << bits) - 1))
+    }
+
+    /// Column `n`'s values at k `k0..k0 + 8`, in `T`, one per lane.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn values8<T: Float>(w: &Dequantized<'_, T>, n: usize, k0: usize) -> __m256 {
+        let q = w.w.quantization();
+        let codes = codes8(w.w.row(n), k0, q.bits());
+        match w.w.scales() {
+            Scales::Affine { scales, biases } => {
+                let g = n * w.w.groups() + k0 / q.group_size();
+                let scale = _mm256_set1_ps(scales.get::<T>(g).to_f32());
+                let bias = _mm256_set1_ps(biases.get::<T>(g).to_f32());
+                let scaled = round8::<T>(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(codes)));
+                round8::<T>(_mm256_add_ps(scaled, bias))
+            }
+            Scales::Fp(_) if q.mode() == Mode::Mxfp8 => {
+                // SAFETY: every code is below 256, the table's length.
+                unsafe { _mm256_i32gather_ps::<4>(w.fp_values.as_ptr(), codes) }
+            }
+            Scales::Fp(_) => {
+                // E2M1: the low 3 bits pick one of 8 values, bit 3 the sign half of the table.
+                // SAFETY: the table holds at least 16 floats.
+                let (positive, negative) =
+                    unsafe { (_mm256_loadu_ps(w.fp_values.as_ptr()), _mm256_loadu_ps(w.fp_values.as_ptr().add(8))) };
+                let sign = _mm256_castsi256_ps(_mm256_slli_epi32::<28>(codes));
+                _mm256_blendv_ps(
+                    _mm256_permutevar8x32_ps(positive, codes),
+                    _mm256_permutevar8x32_ps(negative, codes),
+                    sign,
+                )
+            }
+        }
+    }
+
+    /// A full panel: columns `j0..j0 + NR` of `Wᵀ`, all of k, into `dst` (`K · NR` values).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn pack_panel<T: Float>(w: &Dequantized<'_, T>, j0: usize, dst: &mut [f32]) {
+        let k = w.w.k();
+        // K is a multiple of the group size (16 or more), so of 8.
+        for k0 in (0..k).step_by(8) {
+            for half in 0..NR / 8 {
+                let rows = std::array::from_fn(|c| values8(w, j0 + half * 8 + c, k0));
+                for (i, v) in transpose8(rows).into_iter().enumerate() {
+                    let out = &mut dst[(k0 + i) * NR + half * 8..(k0 + i) * NR + half * 8 + 8];
+                    // SAFETY: `out` holds 8 floats.
+                    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+                }
+            }
+        }
+    }
+}
