@@ -9,9 +9,9 @@
 //! - mxfp4, nvfp4: `FP4_LUT[q]`; mxfp8: `FromFP8(q)` (each exact in `T`; a NaN becomes `T`'s);
 //!   and, per column and group, the factor `dequantize_scale<T>(s)` ([`RightOperand::group`]).
 //!
-//! With AVX2 a full panel is decoded 8 k values of one column at a time (the 8 codes from the
-//! row's bitstream, shifted into lanes) and transposed 8 × 8 into the panel; the same values
-//! as the scalar loop.
+//! With AVX2 a full panel is decoded 8 columns at a time: for each 8 k, the word of each
+//! column's row that holds their codes, one per lane, then each k's codes shifted out of them
+//! side by side, already in the panel's layout; the same values as the scalar loop.
 
 use super::format::{Mode, code};
 use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
@@ -127,61 +127,89 @@ mod avx2 {
     use super::super::matrix::Scales;
     use super::{Dequantized, NR};
     use crate::Float;
-    use crate::lanes::{round8, transpose8};
+    use crate::lanes::round8;
     use std::arch::x86_64::*;
 
-    /// The 8 codes `k0..k0 + 8` (`k0` a multiple of 8) of a row of `bits`-bit codes, one per
-    /// lane: the `bits` bytes at `k0 / 8 · bits` as a little-endian word, codes 0–3 from its
-    /// low 32 bits and 4–7 from the 32 bits after `4 · bits`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn codes8(row: &[u8], k0: usize, bits: usize) -> __m256i {
-        let at = k0 / 8 * bits;
-        let word = match row.get(at..at + 8) {
-            Some(bytes) => u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])),
-            None => {
-                let mut bytes = [0u8; 8];
-                let rest = &row[at.min(row.len())..];
-                bytes[..rest.len().min(8)].copy_from_slice(&rest[..rest.len().min(8)]);
-                u64::from_le_bytes(bytes)
+    /// The 4 bytes of `row` at `at` as a little-endian word, zeros past the row's end.
+    #[inline(always)]
+    fn word(row: &[u8], at: usize) -> i32 {
+        match row.get(at..at + 4) {
+            Some(&[a, b, c, d]) => i32::from_le_bytes([a, b, c, d]),
+            _ => {
+                let mut bytes = [0u8; 4];
+                for (i, byte) in bytes.iter_mut().enumerate() {
+                    *byte = row.get(at + i).copied().unwrap_or(0);
+                }
+                i32::from_le_bytes(bytes)
             }
-        };
-        let (low, high) = (word as u32 as i32, (word >> (4 * bits)) as u32 as i32);
-        let b = bits as i32;
-        let lanes = _mm256_setr_epi32(low, low, low, low, high, high, high, high);
-        let shifts = _mm256_setr_epi32(0, b, 2 * b, 3 * b, 0, b, 2 * b, 3 * b);
-        _mm256_and_si256(_mm256_srlv_epi32(lanes, shifts), _mm256_set1_epi32((1 << bits) - 1))
+        }
     }
 
-    /// Column `n`'s values at k `k0..k0 + 8`, in `T`, one per lane.
+    /// One lane per row of `rows`: the word holding codes `k0..k0 + 4` of that row in its low
+    /// `4 · bits` bits (`low`), and the one holding codes `k0 + 4..k0 + 8` (`high`); `k0` a
+    /// multiple of 8, so the 8 codes are the `bits` bytes at `k0 / 8 · bits`.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn values8<T: Float>(w: &Dequantized<'_, T>, n: usize, k0: usize) -> __m256 {
-        let q = w.w.quantization();
-        let codes = codes8(w.w.row(n), k0, q.bits());
-        match w.w.scales() {
-            Scales::Affine { scales, biases } => {
-                let g = n * w.w.groups() + k0 / q.group_size();
-                let scale = _mm256_set1_ps(scales.get::<T>(g).to_f32());
-                let bias = _mm256_set1_ps(biases.get::<T>(g).to_f32());
-                let scaled = round8::<T>(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(codes)));
-                round8::<T>(_mm256_add_ps(scaled, bias))
-            }
-            Scales::Fp(_) if q.mode() == Mode::Mxfp8 => {
-                // SAFETY: every code is below 256, the table's length.
-                unsafe { _mm256_i32gather_ps::<4>(w.fp_values.as_ptr(), codes) }
-            }
-            Scales::Fp(_) => {
-                // E2M1: the low 3 bits pick one of 8 values, bit 3 the sign half of the table.
-                // SAFETY: the table holds at least 16 floats.
-                let (positive, negative) =
-                    unsafe { (_mm256_loadu_ps(w.fp_values.as_ptr()), _mm256_loadu_ps(w.fp_values.as_ptr().add(8))) };
-                let sign = _mm256_castsi256_ps(_mm256_slli_epi32::<28>(codes));
-                _mm256_blendv_ps(
-                    _mm256_permutevar8x32_ps(positive, codes),
-                    _mm256_permutevar8x32_ps(negative, codes),
-                    sign,
-                )
+    fn words8(rows: &[&[u8]; 8], k0: usize, bits: usize) -> (__m256i, __m256i) {
+        let at = k0 / 8 * bits;
+        // Codes 4..8 start at bit `4 · bits`: byte `4 · bits / 8`, shifted by the rest.
+        let (high_at, high_shift) = (at + 4 * bits / 8, (4 * bits % 8) as i32);
+        let low = std::array::from_fn::<i32, 8, _>(|c| word(rows[c], at));
+        let high = std::array::from_fn::<i32, 8, _>(|c| word(rows[c], high_at));
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = low;
+        let [h0, h1, h2, h3, h4, h5, h6, h7] = high;
+        let high = _mm256_srl_epi32(_mm256_setr_epi32(h0, h1, h2, h3, h4, h5, h6, h7), _mm_cvtsi32_si128(high_shift));
+        (_mm256_setr_epi32(l0, l1, l2, l3, l4, l5, l6, l7), high)
+    }
+
+    /// Columns `j0..j0 + 8` of `Wᵀ`, all of k, into `dst` at column offset `c0` of each
+    /// `NR`-wide panel row: for each k, the 8 columns' codes shifted out of their words side by
+    /// side, already in the panel's layout.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn pack8<T: Float>(w: &Dequantized<'_, T>, j0: usize, dst: &mut [f32], c0: usize) {
+        let matrix = &w.w;
+        let q = matrix.quantization();
+        let (bits, group, groups) = (q.bits(), q.group_size(), matrix.groups());
+        let rows: [&[u8]; 8] = std::array::from_fn(|c| matrix.row(j0 + c));
+        let mask = _mm256_set1_epi32(q.mask() as i32);
+        // SAFETY: the table holds 256 floats.
+        let (positive, negative) =
+            unsafe { (_mm256_loadu_ps(w.fp_values.as_ptr()), _mm256_loadu_ps(w.fp_values.as_ptr().add(8))) };
+        for g in 0..groups {
+            let (scale, bias) = match matrix.scales() {
+                Scales::Affine { scales, biases } => {
+                    let at = |c: usize| (j0 + c) * groups + g;
+                    let s: [f32; 8] = std::array::from_fn(|c| scales.get::<T>(at(c)).to_f32());
+                    let b: [f32; 8] = std::array::from_fn(|c| biases.get::<T>(at(c)).to_f32());
+                    // SAFETY: each array holds 8 floats.
+                    unsafe { (_mm256_loadu_ps(s.as_ptr()), _mm256_loadu_ps(b.as_ptr())) }
+                }
+                Scales::Fp(_) => (_mm256_setzero_ps(), _mm256_setzero_ps()),
+            };
+            for k0 in (g * group..(g + 1) * group).step_by(8) {
+                let (low, high) = words8(&rows, k0, bits);
+                for i in 0..8 {
+                    let shift = _mm_cvtsi32_si128((i % 4 * bits) as i32);
+                    let codes = _mm256_and_si256(_mm256_srl_epi32(if i < 4 { low } else { high }, shift), mask);
+                    let value = match q.mode() {
+                        Mode::Affine => {
+                            let scaled = round8::<T>(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(codes)));
+                            round8::<T>(_mm256_add_ps(scaled, bias))
+                        }
+                        // SAFETY: every code is below 256, the table's length.
+                        Mode::Mxfp8 => unsafe { _mm256_i32gather_ps::<4>(w.fp_values.as_ptr(), codes) },
+                        // E2M1: the low 3 bits pick one of 8 values, bit 3 the half of the table.
+                        Mode::Mxfp4 | Mode::Nvfp4 => _mm256_blendv_ps(
+                            _mm256_permutevar8x32_ps(positive, codes),
+                            _mm256_permutevar8x32_ps(negative, codes),
+                            _mm256_castsi256_ps(_mm256_slli_epi32::<28>(codes)),
+                        ),
+                    };
+                    let out = &mut dst[(k0 + i) * NR + c0..(k0 + i) * NR + c0 + 8];
+                    // SAFETY: `out` holds 8 floats.
+                    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), value) };
+                }
             }
         }
     }
@@ -189,17 +217,8 @@ mod avx2 {
     /// A full panel: columns `j0..j0 + NR` of `Wᵀ`, all of k, into `dst` (`K · NR` values).
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn pack_panel<T: Float>(w: &Dequantized<'_, T>, j0: usize, dst: &mut [f32]) {
-        let k = w.w.k();
-        // K is a multiple of the group size (16 or more), so of 8.
-        for k0 in (0..k).step_by(8) {
-            for half in 0..NR / 8 {
-                let rows = std::array::from_fn(|c| values8(w, j0 + half * 8 + c, k0));
-                for (i, v) in transpose8(rows).into_iter().enumerate() {
-                    let out = &mut dst[(k0 + i) * NR + half * 8..(k0 + i) * NR + half * 8 + 8];
-                    // SAFETY: `out` holds 8 floats.
-                    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
-                }
-            }
+        for half in 0..NR / 8 {
+            pack8(w, j0 + half * 8, dst, half * 8);
         }
     }
 }
