@@ -7,7 +7,7 @@
 
 use super::arithmetic::{Arithmetic, round_bf16};
 use super::microkernel::{Steps, TileKernel};
-use super::tile::{NR, TILE};
+use super::tile::{MR, NR, TILE};
 
 /// Floats per cache line.
 const LINE: usize = 16;
@@ -15,9 +15,9 @@ const LINE: usize = 16;
 /// `tile` updated by the `kc / group` groups of the packed panels `a` (`kc × MR`) and `b`
 /// (`kc × NR`): for each group `g` in order, `P` over its `group` steps (with `steps`), then
 /// `tile = R(tile + R(scales[g · NR + j] · P))` column by column. `kc` is a multiple of
-/// `group`; `scales` holds `kc / group · NR` factors. `next` is a prefetch hint spread over
-/// the groups. With `simd`, the combination runs with AVX2 where the CPU has it (the same
-/// bits).
+/// `group`; `scales` holds `kc / group · NR` factors; `next` is a prefetch hint. In float32
+/// this is the kernel's grouped tile function; in bf16, the bf16 tile function per group and
+/// the combination here (with `simd`, AVX2 where the CPU has it: the same bits).
 #[allow(clippy::too_many_arguments, reason = "one tile's update: the kernel, its operands and the groups")]
 pub(crate) fn accumulate_groups(
     kernel: TileKernel,
@@ -30,43 +30,35 @@ pub(crate) fn accumulate_groups(
     next: &[f32],
     simd: bool,
 ) {
+    if arithmetic == Arithmetic::F32 {
+        kernel.run_grouped(steps == Steps::Fused, (kc, group), (a, b), scales, tile, next);
+        return;
+    }
     let groups = kc / group;
     let share = next.len().div_ceil(groups.max(1)).next_multiple_of(LINE);
     let mut partial = [0.0f32; TILE];
     for g in 0..groups {
-        let panels = (&a[g * group * super::tile::MR..], &b[g * group * NR..]);
+        let panels = (&a[g * group * MR..], &b[g * group * NR..]);
         let next = next.get(g * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
         kernel.run_steps(steps, group, panels, &mut partial, false, next);
-        combine(arithmetic, tile, &partial, &scales[g * NR..(g + 1) * NR], simd);
+        combine_bf16(tile, &partial, &scales[g * NR..(g + 1) * NR], simd);
     }
 }
 
-/// `tile = R(tile + R(scales[j] · partial))` for every row, column `j`.
+/// `tile = bf16(tile + bf16(scales[j] · partial))` for every row, column `j`.
 #[inline(always)]
-fn combine(arithmetic: Arithmetic, tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], simd: bool) {
+fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], simd: bool) {
     #[cfg(target_arch = "x86_64")]
     if simd && crate::cpu::has_avx2_fma() {
         // SAFETY: AVX2 and FMA are available (checked just above).
-        unsafe { avx2::combine(arithmetic == Arithmetic::Bf16, tile, partial, scales) };
+        unsafe { avx2::combine_bf16(tile, partial, scales) };
         return;
     }
     let _ = simd;
-    match arithmetic {
-        Arithmetic::F32 => {
-            for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
-                for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
-                    let scaled = s * p;
-                    *c += scaled;
-                }
-            }
-        }
-        Arithmetic::Bf16 => {
-            for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
-                for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
-                    let scaled = round_bf16(s * p);
-                    *c = round_bf16(*c + scaled);
-                }
-            }
+    for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
+        for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
+            let scaled = round_bf16(s * p);
+            *c = round_bf16(*c + scaled);
         }
     }
 }
@@ -77,9 +69,9 @@ mod avx2 {
     use super::{NR, TILE};
     use std::arch::x86_64::*;
 
-    /// [`super::combine`] eight columns at a time; `bf16` rounds the product and the sum.
+    /// [`super::combine_bf16`] eight columns at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn combine(bf16: bool, tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
+    pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
         let scales = &scales[..NR];
         for half in 0..NR / 8 {
             // SAFETY: `scales` holds `NR` floats.
@@ -88,13 +80,8 @@ mod avx2 {
                 let (c, p) = (&mut c[half * 8..half * 8 + 8], &p[half * 8..half * 8 + 8]);
                 // SAFETY: `c` and `p` hold 8 floats each.
                 unsafe {
-                    let scaled = _mm256_mul_ps(s, _mm256_loadu_ps(p.as_ptr()));
-                    let sum = if bf16 {
-                        round(_mm256_add_ps(_mm256_loadu_ps(c.as_ptr()), round(scaled)))
-                    } else {
-                        _mm256_add_ps(_mm256_loadu_ps(c.as_ptr()), scaled)
-                    };
-                    _mm256_storeu_ps(c.as_mut_ptr(), sum);
+                    let scaled = round(_mm256_mul_ps(s, _mm256_loadu_ps(p.as_ptr())));
+                    _mm256_storeu_ps(c.as_mut_ptr(), round(_mm256_add_ps(_mm256_loadu_ps(c.as_ptr()), scaled)));
                 }
             }
         }
@@ -104,7 +91,6 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::super::microkernel::MicroKernel;
-    use super::super::tile::MR;
     use super::*;
     use crate::bf16_from_f32;
     use crate::testing::lcg_values;

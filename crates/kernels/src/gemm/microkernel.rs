@@ -8,7 +8,7 @@
 //! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
 //! bf16.
 
-use super::tile::{MR, NR, TILE, TileFn};
+use super::tile::{GroupedTileFn, MR, NR, TILE, TileFn};
 use super::{microkernel_avx2, microkernel_bf16, microkernel_portable};
 use std::fmt;
 
@@ -42,12 +42,18 @@ impl MicroKernel {
             separate: microkernel_portable::tile,
             fused: microkernel_portable::tile,
             bf16: microkernel_bf16::tile_portable,
+            grouped_separate: microkernel_portable::tile_grouped,
+            grouped_fused: microkernel_portable::tile_grouped,
         };
         match self {
-            MicroKernel::Avx2 => match (microkernel_avx2::tiles(), microkernel_bf16::avx2()) {
-                (Some((separate, fused)), Some(bf16)) => TileKernel { separate, fused, bf16 },
-                _ => portable,
-            },
+            MicroKernel::Avx2 => {
+                match (microkernel_avx2::tiles(), microkernel_bf16::avx2(), microkernel_avx2::grouped_tiles()) {
+                    (Some((separate, fused)), Some(bf16), Some((grouped_separate, grouped_fused))) => {
+                        TileKernel { separate, fused, bf16, grouped_separate, grouped_fused }
+                    }
+                    _ => portable,
+                }
+            }
             MicroKernel::Portable => portable,
         }
     }
@@ -67,7 +73,8 @@ pub(crate) enum Steps {
     Bf16,
 }
 
-/// A micro-kernel's tile functions, one per [`Steps`].
+/// A micro-kernel's tile functions, one per [`Steps`], and the grouped ones of float32
+/// arithmetic.
 ///
 /// Only [`MicroKernel::resolve`] makes one, of functions the running CPU executes; calling
 /// them is sound whenever the pointers are valid for those extents.
@@ -76,6 +83,8 @@ pub(crate) struct TileKernel {
     separate: TileFn,
     fused: TileFn,
     bf16: TileFn,
+    grouped_separate: GroupedTileFn,
+    grouped_fused: GroupedTileFn,
 }
 
 impl TileKernel {
@@ -120,6 +129,40 @@ impl TileKernel {
         // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function reads
         // and writes; `next` is only prefetched.
         unsafe { f(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate, next.as_ptr(), next.len()) }
+    }
+
+    /// `tile = tile + round(scales[g] · P_g)` for the `kc / group` groups in order, each `P_g`
+    /// the sums of its `group` steps from zero, in float32 arithmetic ([`Steps::Separate`] or,
+    /// where the caller checked every product exact, [`Steps::Fused`]). `kc` is a multiple of
+    /// `group`; `scales` holds `kc / group · NR` factors.
+    #[inline(always)]
+    pub(crate) fn run_grouped(
+        self,
+        fused: bool,
+        (kc, group): (usize, usize),
+        (a, b): (&[f32], &[f32]),
+        scales: &[f32],
+        tile: &mut [f32; TILE],
+        next: &[f32],
+    ) {
+        let f = if fused { self.grouped_fused } else { self.grouped_separate };
+        let groups = kc / group.max(1);
+        let (a, b, scales) = (&a[..groups * group * MR], &b[..groups * group * NR], &scales[..groups * NR]);
+        // SAFETY: the function runs on this CPU; the slices above hold the extents it reads
+        // (for `groups · group` steps, `groups · NR` factors) and `tile` the ones it writes;
+        // `next` is only prefetched.
+        unsafe {
+            f(
+                groups * group,
+                group.max(1),
+                a.as_ptr(),
+                b.as_ptr(),
+                scales.as_ptr(),
+                tile.as_mut_ptr(),
+                next.as_ptr(),
+                next.len(),
+            )
+        }
     }
 }
 

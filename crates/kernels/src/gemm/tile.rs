@@ -14,3 +14,11 @@ pub(crate) const TILE: usize = MR * NR;
 /// (`kc × NR`), starting from the tile's values when `accumulate`, from zeros otherwise; it may
 /// prefetch the `next_len` floats at `next` (a hint, never read).
 pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool, *const f32, usize);
+
+/// The signature of a grouped tile function (float32 arithmetic):
+/// `f(kc, group, a, b, scales, c, next, next_len)` runs the `kc / group` groups of `group` steps
+/// of the packed panels `a` and `b` in order; each group's sums `P` start from zero and join
+/// the tile as `c[i][j] = c[i][j] + round(scales[g · NR + j] · P[i][j])`. It may prefetch the
+/// `next_len` floats at `next` (a hint, never read).
+pub(crate) type GroupedTileFn =
+    unsafe fn(usize, usize, *const f32, *const f32, *const f32, *mut f32, *const f32, usize);
