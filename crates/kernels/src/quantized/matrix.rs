@@ -2,7 +2,7 @@
 //! `[N, K]` matrix, as `quantized_matmul(x, w, scales, biases, transpose=True)` takes them.
 
 use super::format::{Mode, Quantization, bytes};
-use crate::{Error, Float, Result};
+use crate::{DType, Error, Float, Result};
 use half::bf16;
 
 /// A row-major float buffer of either host dtype (MLX's float32 or bfloat16 arrays).
@@ -13,6 +13,13 @@ pub enum FloatSlice<'a> {
 }
 
 impl FloatSlice<'_> {
+    pub fn dtype(&self) -> DType {
+        match self {
+            FloatSlice::F32(_) => DType::F32,
+            FloatSlice::Bf16(_) => DType::Bf16,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             FloatSlice::F32(values) => values.len(),
@@ -57,8 +64,9 @@ pub enum Scales<'a> {
 }
 
 /// A quantized `[N, K]` matrix `W` as MLX stores it: `packed` uint32 `[N, K · bits / 32]`
-/// (MLX's packing, [`format`](super::format)), the [`Scales`] `[N, K / group]`, checked
-/// against each other and the [`Quantization`] at construction.
+/// (MLX's packing: each row a little-endian bitstream of `bits`-bit codes, read as bytes in
+/// memory order), the [`Scales`] `[N, K / group]`, checked against each other and the
+/// [`Quantization`] at construction.
 #[derive(Debug, Clone, Copy)]
 pub struct QuantizedMatrix<'a> {
     packed: &'a [u32],
@@ -138,6 +146,16 @@ impl<'a> QuantizedMatrix<'a> {
     pub(crate) fn row(&self, n: usize) -> &'a [u8] {
         let len = self.k * self.quantization.bits() / 8;
         &self.bytes()[n * len..(n + 1) * len]
+    }
+
+    /// The dtype MLX's `quantized_matmul` computes in and returns for an `x` of dtype `x` (as
+    /// the op receives it, after any clip): for affine the promotion of `x`'s, the scales' and
+    /// the biases' dtypes (float32 if any is), for the fp modes `x`'s.
+    pub fn product_dtype(&self, x: DType) -> DType {
+        match self.scales {
+            Scales::Affine { scales, biases } if [scales.dtype(), biases.dtype()].contains(&DType::F32) => DType::F32,
+            _ => x,
+        }
     }
 
     /// Groups per row, `K / group`.

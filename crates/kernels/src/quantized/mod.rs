@@ -10,12 +10,15 @@
 //! - mxfp4, nvfp4, mxfp8 (`fp_qmm_t`): per group `gsum = 0; gsum += x[m,k] · w[k]` (`w` the
 //!   E2M1 or E4M3 value), then `sum += scale · gsum`.
 //!
-//! So affine is an ordinary product with `W` dequantized (`T(T(scale · q) + bias)`) in float32,
-//! and one whose every product and sum rounds to bf16 in bf16; the fp modes are products whose
-//! k-sum restarts every group. All run as the crate's GEMM driver
-//! ([`gemm`](crate::gemm)): `W` is dequantized into its packed panels
-//! ([`dequantize`](self::dequantize)), the micro-kernel is the float32 one or the
-//! bf16-arithmetic one, and a grouped k-sum combines each group into the accumulator.
+//! So affine is an ordinary product with `W` dequantized (`T(T(scale · q) + bias)`): in float32
+//! the crate's float32 GEMM, in bf16 one whose every product and sum rounds to bf16; the fp
+//! modes are products whose k-sum restarts every group. All run on the crate's GEMM driver
+//! ([`gemm`](crate::gemm)): `W` is dequantized into the packed panels as it is packed
+//! (`dequantize`), the micro-kernel is the float32 one or the bf16-arithmetic one, and a
+//! grouped k-sum combines each group into the accumulator.
+//!
+//! The packed layout: `W` is uint32 `[N, K · bits / 32]`, each row a little-endian bitstream of
+//! `bits`-bit codes (`format`); the scales (and affine biases) are `[N, K / group]`.
 //!
 //! - `format`: [`Mode`], [`Quantization`], the packed layout and its codes.
 //! - `fp`: the fp modes' number formats ([`from_fp8`], [`FP4_LUT`], [`dequantize_scale`]).
@@ -48,9 +51,10 @@ use dequantize::Dequantized;
 /// `quantized_matmul(x, w, scales, biases, transpose=True)` on the stock wheel, `O` the
 /// product's dtype, then the [`GemmOptions`] as MLX's separate ops compute them:
 ///
-/// - `O` is the dtype MLX computes in and returns: for affine, the promotion of `x`'s dtype
-///   (after the input clip) and the scales'; for the fp modes, `x`'s. The caller picks it; `x`
-///   (after the clip), the scales and the biases are cast to `O` as the op casts them.
+/// - `O` is the dtype MLX computes in and returns ([`QuantizedMatrix::product_dtype`]): for
+///   affine, the promotion of `x`'s dtype (after the input clip) and the scales'; for the fp
+///   modes, `x`'s. The caller picks it; `x` (after the clip), the scales and the biases are cast
+///   to `O` as the op casts them.
 /// - [`GemmOptions::a_clip`]: MLX's `clip` of `x` before the product, in `x`'s dtype (bounds
 ///   in that dtype, as for [`gemm`](crate::gemm::gemm)).
 /// - [`GemmOptions::bias`]: `nn.QuantizedLinear`'s `y + bias`, an element-wise add in `O` after

@@ -336,6 +336,23 @@ fn an_empty_product_is_zero_plus_the_bias() {
 }
 
 #[test]
+fn the_product_dtype_is_mlx_s_promotion() {
+    let (f, b) = ([0.0f32; 2], [bf16::ZERO; 2]);
+    let packed = [0u32; 8];
+    let q = Quantization::affine(4, 32).unwrap();
+    let bf16_scales = Scales::Affine { scales: b[..].into(), biases: b[..].into() };
+    let f32_scales = Scales::Affine { scales: f[..].into(), biases: b[..].into() };
+    let bf16_scales = QuantizedMatrix::new(&packed, bf16_scales, q, 2, 32).unwrap();
+    let f32_scales = QuantizedMatrix::new(&packed, f32_scales, q, 2, 32).unwrap();
+    assert_eq!(bf16_scales.product_dtype(DType::Bf16), DType::Bf16);
+    assert_eq!(bf16_scales.product_dtype(DType::F32), DType::F32);
+    assert_eq!(f32_scales.product_dtype(DType::Bf16), DType::F32);
+    let fp = QuantizedMatrix::new(&packed, Scales::Fp(&[127; 2]), Quantization::MXFP4, 2, 32).unwrap();
+    assert_eq!(fp.product_dtype(DType::Bf16), DType::Bf16);
+    assert_eq!(fp.product_dtype(DType::F32), DType::F32);
+}
+
+#[test]
 fn bad_arguments_are_errors() {
     assert!(Quantization::affine(7, 64).is_err());
     assert!(Quantization::affine(1, 64).is_err());
