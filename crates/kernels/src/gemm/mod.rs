@@ -10,12 +10,18 @@
 //! whose products are all exact in `f32`, an FMA gives the same bits with fewer instructions,
 //! and the AVX2 kernel uses one (checked per block of the product, `magnitudes`).
 //!
+//! The driver also serves [`quantized`](crate::quantized): a right operand dequantized while
+//! it is packed (`right_operand`), a k-sum in bf16 arithmetic (`microkernel_bf16`: every
+//! product and sum rounded to bf16), and k-sums in groups (`groups`).
+//!
 //! - `matrix`: [`MatRef`], strided views and MLX's classification of them.
-//! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes).
+//! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes, the arithmetic of
+//!   the k-sum).
 //! - [`reference`](reference()): the scalar twin that defines the bits.
-//! - `tile`, `pack`, `microkernel_*`, `magnitudes`, `epilogue`, `driver`: the fast path (the
-//!   register tile, packing to `f32` panels, the AVX2 and portable micro-kernels, when FMA is
-//!   exact, the store, the cache blocking and threads).
+//! - `tile`, `right_operand`, `pack`, `microkernel_*`, `magnitudes`, `groups`, `epilogue`,
+//!   `driver`: the fast path (the register tile, the right operand, packing to `f32` panels,
+//!   the AVX2 and portable micro-kernels, when FMA is exact, grouped k-sums, the store, the
+//!   cache blocking and threads).
 
 pub(crate) mod arithmetic;
 pub(crate) mod driver;

@@ -44,8 +44,7 @@ impl<'a, T: Float> Dequantized<'a, T> {
         Dequantized { w, fp_values, dtype: PhantomData }
     }
 
-    /// The `len` values of column `n` of `Wᵀ` from row `k0` (a multiple of 8 when `len` is
-    /// not the rest of the row), `out[i · stride]` for `i < len`.
+    /// The values of column `n` of `Wᵀ` at k `k0..k0 + len`, into `out[(k − k0) · stride]`.
     fn column(&self, n: usize, (k0, len): (usize, usize), out: &mut [f32], stride: usize) {
         let q = self.w.quantization();
         let (bits, group) = (q.bits(), q.group_size());
