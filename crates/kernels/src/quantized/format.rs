@@ -4,7 +4,7 @@
 //! The packed weight of an `[N, K]` matrix is uint32 `[N, K · bits / 32]`. `_qmm_t` and
 //! `fp_qmm_t` read it as bytes in memory order (`(const uint8_t*)w`), one row of
 //! `K · bits / 8` bytes per output column, and each row is a little-endian bitstream: code `i`
-//! of a row is its bits `[i · bits, (i + 1) · bits)` ([`code`]). For 2, 4 and 8 bits that is
+//! of a row is its bits `[i · bits, (i + 1) · bits)` ([`code`]). For 1, 2, 4 and 8 bits that is
 //! the C++'s byte walk (`wi & bitmask`, then `wi >>= bits`), for 3, 5 and 6 bits its
 //! [`extract_bits`] (8 codes per 3 or 5 bytes, 4 codes per 3 bytes).
 
@@ -37,9 +37,9 @@ impl fmt::Display for Mode {
 }
 
 /// A quantization MLX's CPU `quantized_matmul` computes: a mode with its bits per weight and
-/// weights per scale. Affine: bits 2, 3, 4, 5, 6 or 8, groups of 32, 64 or 128
-/// (`_qmm_dispatch_typed`, `_qmm_dispatch_group`); mxfp4: 4 bits, groups of 32; nvfp4: 4 bits,
-/// groups of 16; mxfp8: 8 bits, groups of 32 (`fp_qmm_dispatch_typed`).
+/// weights per scale. Affine: bits 1 (MLX 0.32.4; not 0.32.2), 2, 3, 4, 5, 6 or 8, groups of
+/// 32, 64 or 128 (`_qmm_dispatch_typed`, `_qmm_dispatch_group`); mxfp4: 4 bits, groups of 32;
+/// nvfp4: 4 bits, groups of 16; mxfp8: 8 bits, groups of 32 (`fp_qmm_dispatch_typed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quantization {
     mode: Mode,
@@ -59,7 +59,7 @@ impl Quantization {
     /// does not compute.
     pub fn new(mode: Mode, bits: usize, group_size: usize) -> Result<Quantization> {
         let served = match mode {
-            Mode::Affine => matches!(bits, 2..=6 | 8) && matches!(group_size, 32 | 64 | 128),
+            Mode::Affine => matches!(bits, 1..=6 | 8) && matches!(group_size, 32 | 64 | 128),
             Mode::Mxfp4 => (bits, group_size) == (4, 32),
             Mode::Nvfp4 => (bits, group_size) == (4, 16),
             Mode::Mxfp8 => (bits, group_size) == (8, 32),

@@ -1,6 +1,6 @@
 //! MLX 0.32's CPU `quantized_matmul(x, w, scales, biases, transpose=True)` with its bits, for
 //! float32 and bf16: `x [M, K]` times `Wᵀ`, `W` an `[N, K]` matrix quantized as MLX packs it
-//! (affine with 2–8 bits, mxfp4, nvfp4, mxfp8), with `nn.QuantizedLinear`'s separate `+ bias`
+//! (affine with 1–8 bits, mxfp4, nvfp4, mxfp8), with `nn.QuantizedLinear`'s separate `+ bias`
 //! and the clips of gemma4's `ClippableLinear` fused in.
 //!
 //! What MLX computes, per output `(m, n)`, in the product's dtype `T` (every operation on `T`

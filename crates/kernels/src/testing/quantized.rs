@@ -12,7 +12,7 @@ use std::ops::Range;
 /// Every quantization MLX's CPU `quantized_matmul` computes.
 pub fn quantizations() -> Vec<Quantization> {
     let mut all = vec![Quantization::MXFP4, Quantization::NVFP4, Quantization::MXFP8];
-    for bits in [2, 3, 4, 5, 6, 8] {
+    for bits in [1, 2, 3, 4, 5, 6, 8] {
         for group in [32, 64, 128] {
             all.push(Quantization::affine(bits, group).expect("a served quantization"));
         }
