@@ -104,11 +104,12 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
     let simd = kernel == MicroKernel::Avx2;
     let tile_kernel = kernel.resolve();
     // FMA may replace the separate multiply and add where both operands hold bf16 values and
-    // their magnitudes make every product exact (see `magnitudes`).
-    let exact_possible = simd
-        && arithmetic == Arithmetic::F32
-        && (O::DTYPE == DType::Bf16 || A::DTYPE == DType::Bf16)
-        && b.bf16_values();
+    // their magnitudes make every product exact (see `magnitudes`). A bf16 `a` clipped to a
+    // float32 bound that is not a bf16 value may hold that bound.
+    let is_bf16 = |x: f32| x.to_bits() & 0xFFFF == 0;
+    let a_bf16 = O::DTYPE == DType::Bf16
+        || (A::DTYPE == DType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
+    let exact_possible = simd && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
     let steps = match arithmetic {
         Arithmetic::F32 => Steps::Separate,
         Arithmetic::Bf16 => Steps::Bf16,

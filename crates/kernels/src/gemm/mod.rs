@@ -56,8 +56,9 @@ use crate::{Error, Float, Result};
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOptions<'a, O> {
     /// Clamp every element of `a` to `[lo, hi]` as MLX's `clip` does (`maximum` then
-    /// `minimum`, a NaN element kept, a NaN bound taken) before the product, in `a`'s dtype:
-    /// for bf16 `a` the bounds should be bf16 values (as mlx-vlm's clip scalars are).
+    /// `minimum`, a NaN element kept, a NaN bound taken) before the product, on `a`'s values
+    /// widened to float32: bf16 bounds for MLX's clip of a bf16 `a` by bf16 scalars, float32
+    /// ones for its clip by float32 arrays (which makes the clipped `a` float32).
     pub a_clip: Option<(f32, f32)>,
     /// MLX `addmm(bias, a, b)` with α = β = 1 (a biased `nn.Linear`, `b` = Wᵀ): the addend of
     /// each output row, `[N]`, in the output dtype. Where it enters the sum is MLX's (see

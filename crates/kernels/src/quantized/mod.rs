@@ -55,8 +55,8 @@ use dequantize::Dequantized;
 ///   affine, the promotion of `x`'s dtype (after the input clip) and the scales'; for the fp
 ///   modes, `x`'s. The caller picks it; `x` (after the clip), the scales and the biases are cast
 ///   to `O` as the op casts them.
-/// - [`GemmOptions::a_clip`]: MLX's `clip` of `x` before the product, in `x`'s dtype (bounds
-///   in that dtype, as for [`gemm`](crate::gemm::gemm)).
+/// - [`GemmOptions::a_clip`]: MLX's `clip` of `x` before the product, on `x`'s values widened
+///   to float32 (bf16 or float32 bounds, as for [`gemm`](crate::gemm::gemm)).
 /// - [`GemmOptions::bias`]: `nn.QuantizedLinear`'s `y + bias`, an element-wise add in `O` after
 ///   the product (one rounding; not `addmm`'s placement).
 /// - [`GemmOptions::out_clip`]: MLX's `clip` of the result, in `O`.
