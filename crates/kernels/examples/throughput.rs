@@ -13,7 +13,9 @@
 //! `nn.Linear` runs; `M` is 2394 tokens per image, `--images` of them), the 31b-shaped
 //! widths, and `attention/{e2b,31b}/{bf16,f32}` with the tower's `[1, 1, L, L]` mask of one
 //! image (zeros) and, `/padded`, of a batch whose last 100 tokens are padding (flops:
-//! `4·Hq·L²·D`, the two products).
+//! `4·Hq·L²·D`, the two products); `quantized/{unified,e2b}/…` (`quantized_matmul`, affine 4
+//! bits with groups of 64 or mxfp4, at the unified embedder's and e2b's projections and an
+//! e2b tower linear) beside `gemm` with dense bf16 weights at the same shapes.
 
 #![allow(unsafe_code, reason = "clock_gettime, the process CPU clock")]
 
@@ -21,6 +23,7 @@ use half::bf16;
 use kernels::Float;
 use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
 use kernels::gemm::{GemmOptions, MatRef, gemm};
+use kernels::quantized::{Mode, Quantization, QuantizedMatrix, Scales, quantized_matmul};
 use kernels::testing::{lcg_values, tower_mask};
 use std::time::Instant;
 
@@ -60,6 +63,33 @@ fn gemm_case<X: Float, W: Float, O: Float>(group: &str, label: &str, m: usize, k
     }
 }
 
+/// `quantized_matmul` of `x` `[m, k]` (in `X`, the product's dtype) by an `[n, k]` matrix of
+/// random codes quantized as `q` (affine: bf16 scales and biases; fp: E8M0 scales near 2^-8).
+fn quantized_case<X: Float>(group: &str, label: &str, q: Quantization, m: usize, k: usize, n: usize) -> Case {
+    let x = lcg_values::<X>(m * k, 1, 1.0);
+    let packed: Vec<u32> = (0..n * k * q.bits() / 32).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect();
+    let groups = n * k / q.group_size();
+    let scales: Vec<bf16> = lcg_values::<bf16>(groups, 3, 0.01);
+    let biases: Vec<bf16> = lcg_values::<bf16>(groups, 4, 0.1);
+    let fp_scales: Vec<u8> = (0..groups).map(|g| 117 + (g % 5) as u8).collect();
+    let mut out = vec![X::default(); m * n];
+    Case {
+        name: format!("quantized/{group}/{label}/{m}x{k}x{n}"),
+        flops: 2.0 * (m * n * k) as f64,
+        run: Box::new(move || {
+            let scales = match q.mode() {
+                Mode::Affine => Scales::Affine { scales: scales[..].into(), biases: biases[..].into() },
+                _ => Scales::Fp(&fp_scales),
+            };
+            let w = QuantizedMatrix::new(&packed, scales, q, n, k).unwrap();
+            let x = MatRef::row_major(&x, m, k).unwrap();
+            quantized_matmul(x, &w, &mut out, &GemmOptions::default()).unwrap();
+        }),
+        cpu: Vec::new(),
+        wall: Vec::new(),
+    }
+}
+
 fn attention_case<T: Float>(group: &str, label: &str, heads: usize, head_dim: usize, padding: usize) -> Case {
     let shape =
         AttentionShape { batch: 1, query_heads: heads, kv_heads: heads, queries: TOKENS, keys: TOKENS, head_dim };
@@ -92,6 +122,15 @@ fn all_cases(images: usize) -> Vec<Case> {
             cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", images * TOKENS, k, n));
         }
     }
+    let affine = Quantization::affine(4, 64).expect("affine 4 bits, groups of 64");
+    cases.push(quantized_case::<f32>("unified", "affine4g64-f32", affine, 280, 6912, 3840));
+    cases.push(gemm_case::<f32, bf16, f32>("unified", "f32+bf16w", 280, 6912, 3840));
+    cases.push(quantized_case::<f32>("unified", "mxfp4-f32", Quantization::MXFP4, 280, 3840, 3840));
+    cases.push(gemm_case::<f32, bf16, f32>("unified", "f32+bf16w", 280, 3840, 3840));
+    cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, 266, 768, 1536));
+    cases.push(quantized_case::<bf16>("e2b", "mxfp4-bf16", Quantization::MXFP4, 266, 768, 1536));
+    cases.push(gemm_case::<bf16, bf16, bf16>("e2b", "bf16", 266, 768, 1536));
+    cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, images * TOKENS, 768, 3072));
     for (group, heads, head_dim) in [("e2b", 12, 64), ("31b", 16, 72)] {
         cases.push(attention_case::<bf16>(group, "bf16", heads, head_dim, 0));
         cases.push(attention_case::<f32>(group, "f32", heads, head_dim, 0));

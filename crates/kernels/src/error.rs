@@ -14,7 +14,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     /// A [`Error::Shape`] of `kernel`.
-    #[allow(dead_code, reason = "used by the kernels as they land")]
     pub(crate) fn shape(kernel: &'static str, what: impl Into<String>) -> Error {
         Error::Shape { kernel, what: what.into() }
     }

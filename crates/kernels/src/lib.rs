@@ -28,6 +28,7 @@ mod lanes;
 pub mod layer_norm;
 pub mod parallel;
 pub mod power;
+pub mod quantized;
 pub mod rms_norm;
 pub mod rope;
 mod rows;

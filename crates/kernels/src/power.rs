@@ -26,11 +26,10 @@ const CUBE_SMALLEST: f32 = 1.0 / (1u64 << 30) as f32;
 const CUBE_LARGEST: f32 = (1u64 << 30) as f32;
 /// `fl(x²)` is accepted when the rounding error `|x² − fl(x²)|` is below
 /// `2^E · (2⁻²⁴ − 2⁻³⁰)` (`2^E ≤ fl(x²)` its power of two): half an ulp less `2^(E−30)`, so
-/// `x²` is at least `2^(E−30)` (≥ 2⁻³¹ relative) from the nearest midpoint, 4.5× the largest
-/// distance at which glibc's `powf(x, 2)` was seen to round the other way (2⁻³³·¹⁸, measured
-/// over every float32; for `powf(x, 3)` 2⁻³²·⁹¹, 3.8×; the ignored tests
-/// `…_is_powf_on_every_float32` recheck both against the C library at hand). The same rule
-/// serves `x³`.
+/// `x²` is at least `2^(E−30)` (≥ 2⁻³¹ relative) from the nearest midpoint. The same rule
+/// serves `x³`. What this relies on: the C library's `powf(x, 2)` and `powf(x, 3)` round the
+/// exact value correctly whenever it lies that far from a midpoint; the ignored tests
+/// `…_is_powf_on_every_float32` check it against the C library at hand.
 const HALF_ULP_LESS_MARGIN: f32 = 1.0 / (1u64 << 24) as f32 - 1.0 / (1u64 << 30) as f32;
 
 /// `pow(x, 2)` ([`pow`]) with the same bits, fast: `x * x` when that is provably what `powf`

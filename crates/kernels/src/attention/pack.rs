@@ -11,7 +11,7 @@
 
 use super::AttentionShape;
 use crate::Float;
-use crate::gemm::microkernel::{MR, NR};
+use crate::gemm::tile::{MR, NR};
 
 /// Packs `k` of batch row `b`, kv head `g` into `dst` (`⌈Lk / MR⌉ · D · MR` values).
 pub(crate) fn pack_keys<T: Float>(shape: &AttentionShape, k: &[T], b: usize, g: usize, dst: &mut [f32]) {

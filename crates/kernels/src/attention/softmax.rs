@@ -10,7 +10,7 @@
 
 use crate::exp::exp;
 use crate::gemm::magnitudes::Magnitudes;
-use crate::gemm::microkernel::NR;
+use crate::gemm::tile::NR;
 use crate::{DType, Float};
 
 /// Which code runs the lanes: AVX2 + FMA (MLX's `exp` polynomial uses `fma`) or portable.

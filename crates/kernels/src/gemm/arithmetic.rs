@@ -1,5 +1,5 @@
-//! The scalar rules every GEMM path shares: MLX's `clip`, the operand casts, and where MLX's CPU
-//! matmul adds the bias.
+//! The scalar rules every GEMM path shares: MLX's `clip`, the operand casts, where MLX's CPU
+//! matmul adds the bias, and the arithmetic of the k-sum (float32, or bf16 at every step).
 
 use super::matrix::{MatRef, MlxLayout};
 use crate::{DType, Float};
@@ -54,4 +54,27 @@ impl BiasPlacement {
             _ => BiasPlacement::AfterSum,
         }
     }
+}
+
+/// The arithmetic of a product's k-sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arithmetic {
+    /// `acc = acc + fl(a·b)` in float32: MLX's float32 matmul, and its bf16 one (an `f32`
+    /// accumulator rounded to bf16 once, at the store).
+    F32,
+    /// `acc = bf16(acc + bf16(a·b))`: every product and every sum rounded to bf16, as MLX's
+    /// scalar loops over `bfloat16_t` compute (each operator converts to float, computes, and
+    /// rounds back). Operands and accumulators hold bf16 values.
+    Bf16,
+}
+
+/// `x` rounded to bf16 as [`bf16_from_f32`](crate::bf16_from_f32) rounds (to nearest, ties to
+/// even), as an `f32`, for any `x` that is not a NaN; a NaN whose low 16 bits are zero comes
+/// back unchanged. The [`Arithmetic::Bf16`] kernels only meet such NaNs (widened from bf16, or
+/// made by arithmetic on such values, which keeps an operand's payload or makes the default
+/// NaN), so they need no NaN test; the store makes every NaN `0x7FC0`.
+#[inline(always)]
+pub(crate) fn round_bf16(x: f32) -> f32 {
+    let u = x.to_bits();
+    f32::from_bits(u.wrapping_add(0x7FFF + ((u >> 16) & 1)) & 0xFFFF_0000)
 }

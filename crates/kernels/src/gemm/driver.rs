@@ -1,22 +1,26 @@
 //! The loops around the micro-kernel: cache blocking (BLIS's five loops) and the split over
-//! threads.
+//! threads, for any [`RightOperand`] (dense, or dequantized as it is packed) and either
+//! [`Arithmetic`].
 //!
 //! For each block of `nc` output columns, `b` is packed once (all of k, in parallel over its
 //! panels) and shared; the rows are then split into blocks of `mc` rows, one task each, in
 //! parallel. A task packs its rows of `a` one k block (`kc`) at a time (or, with several column
-//! blocks, reads them from `a` packed once for all of them) and runs the
-//! micro-kernel over every tile of its block; between k blocks the tiles' accumulators wait in
-//! an `f32` buffer, and after the last one the epilogue stores them. Every output is computed
-//! by exactly one task, in the same order whatever the blocking, so neither the blocking nor
-//! the number of threads changes a bit.
+//! blocks, reads them from `a` packed once for all of them) and runs the micro-kernel over
+//! every tile of its block; between k blocks the tiles' accumulators wait in an `f32` buffer,
+//! and after the last one the epilogue stores them. With a grouped k-sum the k blocks hold
+//! whole groups, which join the accumulators one by one ([`groups`](super::groups)). Every
+//! output is computed by exactly one task, in the same order whatever the blocking, so neither
+//! the blocking nor the number of threads changes a bit.
 
-use super::GemmOptions;
-use super::arithmetic::{BiasPlacement, clip};
+use super::arithmetic::{Arithmetic, clip};
 use super::epilogue::Epilogue;
+use super::groups::accumulate_groups;
 use super::magnitudes::{Magnitudes, products_are_exact};
 use super::matrix::MatRef;
-use super::microkernel::{MR, MicroKernel, NR, TILE, TileKernel};
-use super::pack::{pack_a, pack_b_panel};
+use super::microkernel::{MicroKernel, Steps, TileKernel};
+use super::pack::pack_a;
+use super::right_operand::RightOperand;
+use super::tile::{MR, NR, TILE};
 use crate::scratch::{with_scratch, with_shared};
 use crate::{DType, Float};
 use rayon::prelude::*;
@@ -26,7 +30,7 @@ const KC_MAX: usize = 256;
 /// Largest row block (its packed `a`, `mc × kc`, 48 KiB, stays in L2).
 const MC_MAX: usize = 48;
 /// Columns per block: a task's accumulator tiles (`mc × nc`, 48 KiB) stay in L1/L2 beside its
-/// packed `a` (larger blocks measured up to a third slower at e2b shapes).
+/// packed `a`.
 const NC: usize = 256;
 /// Columns per block when `a` is too large to share: fewer blocks, fewer repacks of `a`.
 const NC_UNSHARED: usize = 1024;
@@ -63,38 +67,53 @@ impl Blocking {
     }
 }
 
-/// The fast path of [`gemm_with`](super::gemm_with), on arguments that passed its check (which
-/// returned their `extents`).
-pub(super) fn run<A: Float, B: Float, O: Float>(
+/// One product as the driver runs it: `a` (clipped by `a_clip` and cast to `O` as it is
+/// packed), the right operand, the arithmetic of the k-sum, and the store.
+pub(crate) struct Product<'a, A, R, O> {
+    pub(crate) a: MatRef<'a, A>,
+    pub(crate) a_clip: Option<(f32, f32)>,
+    pub(crate) b: &'a R,
+    pub(crate) arithmetic: Arithmetic,
+    pub(crate) epilogue: Epilogue<'a, O>,
+}
+
+/// The fast path of [`gemm_with`](super::gemm_with) (and of the quantized products), on
+/// arguments that passed their checks: `(m, k, n)` the extents, `out` `m · n` values. With
+/// [`RightOperand::group`], `k` is a multiple of the group; with [`Arithmetic::Bf16`], `O` is
+/// bf16.
+pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
     kernel: MicroKernel,
     blocking: Blocking,
     (m, k, n): (usize, usize, usize),
-    a: MatRef<'_, A>,
-    b: MatRef<'_, B>,
+    product: &Product<'_, A, R, O>,
     out: &mut [O],
-    options: &GemmOptions<'_, O>,
 ) {
     if m == 0 || n == 0 {
         return;
     }
-    let epilogue = Epilogue {
-        bias: options.bias,
-        placement: BiasPlacement::for_product::<O, B>(&b),
-        out_clip: options.out_clip,
-        simd: kernel == MicroKernel::Avx2,
-    };
+    let Product { a, a_clip, b, arithmetic, .. } = *product;
     if k == 0 {
-        empty_product(out, n, &epilogue);
+        empty_product(out, n, &product.epilogue);
         return;
     }
+    let group = b.group();
     let k_blocks = k.div_ceil(blocking.kc);
-    let kc = k.div_ceil(k_blocks);
+    let kc = k.div_ceil(k_blocks).next_multiple_of(group.unwrap_or(1));
     let nc = blocking.nc.min(n.next_multiple_of(NR));
+    let groups_len = group.map_or(0, |group| k / group * NR);
+    let simd = kernel == MicroKernel::Avx2;
     let tile_kernel = kernel.resolve();
     // FMA may replace the separate multiply and add where both operands hold bf16 values and
-    // their magnitudes make every product exact (see `magnitudes`).
-    let exact_possible = kernel == MicroKernel::Avx2
-        && (O::DTYPE == DType::Bf16 || (A::DTYPE == DType::Bf16 && B::DTYPE == DType::Bf16));
+    // their magnitudes make every product exact (see `magnitudes`). A bf16 `a` clipped to a
+    // float32 bound that is not a bf16 value may hold that bound.
+    let is_bf16 = |x: f32| x.to_bits() & 0xFFFF == 0;
+    let a_bf16 = O::DTYPE == DType::Bf16
+        || (A::DTYPE == DType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
+    let exact_possible = simd && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
+    let steps = match arithmetic {
+        Arithmetic::F32 => Steps::Separate,
+        Arithmetic::Bf16 => Steps::Bf16,
+    };
     // With several column blocks, `a` is packed once for all of them (when it is not huge):
     // row block `t` at `t · mc · k`, its k blocks one after the other, as `pack_a` lays them.
     let share_a = n > nc && m.next_multiple_of(MR) * k <= SHARED_A_MAX;
@@ -109,7 +128,7 @@ pub(super) fn run<A: Float, B: Float, O: Float>(
                     let panels = rows.div_ceil(MR);
                     for p0 in (0..k).step_by(kc) {
                         let kcur = kc.min(k - p0);
-                        pack_a::<A, O>(&a, options.a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
+                        pack_a::<A, O>(&a, a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
                     }
                     if exact_possible { Magnitudes::of(dst) } else { Magnitudes::EMPTY }
                 })
@@ -118,7 +137,9 @@ pub(super) fn run<A: Float, B: Float, O: Float>(
         } else {
             None
         };
-        with_shared(k * nc, |packed_b| {
+        let panels_max = nc / NR;
+        with_shared(k * nc + panels_max * groups_len, |packed| {
+            let (packed_b, packed_scales) = packed.split_at_mut(k * nc);
             for j0 in (0..n).step_by(nc) {
                 let cols = nc.min(n - j0);
                 let panels = cols.div_ceil(NR);
@@ -127,17 +148,23 @@ pub(super) fn run<A: Float, B: Float, O: Float>(
                     .par_chunks_mut(k * NR)
                     .enumerate()
                     .map(|(p, dst)| {
-                        let simd = kernel == MicroKernel::Avx2;
-                        pack_b_panel::<B, O>(&b, j0 + p * NR, (cols - p * NR).min(NR), dst, simd);
+                        b.pack_panel(j0 + p * NR, (cols - p * NR).min(NR), dst, simd);
                         if exact_possible { Magnitudes::of(dst) } else { Magnitudes::EMPTY }
                     })
                     .reduce(|| Magnitudes::EMPTY, Magnitudes::merge);
+                let groups = group.map(|group| {
+                    let scales = &mut packed_scales[..panels * groups_len];
+                    for (p, dst) in scales.chunks_exact_mut(groups_len).enumerate() {
+                        b.pack_group_scales(j0 + p * NR, (cols - p * NR).min(NR), dst);
+                    }
+                    (&*scales, group)
+                });
                 let packed_b = &*packed_b;
-                let block = ColumnBlock { j0, cols, packed_b, k, kc, exact_possible, b_magnitudes };
+                let block = ColumnBlock { j0, cols, packed_b, k, kc, exact_possible, b_magnitudes, steps, groups };
                 out.par_chunks_mut(blocking.mc * n).enumerate().for_each(|(t, rows)| {
                     let i0 = t * blocking.mc;
                     let packed_a = shared_a.map(|(packed, magnitudes)| (&packed[i0 * k..], magnitudes));
-                    row_block(tile_kernel, &a, options.a_clip, packed_a, &block, &epilogue, i0, rows, n);
+                    row_block(tile_kernel, product, packed_a, &block, i0, rows, n);
                 });
             }
         });
@@ -154,22 +181,24 @@ struct ColumnBlock<'a> {
     /// Whether the operands hold bf16 values (FMA is then exact where magnitudes allow).
     exact_possible: bool,
     b_magnitudes: Magnitudes,
+    /// How the k steps round when FMA is not exact.
+    steps: Steps,
+    /// With a grouped k-sum, the packed factors (`K / group · NR` per panel) and the group.
+    groups: Option<(&'a [f32], usize)>,
 }
 
 /// Rows `i0..` of the output (`out` holds whole rows of `n`), columns of `block`; `a` packed
 /// here one k block at a time unless `shared_a` holds these rows packed already.
-#[allow(clippy::too_many_arguments, reason = "the loop state of one task, each argument distinct")]
-fn row_block<A: Float, O: Float>(
+fn row_block<A: Float, R: RightOperand, O: Float>(
     kernel: TileKernel,
-    a: &MatRef<'_, A>,
-    a_clip: Option<(f32, f32)>,
+    product: &Product<'_, A, R, O>,
     shared_a: Option<(&[f32], Magnitudes)>,
     block: &ColumnBlock<'_>,
-    epilogue: &Epilogue<'_, O>,
     i0: usize,
     out: &mut [O],
     n: usize,
 ) {
+    let epilogue = &product.epilogue;
     let rows = out.len() / n;
     let row_panels = rows.div_ceil(MR);
     let col_panels = block.cols.div_ceil(NR);
@@ -184,13 +213,14 @@ fn row_block<A: Float, O: Float>(
             let (packed_a, a_magnitudes): (&[f32], Magnitudes) = match shared_a {
                 Some((shared, magnitudes)) => (&shared[row_panels * MR * p0..], magnitudes),
                 None => {
-                    pack_a::<A, O>(a, a_clip, (i0, rows), (p0, kcur), own_a);
+                    pack_a::<A, O>(&product.a, product.a_clip, (i0, rows), (p0, kcur), own_a);
                     let packed = &own_a[..row_panels * kcur * MR];
                     let magnitudes = if block.exact_possible { Magnitudes::of(packed) } else { Magnitudes::EMPTY };
                     (packed, magnitudes)
                 }
             };
             let exact = block.exact_possible && products_are_exact(a_magnitudes, block.b_magnitudes);
+            let steps = if exact { Steps::Fused } else { block.steps };
             // The panel of `b` after this one (the next column panel, or the first of the next
             // k block): each row panel's call prefetches its share of it.
             let next_b = |jp: usize| -> &[f32] {
@@ -211,10 +241,24 @@ fn row_block<A: Float, O: Float>(
                 let share = next.len().div_ceil(row_panels).next_multiple_of(LINE);
                 for ip in 0..row_panels {
                     let tile = &mut tiles[jp * row_panels + ip];
-                    let accumulate = !first || epilogue.init(jg, cols, tile);
                     let a_panel = &packed_a[ip * kcur * MR..];
                     let next = next.get(ip * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
-                    kernel.run(exact, kcur, (a_panel, b_panel), tile, accumulate, next);
+                    match block.groups {
+                        None => {
+                            let accumulate = !first || epilogue.init(jg, cols, tile);
+                            kernel.run_steps(steps, kcur, (a_panel, b_panel), tile, accumulate, next);
+                        }
+                        Some((scales, group)) => {
+                            if first {
+                                // The accumulator starts at +0, before the first group joins it.
+                                tile.fill(0.0);
+                            }
+                            let scales = &scales[jp * (k / group) * NR + p0 / group * NR..];
+                            let kinds = (steps, product.arithmetic);
+                            let simd = epilogue.simd;
+                            accumulate_groups(kernel, kinds, group, kcur, (a_panel, b_panel), scales, tile, next, simd);
+                        }
+                    }
                     if last {
                         let r0 = ip * MR;
                         epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);

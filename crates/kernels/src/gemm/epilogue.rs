@@ -2,7 +2,7 @@
 //! the output dtype, the output clip.
 
 use super::arithmetic::{BiasPlacement, clip};
-use super::microkernel::{NR, TILE};
+use super::tile::{NR, TILE};
 use crate::Float;
 
 /// How the accumulators of a tile start and end, fixed for one product.

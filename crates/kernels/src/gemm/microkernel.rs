@@ -1,20 +1,16 @@
-//! The register tile and the choice of micro-kernel that computes it.
+//! The choice of micro-kernel that computes the register tile ([`tile`](super::tile)).
 //!
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
 //! the product rounded first. `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
 //! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
-//! exact, see [`magnitudes`](super::magnitudes)).
+//! exact, see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
+//! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
+//! bf16.
 
-use super::{microkernel_avx2, microkernel_portable};
+use super::tile::{GroupedTileFn, MR, NR, TILE, TileFn};
+use super::{microkernel_avx2, microkernel_bf16, microkernel_portable};
 use std::fmt;
-
-/// Rows of the register tile.
-pub(crate) const MR: usize = 6;
-/// Columns of the register tile (two AVX vectors).
-pub(crate) const NR: usize = 16;
-/// Accumulators of one tile.
-pub(crate) const TILE: usize = MR * NR;
 
 /// Which micro-kernel computes the tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +30,7 @@ impl MicroKernel {
     /// Every kernel this CPU can run (the portable one always).
     pub fn available() -> Vec<MicroKernel> {
         let mut kernels = vec![MicroKernel::Portable];
-        if microkernel_avx2::resolve().is_some() {
+        if microkernel_avx2::tiles().is_some() {
             kernels.push(MicroKernel::Avx2);
         }
         kernels
@@ -42,30 +38,53 @@ impl MicroKernel {
 
     /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
     pub(crate) fn resolve(self) -> TileKernel {
-        let portable = TileKernel { separate: microkernel_portable::tile, fused: microkernel_portable::tile };
+        let portable = TileKernel {
+            separate: microkernel_portable::tile,
+            fused: microkernel_portable::tile,
+            bf16: microkernel_bf16::tile_portable,
+            grouped_separate: microkernel_portable::tile_grouped,
+            grouped_fused: microkernel_portable::tile_grouped,
+        };
         match self {
-            MicroKernel::Avx2 => microkernel_avx2::resolve().unwrap_or(portable),
+            MicroKernel::Avx2 => {
+                match (microkernel_avx2::tiles(), microkernel_bf16::avx2(), microkernel_avx2::grouped_tiles()) {
+                    (Some((separate, fused)), Some(bf16), Some((grouped_separate, grouped_fused))) => {
+                        TileKernel { separate, fused, bf16, grouped_separate, grouped_fused }
+                    }
+                    _ => portable,
+                }
+            }
             MicroKernel::Portable => portable,
         }
     }
 }
 
-/// The signature of a tile function: `f(kc, a, b, c, accumulate, next, next_len)` updates the
-/// `MR × NR` tile at `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b`
-/// (`kc × NR`), starting from the tile's values when `accumulate`, from zeros otherwise; it may
-/// prefetch the `next_len` floats at `next` (a hint, never read).
-pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool, *const f32, usize);
+/// How a tile function rounds each k step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Steps {
+    /// `acc + round(a · b)` in `f32`: MLX's rounding, always right for
+    /// [`Arithmetic::F32`](super::arithmetic::Arithmetic::F32).
+    Separate,
+    /// `fma(a, b, acc)`: the same bits only where every product is exact (see
+    /// [`magnitudes`](super::magnitudes)).
+    Fused,
+    /// `bf16(acc + bf16(a · b))`: [`Arithmetic::Bf16`](super::arithmetic::Arithmetic::Bf16), on
+    /// operands and a tile of bf16 values.
+    Bf16,
+}
 
-/// A micro-kernel's tile functions: `separate` multiplies then adds (MLX's rounding, always
-/// right); `fused` may use an FMA, which gives the same bits only where every product is exact
-/// (see [`magnitudes`](super::magnitudes)).
+/// A micro-kernel's tile functions, one per [`Steps`], and the grouped ones of float32
+/// arithmetic.
 ///
-/// Only the kernel modules make one, of functions the running CPU executes; calling them is
-/// sound whenever the pointers are valid for those extents.
+/// Only [`MicroKernel::resolve`] makes one, of functions the running CPU executes; calling
+/// them is sound whenever the pointers are valid for those extents.
 #[derive(Clone, Copy)]
 pub(crate) struct TileKernel {
-    pub(crate) separate: TileFn,
-    pub(crate) fused: TileFn,
+    separate: TileFn,
+    fused: TileFn,
+    bf16: TileFn,
+    grouped_separate: GroupedTileFn,
+    grouped_fused: GroupedTileFn,
 }
 
 impl TileKernel {
@@ -73,24 +92,77 @@ impl TileKernel {
     /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the
     /// caller has checked that every product of `a`'s and `b`'s values is exact in `f32`, and
     /// an FMA may replace the multiply and add (else the bits may differ from MLX's). `next`
-    /// is memory the caller reads soon after (a prefetch hint: spread over the steps, one
-    /// cache line per four).
+    /// is memory the caller reads soon after (a prefetch hint: spread over the steps).
     #[inline(always)]
     pub(crate) fn run(
         self,
         exact: bool,
+        kc: usize,
+        panels: (&[f32], &[f32]),
+        tile: &mut [f32; TILE],
+        accumulate: bool,
+        next: &[f32],
+    ) {
+        let steps = if exact { Steps::Fused } else { Steps::Separate };
+        self.run_steps(steps, kc, panels, tile, accumulate, next);
+    }
+
+    /// [`TileKernel::run`] with the rounding of each step chosen by `steps` (the caller checked
+    /// what [`Steps::Fused`] and [`Steps::Bf16`] require).
+    #[inline(always)]
+    pub(crate) fn run_steps(
+        self,
+        steps: Steps,
         kc: usize,
         (a, b): (&[f32], &[f32]),
         tile: &mut [f32; TILE],
         accumulate: bool,
         next: &[f32],
     ) {
-        let f = if exact { self.fused } else { self.separate };
+        let f = match steps {
+            Steps::Separate => self.separate,
+            Steps::Fused => self.fused,
+            Steps::Bf16 => self.bf16,
+        };
         let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
         // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
         // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function reads
         // and writes; `next` is only prefetched.
         unsafe { f(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate, next.as_ptr(), next.len()) }
+    }
+
+    /// `tile = tile + round(scales[g] · P_g)` for the `kc / group` groups in order, each `P_g`
+    /// the sums of its `group` steps from zero, in float32 arithmetic ([`Steps::Separate`] or,
+    /// where the caller checked every product exact, [`Steps::Fused`]). `kc` is a multiple of
+    /// `group`; `scales` holds `kc / group · NR` factors.
+    #[inline(always)]
+    pub(crate) fn run_grouped(
+        self,
+        fused: bool,
+        (kc, group): (usize, usize),
+        (a, b): (&[f32], &[f32]),
+        scales: &[f32],
+        tile: &mut [f32; TILE],
+        next: &[f32],
+    ) {
+        let f = if fused { self.grouped_fused } else { self.grouped_separate };
+        let groups = kc / group.max(1);
+        let (a, b, scales) = (&a[..groups * group * MR], &b[..groups * group * NR], &scales[..groups * NR]);
+        // SAFETY: the function runs on this CPU; the slices above hold the extents it reads
+        // (for `groups · group` steps, `groups · NR` factors) and `tile` the ones it writes;
+        // `next` is only prefetched.
+        unsafe {
+            f(
+                groups * group,
+                group.max(1),
+                a.as_ptr(),
+                b.as_ptr(),
+                scales.as_ptr(),
+                tile.as_mut_ptr(),
+                next.as_ptr(),
+                next.len(),
+            )
+        }
     }
 }
 

@@ -7,21 +7,33 @@
 //! 32 instructions per step leave the core's dispatch little room) and prefetches into L1 the
 //! part of `a` a few iterations ahead and, one cache line per iteration, the memory the caller
 //! reads next (the next panel of `b`), so that neither waits on L2 when its turn comes.
+//!
+//! The grouped kernel runs the same steps a group at a time, from zeros, and after each group
+//! adds the scaled sums into the tile in memory (`c + round(s · P)`, a multiply then an add).
 
-use super::microkernel::TileKernel;
+use super::tile::{GroupedTileFn, TileFn};
 
-/// The AVX2 kernels when this CPU runs AVX2 and FMA code.
-pub(crate) fn resolve() -> Option<TileKernel> {
+/// The AVX2 tile functions, `(separate, fused)`, when this CPU runs AVX2 and FMA code.
+pub(crate) fn tiles() -> Option<(TileFn, TileFn)> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        return Some(TileKernel { separate: x86::tile_6x16::<false>, fused: x86::tile_6x16::<true> });
+        return Some((x86::tile_6x16::<false>, x86::tile_6x16::<true>));
+    }
+    None
+}
+
+/// The AVX2 grouped tile functions, `(separate, fused)`, when this CPU runs AVX2 and FMA code.
+pub(crate) fn grouped_tiles() -> Option<(GroupedTileFn, GroupedTileFn)> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        return Some((x86::grouped_6x16::<false>, x86::grouped_6x16::<true>));
     }
     None
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::microkernel::{MR, NR};
+    use super::super::tile::{MR, NR};
     use std::arch::x86_64::*;
 
     /// k steps per iteration of the main loop.
@@ -31,7 +43,7 @@ mod x86 {
     /// Floats per cache line.
     const LINE: usize = 16;
 
-    /// [`TileKernel`](super::TileKernel)'s contract for the 6 × 16 tile; `FUSED` uses
+    /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile; `FUSED` uses
     /// `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product is
     /// exact, which the caller checks).
     ///
@@ -110,6 +122,83 @@ mod x86 {
             for (i, row) in acc.iter().enumerate() {
                 _mm256_storeu_ps(c.add(i * NR), row[0]);
                 _mm256_storeu_ps(c.add(i * NR + 8), row[1]);
+            }
+        }
+    }
+
+    /// [`GroupedTileFn`](super::super::tile::GroupedTileFn)'s contract for the 6 × 16 tile;
+    /// `FUSED` as for [`tile_6x16`].
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; `kc` a multiple of `group` (`group > 0`); `a` valid for
+    /// `kc · MR` reads, `b` for `kc · NR`, `scales` for `kc / group · NR`, `c` for `MR · NR`
+    /// reads and writes. `next` is only prefetched.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments, reason = "the GroupedTileFn signature")]
+    pub(super) unsafe fn grouped_6x16<const FUSED: bool>(
+        kc: usize,
+        group: usize,
+        a: *const f32,
+        b: *const f32,
+        scales: *const f32,
+        c: *mut f32,
+        next: *const f32,
+        next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: as in `tile_6x16`; the groups read `scales` below `kc / group · NR`.
+        unsafe {
+            macro_rules! step {
+                ($acc:expr, $a:expr, $b:expr) => {{
+                    let (a, b): (*const f32, *const f32) = ($a, $b);
+                    let b0 = _mm256_loadu_ps(b);
+                    let b1 = _mm256_loadu_ps(b.add(8));
+                    for (i, row) in $acc.iter_mut().enumerate() {
+                        let x = _mm256_broadcast_ss(&*a.add(i));
+                        if FUSED {
+                            row[0] = _mm256_fmadd_ps(x, b0, row[0]);
+                            row[1] = _mm256_fmadd_ps(x, b1, row[1]);
+                        } else {
+                            row[0] = _mm256_add_ps(row[0], _mm256_mul_ps(x, b0));
+                            row[1] = _mm256_add_ps(row[1], _mm256_mul_ps(x, b1));
+                        }
+                    }
+                }};
+            }
+            let (mut a, mut b, mut scales) = (a, b, scales);
+            let (mut next, last) =
+                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let mut groups = kc / group;
+            while groups > 0 {
+                let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+                let mut k = group;
+                while k >= UNROLL {
+                    _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD).cast());
+                    _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD + LINE).cast());
+                    _mm_prefetch::<_MM_HINT_T0>(next.cast());
+                    next = if next < last { next.wrapping_add(LINE) } else { last };
+                    for u in 0..UNROLL {
+                        step!(acc, a.add(u * MR), b.add(u * NR));
+                    }
+                    a = a.add(UNROLL * MR);
+                    b = b.add(UNROLL * NR);
+                    k -= UNROLL;
+                }
+                while k > 0 {
+                    step!(acc, a, b);
+                    a = a.add(MR);
+                    b = b.add(NR);
+                    k -= 1;
+                }
+                let s0 = _mm256_loadu_ps(scales);
+                let s1 = _mm256_loadu_ps(scales.add(8));
+                for (i, row) in acc.iter().enumerate() {
+                    let (c0, c1) = (c.add(i * NR), c.add(i * NR + 8));
+                    _mm256_storeu_ps(c0, _mm256_add_ps(_mm256_loadu_ps(c0), _mm256_mul_ps(s0, row[0])));
+                    _mm256_storeu_ps(c1, _mm256_add_ps(_mm256_loadu_ps(c1), _mm256_mul_ps(s1, row[1])));
+                }
+                scales = scales.add(NR);
+                groups -= 1;
             }
         }
     }

@@ -1,9 +1,9 @@
 //! The portable micro-kernel: the tile's accumulators in fixed-size arrays, left to the
 //! compiler's auto-vectoriser (across the tile's columns; each accumulator's k order stays).
 
-use super::microkernel::{MR, NR, TILE};
+use super::tile::{MR, NR, TILE};
 
-/// [`TileKernel`](super::microkernel::TileKernel)'s contract over raw parts (no prefetch).
+/// [`TileFn`](super::tile::TileFn)'s contract (no prefetch).
 ///
 /// # Safety
 /// `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads, `c` for `MR · NR` reads and
@@ -42,5 +42,45 @@ fn tile_slices(a: &[f32], b: &[f32], c: &mut [f32; TILE], accumulate: bool) {
     }
     for (dst, row) in c.chunks_exact_mut(NR).zip(&acc) {
         dst.copy_from_slice(row);
+    }
+}
+
+/// [`GroupedTileFn`](super::tile::GroupedTileFn)'s contract (no prefetch): each group's sums
+/// from [`tile_slices`], then `c + round(s · P)`.
+///
+/// # Safety
+/// `kc` is a multiple of `group` (`group > 0`); `a` must be valid for `kc · MR` reads, `b` for
+/// `kc · NR`, `scales` for `kc / group · NR`, `c` for `MR · NR` reads and writes, none
+/// overlapping `c`.
+#[allow(clippy::too_many_arguments, reason = "the GroupedTileFn signature")]
+pub(crate) unsafe fn tile_grouped(
+    kc: usize,
+    group: usize,
+    a: *const f32,
+    b: *const f32,
+    scales: *const f32,
+    c: *mut f32,
+    _next: *const f32,
+    _next_len: usize,
+) {
+    let groups = kc / group;
+    // SAFETY: the extents are the caller's guarantee.
+    let (a, b, scales, c) = unsafe {
+        (
+            std::slice::from_raw_parts(a, kc * MR),
+            std::slice::from_raw_parts(b, kc * NR),
+            std::slice::from_raw_parts(scales, groups * NR),
+            &mut *c.cast::<[f32; TILE]>(),
+        )
+    };
+    let mut partial = [0.0f32; TILE];
+    for ((a, b), scales) in a.chunks_exact(group * MR).zip(b.chunks_exact(group * NR)).zip(scales.chunks_exact(NR)) {
+        tile_slices(a, b, &mut partial, false);
+        for (c, p) in c.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
+            for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
+                let scaled = s * p;
+                *c += scaled;
+            }
+        }
     }
 }

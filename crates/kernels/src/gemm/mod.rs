@@ -10,30 +10,45 @@
 //! whose products are all exact in `f32`, an FMA gives the same bits with fewer instructions,
 //! and the AVX2 kernel uses one (checked per block of the product, `magnitudes`).
 //!
+//! The driver also serves [`quantized`](crate::quantized): a right operand dequantized while
+//! it is packed (`right_operand`), a k-sum in bf16 arithmetic (`microkernel_bf16`: every
+//! product and sum rounded to bf16), and k-sums in groups (`groups`).
+//!
 //! - `matrix`: [`MatRef`], strided views and MLX's classification of them.
-//! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes).
+//! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes, the arithmetic of
+//!   the k-sum).
 //! - [`reference`](reference()): the scalar twin that defines the bits.
-//! - `pack`, `microkernel_*`, `magnitudes`, `epilogue`, `driver`: the fast path (packing to
-//!   `f32` panels, the AVX2 and portable micro-kernels, when FMA is exact, the store, the cache
-//!   blocking and threads).
+//! - `tile`, `right_operand`, `pack`, `microkernel_*`, `magnitudes`, `groups`, `epilogue`,
+//!   `driver`: the fast path (the register tile, the right operand, packing to `f32` panels,
+//!   the AVX2 and portable micro-kernels, when FMA is exact, grouped k-sums, the store, the
+//!   cache blocking and threads).
 
-mod arithmetic;
-mod driver;
-mod epilogue;
+pub(crate) mod arithmetic;
+pub(crate) mod driver;
+pub(crate) mod epilogue;
+mod groups;
 pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
 mod microkernel_avx2;
+mod microkernel_bf16;
 mod microkernel_portable;
 mod pack;
 mod reference;
+pub(crate) mod right_operand;
 #[cfg(test)]
 mod tests;
+pub(crate) mod tile;
 
 pub use driver::Blocking;
 pub use matrix::{MatRef, MlxLayout};
 pub use microkernel::MicroKernel;
 pub use reference::reference;
+
+use arithmetic::{Arithmetic, BiasPlacement};
+use driver::Product;
+use epilogue::Epilogue;
+use right_operand::Dense;
 
 use crate::{Error, Float, Result};
 
@@ -41,8 +56,9 @@ use crate::{Error, Float, Result};
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOptions<'a, O> {
     /// Clamp every element of `a` to `[lo, hi]` as MLX's `clip` does (`maximum` then
-    /// `minimum`, a NaN element kept, a NaN bound taken) before the product, in `a`'s dtype:
-    /// for bf16 `a` the bounds should be bf16 values (as mlx-vlm's clip scalars are).
+    /// `minimum`, a NaN element kept, a NaN bound taken) before the product, on `a`'s values
+    /// widened to float32: bf16 bounds for MLX's clip of a bf16 `a` by bf16 scalars, float32
+    /// ones for its clip by float32 arrays (which makes the clipped `a` float32).
     pub a_clip: Option<(f32, f32)>,
     /// MLX `addmm(bias, a, b)` with α = β = 1 (a biased `nn.Linear`, `b` = Wᵀ): the addend of
     /// each output row, `[N]`, in the output dtype. Where it enters the sum is MLX's (see
@@ -97,7 +113,15 @@ pub fn gemm_with<A: Float, B: Float, O: Float>(
     options: &GemmOptions<'_, O>,
 ) -> Result<()> {
     let extents = check_arguments(&a, &b, out, options)?;
-    driver::run(kernel, blocking, extents, a, b, out, options);
+    let epilogue = Epilogue {
+        bias: options.bias,
+        placement: BiasPlacement::for_product::<O, B>(&b),
+        out_clip: options.out_clip,
+        simd: kernel == MicroKernel::Avx2,
+    };
+    let right = Dense::<B, O>::new(b);
+    let product = Product { a, a_clip: options.a_clip, b: &right, arithmetic: Arithmetic::F32, epilogue };
+    driver::run(kernel, blocking, extents, &product, out);
     Ok(())
 }
 
@@ -118,8 +142,8 @@ pub(crate) fn check_arguments<A: Float, B: Float, O: Float>(
     let len = a.rows().checked_mul(b.cols()).ok_or_else(|| Error::shape("gemm", "M × N overflows"))?;
     // The packed panels hold up to M × K and K × N values (views with zero strides may be
     // far larger than their slices).
-    let padded_n = b.cols().checked_next_multiple_of(microkernel::NR);
-    let padded_m = a.rows().checked_next_multiple_of(microkernel::MR);
+    let padded_n = b.cols().checked_next_multiple_of(tile::NR);
+    let padded_m = a.rows().checked_next_multiple_of(tile::MR);
     if padded_n.and_then(|n| n.checked_mul(a.cols())).and(padded_m.and_then(|m| m.checked_mul(a.cols()))).is_none() {
         return Err(Error::shape(
             "gemm",

@@ -11,7 +11,7 @@
 
 use super::arithmetic::operand;
 use super::matrix::MatRef;
-use super::microkernel::{MR, NR};
+use super::tile::{MR, NR};
 use crate::Float;
 
 /// k values packed at a time by the column-gather loop of [`pack_b_panel`] (keeps the

@@ -176,3 +176,27 @@ fn the_bits_do_not_depend_on_the_number_of_threads() {
     assert_eq!(one, run(2));
     assert_eq!(one, run(5));
 }
+
+#[test]
+fn a_float32_clip_bound_keeps_bf16_operands_off_the_fma_path() {
+    // bf16 `a` clipped to a float32 bound that is not a bf16 value: the clipped elements are
+    // that bound, whose products with bf16 weights are not exact, so no FMA may replace the
+    // separate multiply and add.
+    let (m, k, n) = (6usize, 64usize, 16usize);
+    let hi = 1.0 + 2f32.powi(-20);
+    let a: Vec<bf16> = (0..m * k).map(|i| bf16_from_f32(if i % 3 == 0 { 4.0 } else { -(i as f32) / 50.0 })).collect();
+    let w: Vec<bf16> = (0..n * k).map(|i| bf16_from_f32(1.0 + ((i * 37) % 101) as f32 / 128.0)).collect();
+    let (a, b) = (MatRef::row_major(&a, m, k).unwrap(), MatRef::row_major(&w, n, k).unwrap().t());
+    let options = GemmOptions { a_clip: Some((-8.0, hi)), ..GemmOptions::default() };
+    let mut want = vec![0.0f32; m * n];
+    reference(a, b, &mut want, &options).unwrap();
+    for kernel in MicroKernel::available() {
+        let mut out = vec![0.0f32; m * n];
+        gemm_with(kernel, Blocking::for_shape(m, k, n), a, b, &mut out, &options).unwrap();
+        assert_eq!(
+            out.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            "{kernel:?}"
+        );
+    }
+}

@@ -5,11 +5,13 @@
 //! - Comparisons under the kernels' NaN contract: [`bits`], [`same_bits`], [`same_as_mlx`].
 //! - Inputs: [`cast`], [`lcg_values`], [`tower_mask`], [`norm_specials`].
 //! - proptest strategies: values ([`floats`], [`scaled_floats`]) and whole random cases of
-//!   a product ([`gemm`]) and of an attention ([`attention`]).
+//!   a product ([`gemm`]), of a quantized product ([`quantized`]) and of an attention
+//!   ([`attention`]).
 #![allow(clippy::expect_used, reason = "test helpers: a misuse is a failed test")]
 
 pub mod attention;
 pub mod gemm;
+pub mod quantized;
 
 use crate::{DType, Float};
 use proptest::prelude::*;

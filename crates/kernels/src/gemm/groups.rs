@@ -1,0 +1,141 @@
+//! k-sums in groups: the k steps split into groups of `group` steps; each group's sum `P`
+//! starts from zero (one tile, [`TileKernel::run_steps`] without accumulating) and joins the
+//! tile's accumulator as `C = R(C + R(s · P))`, with one factor `s` per column and group and
+//! `R` the arithmetic's rounding (none in float32, bf16 in bf16). This is MLX's fp-quantized
+//! product: `fp_qmm_t`'s `gsum` over a group, then `sum += scale * gsum`. `C` starts at `+0`
+//! before the first group (so a first `s · P` of `−0` gives `+0`, as MLX's `T sum = 0` does).
+
+use super::arithmetic::{Arithmetic, round_bf16};
+use super::microkernel::{Steps, TileKernel};
+use super::tile::{MR, NR, TILE};
+
+/// Floats per cache line.
+const LINE: usize = 16;
+
+/// `tile` updated by the `kc / group` groups of the packed panels `a` (`kc × MR`) and `b`
+/// (`kc × NR`): for each group `g` in order, `P` over its `group` steps (with `steps`), then
+/// `tile = R(tile + R(scales[g · NR + j] · P))` column by column. `kc` is a multiple of
+/// `group`; `scales` holds `kc / group · NR` factors; `next` is a prefetch hint. In float32
+/// this is the kernel's grouped tile function; in bf16, the bf16 tile function per group and
+/// the combination here (with `simd`, AVX2 where the CPU has it: the same bits).
+#[allow(clippy::too_many_arguments, reason = "one tile's update: the kernel, its operands and the groups")]
+pub(crate) fn accumulate_groups(
+    kernel: TileKernel,
+    (steps, arithmetic): (Steps, Arithmetic),
+    group: usize,
+    kc: usize,
+    (a, b): (&[f32], &[f32]),
+    scales: &[f32],
+    tile: &mut [f32; TILE],
+    next: &[f32],
+    simd: bool,
+) {
+    if arithmetic == Arithmetic::F32 {
+        kernel.run_grouped(steps == Steps::Fused, (kc, group), (a, b), scales, tile, next);
+        return;
+    }
+    let groups = kc / group;
+    let share = next.len().div_ceil(groups.max(1)).next_multiple_of(LINE);
+    let mut partial = [0.0f32; TILE];
+    for g in 0..groups {
+        let panels = (&a[g * group * MR..], &b[g * group * NR..]);
+        let next = next.get(g * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
+        kernel.run_steps(steps, group, panels, &mut partial, false, next);
+        combine_bf16(tile, &partial, &scales[g * NR..(g + 1) * NR], simd);
+    }
+}
+
+/// `tile = bf16(tile + bf16(scales[j] · partial))` for every row, column `j`.
+#[inline(always)]
+fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], simd: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if simd && crate::cpu::has_avx2_fma() {
+        // SAFETY: AVX2 and FMA are available (checked just above).
+        unsafe { avx2::combine_bf16(tile, partial, scales) };
+        return;
+    }
+    let _ = simd;
+    for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
+        for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
+            let scaled = round_bf16(s * p);
+            *c = round_bf16(*c + scaled);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::super::microkernel_bf16::x86::round;
+    use super::{NR, TILE};
+    use std::arch::x86_64::*;
+
+    /// [`super::combine_bf16`] eight columns at a time.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
+        let scales = &scales[..NR];
+        for half in 0..NR / 8 {
+            // SAFETY: `scales` holds `NR` floats.
+            let s = unsafe { _mm256_loadu_ps(scales.as_ptr().add(half * 8)) };
+            for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
+                let (c, p) = (&mut c[half * 8..half * 8 + 8], &p[half * 8..half * 8 + 8]);
+                // SAFETY: `c` and `p` hold 8 floats each.
+                unsafe {
+                    let scaled = round(_mm256_mul_ps(s, _mm256_loadu_ps(p.as_ptr())));
+                    _mm256_storeu_ps(c.as_mut_ptr(), round(_mm256_add_ps(_mm256_loadu_ps(c.as_ptr()), scaled)));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::microkernel::MicroKernel;
+    use super::*;
+    use crate::bf16_from_f32;
+    use crate::testing::lcg_values;
+    use half::bf16;
+
+    #[test]
+    fn each_group_is_summed_from_zero_then_scaled_into_the_tile() {
+        let (group, groups) = (4usize, 3usize);
+        let kc = group * groups;
+        let a: Vec<f32> = lcg_values::<bf16>(kc * MR, 1, 8.0).iter().map(|x| x.to_f32()).collect();
+        let b: Vec<f32> = lcg_values::<bf16>(kc * NR, 2, 6.0).iter().map(|x| x.to_f32()).collect();
+        let mut scales: Vec<f32> = lcg_values::<bf16>(groups * NR, 3, 2.0).iter().map(|x| x.to_f32()).collect();
+        scales[5] = -1.0;
+        let start: [f32; TILE] = std::array::from_fn(|i| if i == 5 { 0.0 } else { i as f32 - 40.0 });
+        for arithmetic in [Arithmetic::F32, Arithmetic::Bf16] {
+            let round = |x: f32| if arithmetic == Arithmetic::Bf16 { bf16_from_f32(x).to_f32() } else { x };
+            let mut want = start;
+            for g in 0..groups {
+                for (i, row) in want.chunks_exact_mut(NR).enumerate() {
+                    for (j, c) in row.iter_mut().enumerate() {
+                        let mut sum = 0.0f32;
+                        for k in g * group..(g + 1) * group {
+                            sum = round(sum + round(a[k * MR + i] * b[k * NR + j]));
+                        }
+                        *c = round(*c + round(scales[g * NR + j] * sum));
+                    }
+                }
+            }
+            let steps = if arithmetic == Arithmetic::Bf16 { Steps::Bf16 } else { Steps::Separate };
+            for kernel in MicroKernel::available() {
+                let mut tile = start;
+                let simd = kernel == MicroKernel::Avx2;
+                accumulate_groups(
+                    kernel.resolve(),
+                    (steps, arithmetic),
+                    group,
+                    kc,
+                    (&a, &b),
+                    &scales,
+                    &mut tile,
+                    &[],
+                    simd,
+                );
+                assert_eq!(tile.map(f32::to_bits), want.map(f32::to_bits), "{kernel:?} {arithmetic:?}");
+            }
+        }
+    }
+}
