@@ -14,7 +14,7 @@ fn bench(c: &mut Criterion) {
             let norm = if scaled {
                 RmsNorm::load(&weights(&[("weight".to_owned(), vec![HIDDEN])], wdt, wdt), HIDDEN, 1e-6).unwrap()
             } else {
-                RmsNorm::no_scale(1e-6)
+                RmsNorm::no_scale(1e-6, layers::Execution::Mlx)
             };
             let x = normal(&[1, tokens, HIDDEN], 3.0, act, 13);
             common::fresh_cache();

@@ -14,7 +14,7 @@ fn bench(c: &mut Criterion) {
             let norm = if scaled {
                 VisionRmsNorm::load(&weights(&[("weight".to_owned(), vec![HEAD_DIM])], wdt, wdt), HEAD_DIM).unwrap()
             } else {
-                VisionRmsNorm::no_scale()
+                VisionRmsNorm::no_scale(layers::Execution::Mlx)
             };
             let x = normal(&[1, TOKENS, HEADS, HEAD_DIM], 3.0, act, 14);
             common::fresh_cache();

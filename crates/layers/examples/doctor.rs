@@ -4,7 +4,8 @@
 //! threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
 //! with a check that the two give the same bits.
 
-use layers::{Execution, matmul};
+use layers::Execution;
+use layers::ops::matmul;
 use std::time::Instant;
 use tensor::{Array, Device, Dtype};
 
@@ -39,12 +40,12 @@ fn timed(dtype: Dtype, execution: Execution) -> layers::Result<(Array, f64)> {
     let a = Array::from_slice(&values, &[SIDE, SIDE])?.astype(dtype)?;
     let b = a.t()?;
     let runs = if execution == Execution::Mlx && dtype == Dtype::Bf16 { 1 } else { 3 };
-    let mut out = matmul(&a, &b, execution)?;
+    let mut out = matmul(execution, &a, &b)?;
     out.eval()?;
     let mut best = f64::INFINITY;
     for _ in 0..runs {
         let start = Instant::now();
-        out = matmul(&a, &b, execution)?;
+        out = matmul(execution, &a, &b)?;
         out.eval()?;
         best = best.min(start.elapsed().as_secs_f64());
     }

@@ -1,7 +1,6 @@
 //! [`ClippableLinear`]: gemma4's `ClippableLinear`.
 
-use crate::linear::FusedClips;
-use crate::{Execution, Projection, Result, Weights};
+use crate::{Projection, Result, Weights};
 use tensor::{Array, SharedArray};
 
 /// The four 0-d clip bounds of a [`ClippableLinear`], in the checkpoint's dtype.
@@ -32,6 +31,8 @@ impl ClipBounds {
 ///
 /// The bounds are arrays, so MLX promotes: with bf16 activations and f32 bounds the clipped
 /// input, and everything after it, is f32 (the reference does not cast, and neither does this).
+/// The three steps are one op of the op layer ([`ops::linear`](crate::ops::linear) or
+/// [`ops::quantized_linear`](crate::ops::quantized_linear)), computed by the map's execution.
 ///
 /// Keys: `linear.weight` `[out, in]` (quantized: `linear.{weight,scales,biases}`); with clipping
 /// also the four 0-d bounds of [`ClipBounds`].
@@ -65,30 +66,8 @@ impl ClippableLinear {
         self.clip.as_ref()
     }
 
-    /// The same layer computed by `execution` (a quantized map always runs on MLX).
-    pub fn with_execution(self, execution: Execution) -> ClippableLinear {
-        ClippableLinear { linear: self.linear.with_execution(execution), ..self }
-    }
-
-    /// `[clip] → linear → [clip]`; on the host, one product with both clips fused where the
-    /// dtypes allow.
+    /// `[clip] → linear → [clip]`.
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        if let Projection::Dense(linear) = &self.linear {
-            let clips = FusedClips {
-                input: self.clip.as_ref().map(|b| (&*b.input_min, &*b.input_max)),
-                output: self.clip.as_ref().map(|b| (&*b.output_min, &*b.output_max)),
-            };
-            if let Some(y) = linear.forward_on_host(x, clips)? {
-                return Ok(y);
-            }
-        }
-        match &self.clip {
-            Some(bounds) => {
-                let x = x.clip(Some(&bounds.input_min), Some(&bounds.input_max))?;
-                let y = self.linear.forward(&x)?;
-                Ok(y.clip(Some(&bounds.output_min), Some(&bounds.output_max))?)
-            }
-            None => self.linear.forward(x),
-        }
+        self.linear.forward_clipped(x, self.clip.as_ref())
     }
 }

@@ -1,9 +1,7 @@
-//! The bridge between MLX arrays and the `kernels` crate: element types, evaluated slices,
-//! new arrays from host buffers, and the record of which kernels ran.
+//! The bridge between MLX arrays and the `kernels` crate: when an op runs on the host, the
+//! element types, evaluated slices and new arrays from host buffers.
 
-use crate::{Error, Result};
-use std::cell::RefCell;
-use std::collections::BTreeSet;
+use crate::{Execution, Result};
 use tensor::{Array, Dtype, Element};
 
 /// An element type both MLX arrays and the host kernels hold: `f32` and `bf16`.
@@ -16,12 +14,24 @@ pub(crate) fn is_host_float(dtype: Dtype) -> bool {
     matches!(dtype, Dtype::F32 | Dtype::Bf16)
 }
 
-/// MLX's type promotion between two floats the host kernels take: float32 if either is.
-pub(crate) fn promote(a: Dtype, b: Dtype) -> Dtype {
-    if a == Dtype::F32 || b == Dtype::F32 { Dtype::F32 } else { a }
+/// MLX's type promotion of host floats: float32 if any is float32, else bf16; `None` if any
+/// dtype is not a host float (or none is given).
+pub(crate) fn promote(dtypes: &[Dtype]) -> Option<Dtype> {
+    if dtypes.is_empty() || !dtypes.iter().all(|&d| is_host_float(d)) {
+        return None;
+    }
+    Some(if dtypes.contains(&Dtype::F32) { Dtype::F32 } else { Dtype::Bf16 })
 }
 
-/// Evaluates `x` with `T = f32` or `T = bf16` standing for its dtype: `$body` runs with the
+/// The dtype an op whose operands have `dtypes` computes in on the host: their promotion
+/// ([`promote`]) when `execution` is [`Execution::Host`] and every operand is a host float;
+/// `None` otherwise, and the op runs MLX's ops. Every op of [`ops`](crate::ops) asks this
+/// first.
+pub(crate) fn host_dtype(execution: Execution, dtypes: &[Dtype]) -> Option<Dtype> {
+    if execution == Execution::Host { promote(dtypes) } else { None }
+}
+
+/// Evaluates `$body` with `T = f32` or `T = bf16` standing for `$dtype`: `$body` runs with the
 /// type alias `$t` in scope. `None` for any other dtype.
 macro_rules! with_host_float {
     ($dtype:expr, $t:ident => $body:expr) => {
@@ -55,7 +65,7 @@ pub(crate) fn converted<T: HostFloat>(x: &Array) -> Result<Vec<T>> {
 
 /// Calls `f` with `x`'s elements (row-major, evaluated; `T` must be its dtype), no copy for a
 /// contiguous array.
-pub(crate) fn with_host<T: HostFloat, R>(x: &Array, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+pub(crate) fn with_host<T: Element, R>(x: &Array, f: impl FnOnce(&[T]) -> R) -> Result<R> {
     Ok(x.with_slice(f)?)
 }
 
@@ -68,11 +78,6 @@ pub(crate) fn with_two<A: HostFloat, B: HostFloat, R>(
     x.with_slice(|a: &[A]| y.with_slice(|b: &[B]| f(a, b)))??
 }
 
-/// The error of a host path reached with dtypes it does not take (its callers check first).
-pub(crate) fn unsupported(block: &'static str, dtypes: &[Dtype]) -> Error {
-    Error::Input { block, what: format!("the host kernels do not take dtypes {dtypes:?}") }
-}
-
 /// A new array holding `data`, shaped `shape`.
 pub(crate) fn from_host<T: HostFloat>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
     Ok(Array::from_vec(data, shape)?)
@@ -83,17 +88,21 @@ pub(crate) fn output<T: HostFloat>(len: usize) -> Vec<T> {
     vec![T::default(); len]
 }
 
-thread_local! {
-    static KERNELS_RUN: RefCell<BTreeSet<&'static str>> = const { RefCell::new(BTreeSet::new()) };
+/// A 0-d float array's value as float32 (exact for the host floats).
+pub(crate) fn scalar_f32(x: &Array) -> Result<f32> {
+    Ok(x.astype(Dtype::F32)?.item::<f32>()?)
 }
 
-/// Records that the host kernel `name` ran for a block called on this thread.
-pub(crate) fn record(name: &'static str) {
-    KERNELS_RUN.with(|run| run.borrow_mut().insert(name));
+/// `shape` with its last extent replaced by `last` (a product's output shape).
+pub(crate) fn with_last(mut shape: Vec<i32>, last: usize) -> Vec<i32> {
+    if let Some(extent) = shape.last_mut() {
+        *extent = last as i32;
+    }
+    shape
 }
 
-/// The host kernels that ran for blocks called on this thread since the last call, by name
-/// (`"gemm"`, `"attention"`, …), sorted; the record is emptied.
-pub fn take_kernels_run() -> Vec<&'static str> {
-    KERNELS_RUN.with(|run| std::mem::take(&mut *run.borrow_mut())).into_iter().collect()
+/// The extents `(rows, width)` of `x` `[…, width]` as a row-major matrix.
+pub(crate) fn rows(x: &Array) -> (usize, usize) {
+    let width = x.shape().last().map_or(0, |&w| w as usize);
+    (x.size().checked_div(width).unwrap_or(0), width)
 }

@@ -31,10 +31,13 @@
 //! and dtype, names the full key in its errors, optionally converts to a compute dtype once at
 //! load, and records what was used so that unused checkpoint tensors can be refused.
 //!
-//! Blocks compute with MLX's ops by default ([`Execution::Mlx`], any backend). On MLX's CPU
-//! backend, [`Execution::Host`] runs the same functions as the `kernels` crate's host kernels,
-//! which reproduce MLX's CPU bits over every core (float32 and bf16; other dtypes stay on MLX);
-//! [`take_kernels_run`] says which kernels ran.
+//! Who computes the blocks is chosen once, at load: it rides on [`Weights`] beside the compute
+//! dtype ([`Weights::with_execution`]). Blocks compute with MLX's ops by default
+//! ([`Execution::Mlx`], any backend). On MLX's CPU backend, [`Execution::Host`] runs the same
+//! functions as the `kernels` crate's host kernels, which reproduce MLX's CPU bits over every
+//! core (float32 and bf16; other dtypes stay on MLX). Blocks write mlx-vlm's op sequence once,
+//! in terms of the op layer ([`ops`]), the one place where MLX's ops and the host kernels are
+//! chosen between; [`take_kernels_run`] says which kernels ran ([`HostKernel`]).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod clippable_linear;
@@ -44,10 +47,11 @@ mod fused_sdpa;
 mod geglu_mlp;
 mod gelu;
 mod host;
+mod host_kernel;
 mod layer_norm;
 mod linear;
-mod matmul;
 mod memory_store;
+pub mod ops;
 mod projection;
 mod quantization;
 mod quantized_linear;
@@ -66,10 +70,9 @@ pub use execution::Execution;
 pub use fused_sdpa::{FUSED_HEAD_DIMS, ensure_fused_sdpa};
 pub use geglu_mlp::GegluMlp;
 pub use gelu::gelu_approx;
-pub use host::take_kernels_run;
+pub use host_kernel::{HostKernel, take_kernels_run};
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
-pub use matmul::matmul;
 pub use memory_store::MemoryStore;
 pub use projection::Projection;
 pub use quantization::{Quantization, QuantizationMode, QuantizationPlan};

@@ -1,12 +1,12 @@
 //! [`Projection`]: a linear map stored dense or quantized.
 
-use crate::{Execution, Linear, Quantization, QuantizedLinear, Result, Weights};
+use crate::{ClipBounds, Execution, Linear, Quantization, QuantizedLinear, Result, Weights};
 use tensor::Array;
 
 /// A linear map as a checkpoint stores it: a float weight ([`Linear`], `mlx.nn.Linear`) or a
 /// packed one ([`QuantizedLinear`], `mlx.nn.QuantizedLinear`, which mlx-vlm substitutes for
 /// every module whose `scales` the checkpoint holds). Each computes exactly what its
-/// reference module computes.
+/// reference module computes, with the execution of the view it was loaded from.
 #[derive(Debug, Clone)]
 pub enum Projection {
     Dense(Linear),
@@ -33,19 +33,24 @@ impl Projection {
         }
     }
 
-    /// The same map computed by `execution` (a quantized map always runs on MLX).
-    pub fn with_execution(self, execution: Execution) -> Projection {
+    /// Who computes the map.
+    pub fn execution(&self) -> Execution {
         match self {
-            Projection::Dense(linear) => Projection::Dense(linear.with_execution(execution)),
-            quantized @ Projection::Quantized(_) => quantized,
+            Projection::Dense(linear) => linear.execution(),
+            Projection::Quantized(quantized) => quantized.execution(),
         }
     }
 
     /// The map applied to `x` `[…, in]`.
     pub fn forward(&self, x: &Array) -> Result<Array> {
+        self.forward_clipped(x, None)
+    }
+
+    /// `clip(x)` → the map → `clip(y)` (gemma4's `ClippableLinear`), without clips when `None`.
+    pub(crate) fn forward_clipped(&self, x: &Array, clips: Option<&ClipBounds>) -> Result<Array> {
         match self {
-            Projection::Dense(linear) => linear.forward(x),
-            Projection::Quantized(quantized) => quantized.forward(x),
+            Projection::Dense(linear) => linear.forward_clipped(x, clips),
+            Projection::Quantized(quantized) => quantized.forward_clipped(x, clips),
         }
     }
 }

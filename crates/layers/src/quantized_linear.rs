@@ -1,6 +1,7 @@
 //! [`QuantizedLinear`]: `mlx.nn.QuantizedLinear`.
 
-use crate::{Error, Quantization, Result, Weights};
+use crate::ops::{self, QuantizedWeight};
+use crate::{ClipBounds, Error, Execution, Quantization, Result, Weights};
 use tensor::{Array, Dtype, SharedArray};
 
 /// An affine map whose weight is stored quantized, as `mlx.nn.QuantizedLinear.__call__`:
@@ -13,7 +14,8 @@ use tensor::{Array, Dtype, SharedArray};
 /// `weight` is uint32 `[out, in · bits / 32]` (MLX's packing), `scales` `[out, in / group]`
 /// (float for affine, uint8 for mxfp4 / nvfp4 / mxfp8), `biases` (affine only) like the scales,
 /// `bias` `[out]`. The input `[…, in]` is not cast: for affine MLX computes in the promotion of
-/// the input's and the scales' dtypes, for the other modes in the input's dtype.
+/// the input's and the scales' dtypes, for the other modes in the input's dtype. Computed by
+/// [`ops::quantized_linear`] with the block's [`Execution`].
 ///
 /// Keys: `weight`, `scales`, `biases` (affine), `bias` (with a bias).
 #[derive(Debug, Clone)]
@@ -23,17 +25,20 @@ pub struct QuantizedLinear {
     biases: Option<SharedArray>,
     bias: Option<SharedArray>,
     quantization: Quantization,
+    execution: Execution,
 }
 
 impl QuantizedLinear {
     /// A quantized linear map from its packed weight, scales, per-group biases (affine only)
-    /// and optional bias, checking that their dtypes and shapes fit together and `quantization`.
+    /// and optional bias, checking that their dtypes and shapes fit together and `quantization`;
+    /// computed by `execution`.
     pub fn new(
         weight: SharedArray,
         scales: SharedArray,
         biases: Option<SharedArray>,
         bias: Option<SharedArray>,
         quantization: Quantization,
+        execution: Execution,
     ) -> Result<QuantizedLinear> {
         let invalid = |what: String| Error::Input { block: "QuantizedLinear", what };
         let (w, s) = (weight.shape(), scales.shape());
@@ -72,12 +77,13 @@ impl QuantizedLinear {
         {
             return Err(invalid(format!("the bias has shape {:?}, expected [{}]", b.shape(), w[0])));
         }
-        Ok(QuantizedLinear { weight, scales, biases, bias, quantization })
+        Ok(QuantizedLinear { weight, scales, biases, bias, quantization, execution })
     }
 
     /// Loads `weight` (uint32), `scales`, `biases` (affine) and, when `bias`, `bias` of an
     /// `[out_dim, in_dim]` map quantized as `quantization`. Float tensors (affine scales and
-    /// biases, the bias) follow the view's compute dtype; packed ones keep theirs.
+    /// biases, the bias) follow the view's compute dtype; packed ones keep theirs. Computed by the
+    /// view's execution.
     pub fn load(
         weights: &Weights,
         in_dim: i32,
@@ -101,7 +107,7 @@ impl QuantizedLinear {
         };
         let biases = if quantization.mode().has_biases() { Some(weights.get("biases", &groups)?) } else { None };
         let bias = if bias { Some(weights.get("bias", &[out_dim])?) } else { None };
-        QuantizedLinear::new(weight, scales, biases, bias, quantization)
+        QuantizedLinear::new(weight, scales, biases, bias, quantization, weights.execution())
     }
 
     /// The packed weight, uint32 `[out, in · bits / 32]`.
@@ -129,21 +135,24 @@ impl QuantizedLinear {
         self.quantization
     }
 
+    /// Who computes the map.
+    pub fn execution(&self) -> Execution {
+        self.execution
+    }
+
     /// `quantized_matmul(x, …, transpose=True)`, then `+ bias` with a bias.
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        let q = self.quantization;
-        let y = x.quantized_matmul(
-            &self.weight,
-            &self.scales,
-            self.biases.as_deref(),
-            true,
-            Some(q.group_size()),
-            Some(q.bits()),
-            q.mode().as_str(),
-        )?;
-        Ok(match &self.bias {
-            Some(bias) => y.add(&**bias)?,
-            None => y,
-        })
+        self.forward_clipped(x, None)
+    }
+
+    /// `clip(x)` → this map → `clip(y)` (gemma4's `ClippableLinear`), without clips when `None`.
+    pub(crate) fn forward_clipped(&self, x: &Array, clips: Option<&ClipBounds>) -> Result<Array> {
+        let weight = QuantizedWeight {
+            weight: &self.weight,
+            scales: &self.scales,
+            biases: self.biases.as_deref(),
+            quantization: self.quantization,
+        };
+        ops::quantized_linear(self.execution, x, weight, self.bias.as_deref(), clips)
     }
 }

@@ -139,8 +139,8 @@ impl RopeTables {
         Ok(HostRopeTables { channels: self.channels as usize, parts })
     }
 
-    /// Rotates `x` `[B, L, N, head_dim]` (N heads), as `apply_multidimensional_rope`.
-    pub fn apply(&self, x: &Array) -> Result<Array> {
+    /// [`Error::Input`] unless `x` is `[B, L, N, head_dim]`, the input these tables rotate.
+    pub(crate) fn check_input(&self, x: &Array) -> Result<()> {
         let shape = x.shape();
         if shape.len() != 4 || shape[3] != self.head_dim {
             return Err(Error::Input {
@@ -148,6 +148,12 @@ impl RopeTables {
                 what: format!("input must be [B, L, N, {}], found {shape:?}", self.head_dim),
             });
         }
+        Ok(())
+    }
+
+    /// Rotates `x` `[B, L, N, head_dim]` (N heads), as `apply_multidimensional_rope`.
+    pub fn apply(&self, x: &Array) -> Result<Array> {
+        self.check_input(x)?;
         if self.one_dimensional {
             let part = &self.parts[0];
             let (cos, sin) = part.tables_for(x.dtype(), self.dtype)?;

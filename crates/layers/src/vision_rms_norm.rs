@@ -1,7 +1,7 @@
 //! [`VisionRmsNorm`]: gemma4's float32 RMS normalisation of attention heads.
 
-use crate::{Result, Weights};
-use tensor::{Array, Dtype, SharedArray};
+use crate::{Execution, Result, RopeTables, Weights, ops};
+use tensor::{Array, SharedArray};
 
 /// The epsilon of the reference's `VisionRMSNorm`: its constructor default, never the config's.
 pub const VISION_RMS_NORM_EPS: f64 = 1e-6;
@@ -16,41 +16,43 @@ pub const VISION_RMS_NORM_EPS: f64 = 1e-6;
 /// y = y * weight.astype(f32)                 # only with a weight: scaled in f32, before the cast
 /// y.astype(x.dtype)
 /// ```
+///
+/// Computed by [`ops::vision_rms_norm`] with the block's [`Execution`].
 #[derive(Debug, Clone)]
 pub struct VisionRmsNorm {
     weight: Option<SharedArray>,
+    execution: Execution,
 }
 
 impl VisionRmsNorm {
-    /// The scaled variant (`VisionRMSNorm`) with `weight` `[dim]`.
-    pub fn new(weight: SharedArray) -> VisionRmsNorm {
-        VisionRmsNorm { weight: Some(weight) }
+    /// The scaled variant (`VisionRMSNorm`) with `weight` `[dim]`, computed by `execution`.
+    pub fn new(weight: SharedArray, execution: Execution) -> VisionRmsNorm {
+        VisionRmsNorm { weight: Some(weight), execution }
     }
 
-    /// The parameter-free variant (`VisionRMSNormNoScale`).
-    pub fn no_scale() -> VisionRmsNorm {
-        VisionRmsNorm { weight: None }
+    /// The parameter-free variant (`VisionRMSNormNoScale`), computed by `execution`.
+    pub fn no_scale(execution: Execution) -> VisionRmsNorm {
+        VisionRmsNorm { weight: None, execution }
     }
 
-    /// Loads `weight` `[dim]`.
+    /// Loads `weight` `[dim]`; computed by the view's execution.
     pub fn load(weights: &Weights, dim: i32) -> Result<VisionRmsNorm> {
-        Ok(VisionRmsNorm::new(weights.get("weight", &[dim])?))
+        Ok(VisionRmsNorm::new(weights.get("weight", &[dim])?, weights.execution()))
     }
 
     /// The scale, if any (`[dim]`).
-    pub(crate) fn weight(&self) -> Option<&SharedArray> {
+    pub fn weight(&self) -> Option<&SharedArray> {
         self.weight.as_ref()
     }
 
     /// Normalises `x` `[…, dim]` over its last axis; the output has `x`'s dtype.
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        let f = x.astype(Dtype::F32)?;
-        let var = f.power(2)?.mean(&[-1], true)?;
-        let normed = f.mul(&var.add(VISION_RMS_NORM_EPS)?.rsqrt()?)?;
-        let scaled = match &self.weight {
-            Some(weight) => normed.mul(&weight.astype(Dtype::F32)?)?,
-            None => normed,
-        };
-        Ok(scaled.astype(x.dtype())?)
+        ops::vision_rms_norm(self.execution, x, self.weight.as_deref(), None)
+    }
+
+    /// Normalises the heads of `x` `[B, L, heads, dim]`, then rotates them by `rope`
+    /// (`apply_multidimensional_rope`), as gemma4's attention prepares its queries and keys.
+    pub fn forward_rotated(&self, x: &Array, rope: &RopeTables) -> Result<Array> {
+        ops::vision_rms_norm(self.execution, x, self.weight.as_deref(), Some(rope))
     }
 }

@@ -1,6 +1,6 @@
 //! [`Weights`]: a prefix-scoped, checked view of a [`WeightStore`].
 
-use crate::{Error, Quantization, QuantizationPlan, Result, WeightStore};
+use crate::{Error, Execution, Quantization, QuantizationPlan, Result, WeightStore};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -18,11 +18,16 @@ use tensor::{Dtype, SharedArray, TensorInfo};
 /// in which case each float tensor is converted once, here. Packed quantized tensors are
 /// read with [`get_packed`](Weights::get_packed), which checks an exact dtype and never
 /// converts; which modules are quantized comes from the view's [`QuantizationPlan`].
+///
+/// The view also carries who computes the blocks loaded from it ([`Execution`], set with
+/// [`with_execution`](Weights::with_execution); MLX's ops by default): every block keeps the
+/// execution of the view it was loaded from, so it is chosen once, for a whole model, at load.
 #[derive(Clone)]
 pub struct Weights {
     store: Arc<dyn WeightStore>,
     prefix: String,
     compute_dtype: Option<Dtype>,
+    execution: Execution,
     quantization: Arc<QuantizationPlan>,
     used: Arc<Mutex<BTreeSet<String>>>,
 }
@@ -34,6 +39,7 @@ impl Weights {
             store,
             prefix: String::new(),
             compute_dtype: None,
+            execution: Execution::Mlx,
             quantization: Arc::default(),
             used: Arc::default(),
         }
@@ -59,6 +65,18 @@ impl Weights {
     /// The dtype tensors are converted to when loaded, if any.
     pub fn compute_dtype(&self) -> Option<Dtype> {
         self.compute_dtype
+    }
+
+    /// The same view with the blocks loaded from it computed by `execution` (default:
+    /// [`Execution::Mlx`]).
+    pub fn with_execution(mut self, execution: Execution) -> Weights {
+        self.execution = execution;
+        self
+    }
+
+    /// Who computes the blocks loaded from this view.
+    pub fn execution(&self) -> Execution {
+        self.execution
     }
 
     /// The view below `name`: `pp("q_proj")` on prefix `a.b` reads keys `a.b.q_proj.*`.
@@ -182,6 +200,7 @@ impl fmt::Debug for Weights {
         f.debug_struct("Weights")
             .field("prefix", &self.prefix)
             .field("compute_dtype", &self.compute_dtype)
+            .field("execution", &self.execution)
             .field("quantized_modules", &self.quantization.modules().len())
             .field("used", &self.used_keys().len())
             .finish_non_exhaustive()

@@ -1,11 +1,13 @@
 //! Every block computed by the host kernels ([`Execution::Host`]) gives MLX's bits
 //! ([`Execution::Mlx`]) on random weights and inputs: float32 and bf16, mixed dtypes, clipped
-//! projections with bf16 and float32 bounds, biases, masks with padding, grouped-query
-//! attention, head dimensions that MLX pads (72) or that are tiny (8), batches; and the host
-//! path reports the kernels it ran.
+//! projections with bf16 and float32 bounds (the input's and the output's independently),
+//! biases, masks with padding,
+//! grouped-query attention, head dimensions that MLX pads (72) or that are tiny (8), batches;
+//! the host path reports the kernels it ran, and the execution rides on [`Weights`] to every
+//! block loaded from them.
 
 use layers::{
-    BlockNorms, ClipBounds, ClippableLinear, Execution, GegluMlp, LayerNorm, Linear, MemoryStore, RmsNorm,
+    BlockNorms, ClipBounds, ClippableLinear, Execution, GegluMlp, HostKernel, LayerNorm, Linear, MemoryStore, RmsNorm,
     VisionAttention, VisionBlock, VisionBlockConfig, Weights, take_kernels_run,
 };
 use proptest::prelude::*;
@@ -41,7 +43,7 @@ fn scalar(value: f32, dtype: Dtype) -> SharedArray {
 
 /// Asserts that `mlx` and `host` computed the same array, bit for bit, and that the host path ran
 /// every kernel in `kernels`.
-fn assert_same(mlx: &Array, host: &Array, kernels: &[&str], what: &str) {
+fn assert_same(mlx: &Array, host: &Array, kernels: &[HostKernel], what: &str) {
     assert_eq!((mlx.shape(), mlx.dtype()), (host.shape(), host.dtype()), "{what}");
     assert!(bits(mlx) == bits(host), "{what}: the host kernels' bits differ from MLX's");
     let ran = take_kernels_run();
@@ -54,6 +56,16 @@ fn dtype_strategy() -> impl Strategy<Value = Dtype> {
     prop::sample::select(vec![Dtype::F32, Dtype::Bf16])
 }
 
+/// Clip bounds as mlx-vlm stores them: 0-d, the input's in `input`, the output's in `output`.
+fn bounds(input: Dtype, output: Dtype) -> ClipBounds {
+    ClipBounds {
+        input_min: scalar(-1.5, input),
+        input_max: scalar(1.25, input),
+        output_min: scalar(-0.75, output),
+        output_max: scalar(0.5, output),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -63,53 +75,55 @@ proptest! {
         let x = random(&[2, m, k], seed, 2.0, x_dtype);
         let weight = shared(random(&[n, k], seed ^ 1, 0.5, w_dtype));
         let bias = bias.then(|| shared(random(&[n], seed ^ 2, 1.0, w_dtype)));
-        let linear = Linear::new(weight, bias);
-        let host = linear.clone().with_execution(Execution::Host).forward(&x).unwrap();
-        assert_same(&linear.forward(&x).unwrap(), &host, &["gemm"], "linear");
+        let linear = |e| Linear::new(weight.clone(), bias.clone(), e);
+        let mlx = linear(Execution::Mlx).forward(&x).unwrap();
+        let host = linear(Execution::Host).forward(&x).unwrap();
+        assert_same(&mlx, &host, &[HostKernel::Gemm], "linear");
     }
 
     #[test]
     fn clippable_linear(m in 1i32..30, k in 1i32..50, n in 1i32..30, dtype in dtype_strategy(),
-                        bound_dtype in dtype_strategy(), seed in any::<u64>()) {
+                        input_bounds in dtype_strategy(), output_bounds in dtype_strategy(), seed in any::<u64>()) {
         let x = random(&[1, m, k], seed, 3.0, dtype);
         let weight = shared(random(&[n, k], seed ^ 3, 0.5, dtype));
-        let bounds = ClipBounds {
-            input_min: scalar(-1.5, bound_dtype),
-            input_max: scalar(1.25, bound_dtype),
-            output_min: scalar(-0.75, bound_dtype),
-            output_max: scalar(0.5, bound_dtype),
-        };
-        let layer = ClippableLinear::new(Linear::new(weight, None), Some(bounds));
-        let host = layer.clone().with_execution(Execution::Host).forward(&x).unwrap();
-        assert_same(&layer.forward(&x).unwrap(), &host, &["gemm"], "clippable linear");
+        let layer = |e| ClippableLinear::new(Linear::new(weight.clone(), None, e), Some(bounds(input_bounds, output_bounds)));
+        let mlx = layer(Execution::Mlx).forward(&x).unwrap();
+        let host = layer(Execution::Host).forward(&x).unwrap();
+        assert_same(&mlx, &host, &[HostKernel::Gemm], "clippable linear");
     }
 
     #[test]
     fn rms_norm(rows in 1i32..40, dim in 1i32..100, dtype in dtype_strategy(), weighted in any::<bool>(),
                 seed in any::<u64>()) {
         let x = random(&[rows, dim], seed, 4.0, dtype);
-        let norm = if weighted { RmsNorm::new(shared(random(&[dim], seed ^ 4, 2.0, dtype)), 1e-6) } else { RmsNorm::no_scale(1e-6) };
-        let host = norm.clone().with_execution(Execution::Host).forward(&x).unwrap();
-        assert_same(&norm.forward(&x).unwrap(), &host, &["rms_norm"], "rms norm");
+        let weight = shared(random(&[dim], seed ^ 4, 2.0, dtype));
+        let norm = |e| if weighted { RmsNorm::new(weight.clone(), 1e-6, e) } else { RmsNorm::no_scale(1e-6, e) };
+        let host = norm(Execution::Host).forward(&x).unwrap();
+        assert_same(&norm(Execution::Mlx).forward(&x).unwrap(), &host, &[HostKernel::RmsNorm], "rms norm");
     }
 
     #[test]
     fn layer_norm(rows in 1i32..30, dim in 1i32..100, x_dtype in dtype_strategy(), w_dtype in dtype_strategy(),
                   seed in any::<u64>()) {
         let x = random(&[rows, dim], seed, 4.0, x_dtype);
-        let norm = LayerNorm::new(shared(random(&[dim], seed ^ 5, 2.0, w_dtype)), shared(random(&[dim], seed ^ 6, 1.0, w_dtype)), 1e-5);
-        let host = norm.clone().with_execution(Execution::Host).forward(&x).unwrap();
-        assert_same(&norm.forward(&x).unwrap(), &host, &["layer_norm"], "layer norm");
+        let (weight, bias) = (shared(random(&[dim], seed ^ 5, 2.0, w_dtype)), shared(random(&[dim], seed ^ 6, 1.0, w_dtype)));
+        let norm = |e| LayerNorm::new(weight.clone(), bias.clone(), 1e-5, e);
+        let host = norm(Execution::Host).forward(&x).unwrap();
+        assert_same(&norm(Execution::Mlx).forward(&x).unwrap(), &host, &[HostKernel::LayerNorm], "layer norm");
     }
 
     #[test]
     fn geglu_mlp(tokens in 1i32..20, hidden in 1i32..24, intermediate in 1i32..48, dtype in dtype_strategy(),
                  seed in any::<u64>()) {
         let x = random(&[1, tokens, hidden], seed, 2.0, dtype);
-        let proj = |out: i32, inp: i32, s: u64| ClippableLinear::new(Linear::new(shared(random(&[out, inp], s, 0.5, dtype)), None), None);
-        let mlp = GegluMlp::new(proj(intermediate, hidden, seed ^ 7), proj(intermediate, hidden, seed ^ 8), proj(hidden, intermediate, seed ^ 9));
-        let host = mlp.clone().with_execution(Execution::Host).forward(&x).unwrap();
-        assert_same(&mlp.forward(&x).unwrap(), &host, &["gemm", "gelu"], "mlp");
+        let weights = [(intermediate, hidden, seed ^ 7), (intermediate, hidden, seed ^ 8), (hidden, intermediate, seed ^ 9)]
+            .map(|(out, inp, s)| shared(random(&[out, inp], s, 0.5, dtype)));
+        let mlp = |e| {
+            let [gate, up, down] = weights.clone().map(|w| ClippableLinear::new(Linear::new(w, None, e), None));
+            GegluMlp::new(gate, up, down, e)
+        };
+        let host = mlp(Execution::Host).forward(&x).unwrap();
+        assert_same(&mlp(Execution::Mlx).forward(&x).unwrap(), &host, &[HostKernel::Gemm, HostKernel::Gelu], "mlp");
     }
 }
 
@@ -202,20 +216,24 @@ fn vision_attention_and_block_with_masks_gqa_and_padded_head_dims() {
             format!("{heads}/{kv} heads of {hd}, {dtype:?} (bounds {bound_dtype:?}), batch {batch}, {padded} padded");
         let config = block_config(heads, kv, hd, clipped);
         let weights = block_weights(&config, dtype, bound_dtype, seed as u64 * 100);
+        let host_weights = weights.clone().with_execution(Execution::Host);
         let positions = positions(batch, rows, cols, padded);
         let rope = config.rope_tables(&positions, dtype).unwrap();
         let mask = padding_mask(&positions, dtype);
         let x = random(&[batch, rows * cols, config.hidden_size], seed as u64, 2.0, dtype);
 
-        let attention = VisionAttention::load(&weights.pp("self_attn"), &config).unwrap();
-        let mlx = attention.forward(&x, &rope, Some(&mask)).unwrap();
-        let host = attention.with_execution(Execution::Host).forward(&x, &rope, Some(&mask)).unwrap();
-        assert_same(&mlx, &host, &["gemm", "vision_rms_norm+rope", "attention"], &format!("attention, {what}"));
+        let attention = |w: &Weights| VisionAttention::load(&w.pp("self_attn"), &config).unwrap();
+        let mlx = attention(&weights).forward(&x, &rope, Some(&mask)).unwrap();
+        let host = attention(&host_weights).forward(&x, &rope, Some(&mask)).unwrap();
+        let kernels =
+            [HostKernel::Gemm, HostKernel::VisionRmsNormRope, HostKernel::VisionRmsNorm, HostKernel::Attention];
+        assert_same(&mlx, &host, &kernels, &format!("attention, {what}"));
 
-        let block = VisionBlock::load(&weights, &config).unwrap();
-        let mlx = block.forward(&x, &rope, Some(&mask)).unwrap();
-        let host = block.with_execution(Execution::Host).forward(&x, &rope, Some(&mask)).unwrap();
-        assert_same(&mlx, &host, &["gemm", "attention", "rms_norm", "gelu", "add"], &format!("block, {what}"));
+        let block = |w: &Weights| VisionBlock::load(w, &config).unwrap();
+        let mlx = block(&weights).forward(&x, &rope, Some(&mask)).unwrap();
+        let host = block(&host_weights).forward(&x, &rope, Some(&mask)).unwrap();
+        let kernels = [HostKernel::Gemm, HostKernel::Attention, HostKernel::RmsNorm, HostKernel::Gelu, HostKernel::Add];
+        assert_same(&mlx, &host, &kernels, &format!("block, {what}"));
     }
 }
 
@@ -223,31 +241,64 @@ fn vision_attention_and_block_with_masks_gqa_and_padded_head_dims() {
 fn a_block_built_from_parts_runs_on_the_host_too() {
     let config = block_config(2, 2, 8, false);
     let weights = block_weights(&config, Dtype::Bf16, Dtype::Bf16, 7);
-    let norm = |name: &str| RmsNorm::load(&weights.pp(name), config.hidden_size, 1e-6).unwrap();
-    let block = VisionBlock::new(
-        VisionAttention::load(&weights.pp("self_attn"), &config).unwrap(),
-        GegluMlp::load(&weights.pp("mlp"), config.hidden_size, config.intermediate_size, false).unwrap(),
-        BlockNorms {
-            input_layernorm: norm("input_layernorm"),
-            post_attention_layernorm: norm("post_attention_layernorm"),
-            pre_feedforward_layernorm: norm("pre_feedforward_layernorm"),
-            post_feedforward_layernorm: norm("post_feedforward_layernorm"),
-        },
-    );
     let positions = positions(1, 3, 3, 0);
     let rope = config.rope_tables(&positions, Dtype::Bf16).unwrap();
     let x = random(&[1, 9, config.hidden_size], 3, 2.0, Dtype::Bf16);
-    let mlx = block.forward(&x, &rope, None).unwrap();
-    let host = block.with_execution(Execution::Host).forward(&x, &rope, None).unwrap();
-    assert_same(&mlx, &host, &["gemm", "attention"], "block without a mask");
+    let block = |e: Execution| {
+        let weights = weights.clone().with_execution(e);
+        let norm = |name: &str| RmsNorm::load(&weights.pp(name), config.hidden_size, 1e-6).unwrap();
+        VisionBlock::new(
+            VisionAttention::load(&weights.pp("self_attn"), &config).unwrap(),
+            GegluMlp::load(&weights.pp("mlp"), config.hidden_size, config.intermediate_size, false).unwrap(),
+            BlockNorms {
+                input_layernorm: norm("input_layernorm"),
+                post_attention_layernorm: norm("post_attention_layernorm"),
+                pre_feedforward_layernorm: norm("pre_feedforward_layernorm"),
+                post_feedforward_layernorm: norm("post_feedforward_layernorm"),
+            },
+            e,
+        )
+    };
+    let mlx = block(Execution::Mlx).forward(&x, &rope, None).unwrap();
+    let host = block(Execution::Host).forward(&x, &rope, None).unwrap();
+    assert_same(&mlx, &host, &[HostKernel::Gemm, HostKernel::Attention, HostKernel::Add], "block without a mask");
+}
+
+#[test]
+fn the_execution_rides_on_the_weights_to_every_block_loaded_from_them() {
+    let config = block_config(2, 1, 8, true);
+    let weights = block_weights(&config, Dtype::Bf16, Dtype::Bf16, 9);
+    assert_eq!(weights.execution(), Execution::Mlx, "MLX's ops unless chosen");
+    let host = weights.clone().with_execution(Execution::Host);
+    assert_eq!(host.pp("mlp").pp("up_proj").execution(), Execution::Host, "narrowing keeps it");
+    let positions = positions(1, 2, 4, 1);
+    let rope = config.rope_tables(&positions, Dtype::Bf16).unwrap();
+    let mask = padding_mask(&positions, Dtype::Bf16);
+    let x = random(&[1, 8, config.hidden_size], 4, 2.0, Dtype::Bf16);
+    let _ = take_kernels_run();
+    let mlx = VisionBlock::load(&weights, &config).unwrap().forward(&x, &rope, Some(&mask)).unwrap();
+    mlx.eval().unwrap();
+    assert_eq!(take_kernels_run(), [], "a block loaded from a default view runs MLX's ops only");
+    let ours = VisionBlock::load(&host, &config).unwrap().forward(&x, &rope, Some(&mask)).unwrap();
+    let every = [
+        HostKernel::Gemm,
+        HostKernel::RmsNorm,
+        HostKernel::VisionRmsNorm,
+        HostKernel::VisionRmsNormRope,
+        HostKernel::Attention,
+        HostKernel::Gelu,
+        HostKernel::Add,
+    ];
+    assert_eq!(bits(&mlx), bits(&ours));
+    assert_eq!(take_kernels_run(), every, "every op of the block ran on the host");
 }
 
 #[test]
 fn float16_stays_on_mlx_and_gives_mlx_bits() {
     let x = random(&[1, 5, 12], 1, 2.0, Dtype::F16);
-    let linear = Linear::new(shared(random(&[6, 12], 2, 0.5, Dtype::F16)), None);
+    let weight = shared(random(&[6, 12], 2, 0.5, Dtype::F16));
     let _ = take_kernels_run();
-    let host = linear.clone().with_execution(Execution::Host).forward(&x).unwrap();
-    assert_eq!(bits(&linear.forward(&x).unwrap()), bits(&host));
+    let host = Linear::new(weight.clone(), None, Execution::Host).forward(&x).unwrap();
+    assert_eq!(bits(&Linear::new(weight, None, Execution::Mlx).forward(&x).unwrap()), bits(&host));
     assert!(take_kernels_run().is_empty(), "no host kernel takes float16");
 }

@@ -7,7 +7,7 @@ use half::bf16;
 use kernels::Float;
 use kernels::layer_norm::{layer_norm, layer_norm_scalar};
 use kernels::testing::{bits, cast, floats};
-use layers::{LAYER_NORM_EPS, LayerNorm};
+use layers::{Execution, LAYER_NORM_EPS, LayerNorm};
 use proptest::prelude::*;
 use tensor::{Array, SharedArray};
 
@@ -29,7 +29,7 @@ where
     let want: Vec<T> = match (&w, &b) {
         (Some(w), Some(b)) => {
             let shared = |v: &[P]| SharedArray::new(array(v, &d)).unwrap();
-            LayerNorm::new(shared(w), shared(b), eps).forward(&input).unwrap()
+            LayerNorm::new(shared(w), shared(b), eps, Execution::Mlx).forward(&input).unwrap()
         }
         _ => {
             let (wa, ba) = (w.as_ref().map(|w| array(w, &d)), b.as_ref().map(|b| array(b, &d)));

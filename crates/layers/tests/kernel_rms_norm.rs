@@ -7,7 +7,7 @@ use half::bf16;
 use kernels::Float;
 use kernels::rms_norm::{rms_norm, rms_norm_scalar};
 use kernels::testing::{bits, cast, floats, norm_specials};
-use layers::RmsNorm;
+use layers::{Execution, RmsNorm};
 use proptest::prelude::*;
 use tensor::{Array, Dtype, SharedArray};
 
@@ -22,8 +22,10 @@ where
     let rows = (x.len() / dim) as i32;
     let input = Array::from_slice(x, &[rows, dim as i32]).unwrap();
     let norm = match weight {
-        Some(w) => RmsNorm::new(SharedArray::new(Array::from_slice(w, &[dim as i32]).unwrap()).unwrap(), eps),
-        None => RmsNorm::no_scale(eps),
+        Some(w) => {
+            RmsNorm::new(SharedArray::new(Array::from_slice(w, &[dim as i32]).unwrap()).unwrap(), eps, Execution::Mlx)
+        }
+        None => RmsNorm::no_scale(eps, Execution::Mlx),
     };
     let out = norm.forward(&input).unwrap();
     assert_eq!(

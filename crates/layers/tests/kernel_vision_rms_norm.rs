@@ -8,7 +8,7 @@ use kernels::Float;
 use kernels::rope::RopeTables;
 use kernels::testing::{bits, cast, floats};
 use kernels::vision_rms_norm::{normalize_heads, vision_rms_norm, vision_rms_norm_in_place, vision_rms_norm_scalar};
-use layers::VisionRmsNorm;
+use layers::{Execution, VisionRmsNorm};
 use proptest::prelude::*;
 use tensor::{Array, Dtype, SharedArray};
 
@@ -16,8 +16,11 @@ const EPS: f32 = layers::VISION_RMS_NORM_EPS as f32;
 
 fn reference_norm<W: Float + tensor::Element>(weight: Option<&[W]>) -> VisionRmsNorm {
     match weight {
-        Some(w) => VisionRmsNorm::new(SharedArray::new(Array::from_slice(w, &[w.len() as i32]).unwrap()).unwrap()),
-        None => VisionRmsNorm::no_scale(),
+        Some(w) => VisionRmsNorm::new(
+            SharedArray::new(Array::from_slice(w, &[w.len() as i32]).unwrap()).unwrap(),
+            Execution::Mlx,
+        ),
+        None => VisionRmsNorm::no_scale(Execution::Mlx),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Properties of the blocks on random inputs: RoPE tables (2-D and 1-D) and the 2-D rotation
 //! against a direct computation, rotate-half, and the scale invariance of the norms.
 
-use layers::{LayerNorm, RmsNorm, RopeTables, VisionRmsNorm, rotate_half};
+use layers::{Execution, LayerNorm, RmsNorm, RopeTables, VisionRmsNorm, rotate_half};
 use proptest::prelude::*;
 use tensor::{Array, Dtype, SharedArray};
 
@@ -182,10 +182,10 @@ proptest! {
         let scaled = x.mul(scale).unwrap();
         let weight = SharedArray::new(array(&[0.5; 32], &[32])).unwrap();
         let norms: [(&str, Norm<'_>); 4] = [
-            ("fused", Box::new(|a| RmsNorm::new(weight.clone(), 1e-6).forward(a).unwrap())),
-            ("fused no-scale", Box::new(|a| RmsNorm::no_scale(1e-6).forward(a).unwrap())),
-            ("vision", Box::new(|a| VisionRmsNorm::new(weight.clone()).forward(a).unwrap())),
-            ("vision no-scale", Box::new(|a| VisionRmsNorm::no_scale().forward(a).unwrap())),
+            ("fused", Box::new(|a| RmsNorm::new(weight.clone(), 1e-6, Execution::Mlx).forward(a).unwrap())),
+            ("fused no-scale", Box::new(|a| RmsNorm::no_scale(1e-6, Execution::Mlx).forward(a).unwrap())),
+            ("vision", Box::new(|a| VisionRmsNorm::new(weight.clone(), Execution::Mlx).forward(a).unwrap())),
+            ("vision no-scale", Box::new(|a| VisionRmsNorm::no_scale(Execution::Mlx).forward(a).unwrap())),
         ];
         for (name, norm) in &norms {
             let (a, b) = (host(&norm(&x)), host(&norm(&scaled)));
@@ -193,7 +193,7 @@ proptest! {
                 prop_assert!((p - q).abs() <= 1e-5 * (1.0 + p.abs()), "{name}: {p} vs {q}");
             }
         }
-        for unit in [RmsNorm::no_scale(1e-6).forward(&x).unwrap(), VisionRmsNorm::no_scale().forward(&x).unwrap()] {
+        for unit in [RmsNorm::no_scale(1e-6, Execution::Mlx).forward(&x).unwrap(), VisionRmsNorm::no_scale(Execution::Mlx).forward(&x).unwrap()] {
             for row in host(&unit).chunks(32) {
                 let ms = row.iter().map(|v| v * v).sum::<f32>() / 32.0;
                 prop_assert!((ms - 1.0).abs() < 1e-4, "mean square {ms}");
@@ -218,6 +218,7 @@ proptest! {
             SharedArray::new(array(&[1.0; 24], &[24])).unwrap(),
             SharedArray::new(array(&[0.0; 24], &[24])).unwrap(),
             1e-5,
+            Execution::Mlx,
         );
         let (a, b) = (host(&norm.forward(&x).unwrap()), host(&norm.forward(&moved).unwrap()));
         for (p, q) in a.iter().zip(&b) {

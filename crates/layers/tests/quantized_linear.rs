@@ -4,7 +4,8 @@
 //! inputs on bf16 parameters. The fixtures are made by `fixtures/make_quantized_fixtures.py`.
 
 use layers::{
-    Error, MemoryStore, Projection, Quantization, QuantizationMode, QuantizationPlan, QuantizedLinear, Weights,
+    Error, Execution, MemoryStore, Projection, Quantization, QuantizationMode, QuantizationPlan, QuantizedLinear,
+    Weights,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -151,20 +152,22 @@ fn the_constructor_checks_that_the_parts_fit() {
     let q = Quantization::new(QuantizationMode::Affine, Some(32), Some(8)).unwrap();
     let store = quantized_store(q, 4, 64);
     let get = |k: &str| tensor::SharedArray::new(layers::WeightStore::load(&store, k).unwrap()).unwrap();
-    assert!(QuantizedLinear::new(get("p.weight"), get("p.scales"), Some(get("p.biases")), None, q).is_ok());
+    assert!(
+        QuantizedLinear::new(get("p.weight"), get("p.scales"), Some(get("p.biases")), None, q, Execution::Mlx).is_ok()
+    );
     let cases: Vec<(Option<tensor::SharedArray>, Quantization, &str)> = vec![
         (None, q, "needs per-group biases"),
         (Some(get("p.biases")), Quantization::new(QuantizationMode::Affine, Some(64), Some(8)).unwrap(), "do not fit"),
         (Some(get("p.biases")), Quantization::new(QuantizationMode::Mxfp8, None, None).unwrap(), "must be uint8"),
     ];
     for (biases, quantization, message) in cases {
-        match QuantizedLinear::new(get("p.weight"), get("p.scales"), biases, None, quantization) {
+        match QuantizedLinear::new(get("p.weight"), get("p.scales"), biases, None, quantization, Execution::Mlx) {
             Err(Error::Input { what, .. }) => assert!(what.contains(message), "{what}"),
             other => panic!("{message}: {other:?}"),
         }
     }
     let bias = tensor::SharedArray::new(Array::ones(&[5], Dtype::Bf16).unwrap()).unwrap();
-    match QuantizedLinear::new(get("p.weight"), get("p.scales"), Some(get("p.biases")), Some(bias), q) {
+    match QuantizedLinear::new(get("p.weight"), get("p.scales"), Some(get("p.biases")), Some(bias), q, Execution::Mlx) {
         Err(Error::Input { what, .. }) => assert!(what.contains("expected [4]"), "{what}"),
         other => panic!("{other:?}"),
     }

@@ -68,7 +68,7 @@ fn run(entry: &Value) -> (Array, Array) {
             let norm = if flag(dims, "scaled") {
                 RmsNorm::load(&weights, dim(dims, "dim"), eps).unwrap()
             } else {
-                RmsNorm::no_scale(eps)
+                RmsNorm::no_scale(eps, weights.execution())
             };
             norm.forward(&input("x"))
         }
@@ -76,7 +76,7 @@ fn run(entry: &Value) -> (Array, Array) {
             let norm = if flag(dims, "scaled") {
                 VisionRmsNorm::load(&weights, dim(dims, "dim")).unwrap()
             } else {
-                VisionRmsNorm::no_scale()
+                VisionRmsNorm::no_scale(weights.execution())
             };
             norm.forward(&input("x"))
         }

@@ -76,7 +76,7 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
             let seconds = started.elapsed().as_secs_f64();
             let kernels = match layers::take_kernels_run() {
                 ran if ran.is_empty() => "MLX ops".to_owned(),
-                ran => format!("host: {}", ran.join(", ")),
+                ran => format!("host: {}", ran.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")),
             };
             for stage in &run.stages {
                 let key = format!("{}.{stage}", run.name);

@@ -27,8 +27,9 @@ pub enum ComputeDtype {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Kernels {
     /// On MLX's CPU backend, the `kernels` crate's host kernels for every hot op (matmuls,
-    /// attention, norms, GELU: [`layers::Execution::Host`]), over every core; on other
-    /// backends (Metal, CUDA), MLX's own ops.
+    /// quantized matmuls, attention, norms, GELU: [`layers::Execution::Host`]), over every
+    /// core; on other backends (Metal, CUDA), MLX's own ops. Chosen once, when the encoder is
+    /// loaded.
     #[default]
     Auto,
     /// MLX's ops everywhere ([`layers::Execution::Mlx`]), the reference's op graph as is.
@@ -125,13 +126,13 @@ impl VisionEncoder {
         };
         let weights = Weights::new(store as Arc<dyn WeightStore>)
             .with_compute_dtype(compute)
+            .with_execution(execution(&options)?)
             .with_quantization(checkpoint.quantization());
-        let execution = execution(&options)?;
         let model = match &config.vision {
-            VisionConfig::Siglip(c) => SiglipVisionTower::load(&weights, c, config.text_hidden_size)
-                .map(|tower| Model::Siglip(tower.with_execution(execution))),
-            VisionConfig::Unified(c) => UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size)
-                .map(|embedder| Model::Unified(embedder.with_execution(execution))),
+            VisionConfig::Siglip(c) => SiglipVisionTower::load(&weights, c, config.text_hidden_size).map(Model::Siglip),
+            VisionConfig::Unified(c) => {
+                UnifiedVisionEmbedder::load(&weights, c, config.text_hidden_size).map(Model::Unified)
+            }
         };
         let model = model.map_err(|e| checkpoint.locate(e))?;
         weights.ensure_all_used()?;

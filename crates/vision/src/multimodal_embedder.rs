@@ -16,21 +16,15 @@ pub struct MultimodalEmbedder {
 }
 
 impl MultimodalEmbedder {
-    pub fn new(projection: impl Into<Projection>, eps: f32) -> MultimodalEmbedder {
-        MultimodalEmbedder { norm: RmsNorm::no_scale(eps), projection: projection.into() }
+    /// The embedder of `projection`, its norm computed by `execution`.
+    pub fn new(projection: impl Into<Projection>, eps: f32, execution: Execution) -> MultimodalEmbedder {
+        MultimodalEmbedder { norm: RmsNorm::no_scale(eps, execution), projection: projection.into() }
     }
 
+    /// Loads `embedding_projection` `[text_hidden, width]`; computed by the view's execution.
     pub fn load(weights: &Weights, width: i32, text_hidden: i32, eps: f32) -> Result<MultimodalEmbedder> {
         let projection = Projection::load(&weights.pp("embedding_projection"), width, text_hidden, false)?;
-        Ok(MultimodalEmbedder::new(projection, eps))
-    }
-
-    /// The same embedder computed by `execution`.
-    pub fn with_execution(self, execution: Execution) -> MultimodalEmbedder {
-        MultimodalEmbedder {
-            norm: self.norm.with_execution(execution),
-            projection: self.projection.with_execution(execution),
-        }
+        Ok(MultimodalEmbedder::new(projection, eps, weights.execution()))
     }
 
     /// The projection, dense or quantized.

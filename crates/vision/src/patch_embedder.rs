@@ -1,7 +1,7 @@
 //! The gemma4 vision tower's patch embedder (mlx-vlm `VisionPatchEmbedder`).
 
 use crate::Result;
-use layers::{Execution, Linear, Weights};
+use layers::{Linear, Weights};
 use tensor::{Array, SharedArray};
 
 /// Patches → hidden states: `input_proj(2·(patches − 0.5))` plus a learned position embedding
@@ -32,12 +32,6 @@ impl PatchEmbedder {
         let input_proj = Linear::load(&weights.pp("input_proj"), patch_dim, hidden, false)?;
         let position_table = weights.get("position_embedding_table", &[2, table_size, hidden])?;
         PatchEmbedder::new(input_proj, position_table, patch_size)
-    }
-
-    /// The same embedder with its projection computed by `execution` (the position lookups
-    /// stay MLX gathers).
-    pub fn with_execution(self, execution: Execution) -> PatchEmbedder {
-        PatchEmbedder { input_proj: self.input_proj.with_execution(execution), ..self }
     }
 
     /// The weight dtype (the dtype of the hidden states).

@@ -13,14 +13,10 @@ pub struct Pooler {
 }
 
 impl Pooler {
-    pub fn new(hidden_size: i32) -> Pooler {
-        Pooler { hidden_size, execution: Execution::Mlx }
-    }
-
-    /// The same pooler with its averaging product computed by `execution` (the einsum is
-    /// `matmul(Wᵀ, h)` in float32, [`layers::matmul`]).
-    pub fn with_execution(self, execution: Execution) -> Pooler {
-        Pooler { execution, ..self }
+    /// A pooler for a hidden width of `hidden_size`, its averaging product
+    /// ([`layers::ops::contract_tokens`]) computed by `execution`.
+    pub fn new(hidden_size: i32, execution: Execution) -> Pooler {
+        Pooler { hidden_size, execution }
     }
 
     /// `VisionPooler.__call__` for `hidden` `[B, L, D]`, `positions` `[B, L, 2]` integer (x, y),
@@ -60,12 +56,7 @@ impl Pooler {
             let idx = kx.add(&max_x.floor_div(k)?.mul(&ky)?)?;
             let slots = Array::arange(0.0, f64::from(length), 1.0, Dtype::I32)?;
             let weights = idx.expand_dims(-1)?.eq(&slots)?.astype(Dtype::F32)?.astype(Dtype::F32)?.div(k * k)?;
-            let pooled = match self.execution {
-                Execution::Mlx => Array::einsum("bLl,bLd->bld", &[&weights, &h])?,
-                // MLX's einsum contracts by `matmul(transpose(W), h)` (batch_tensordot).
-                Execution::Host => layers::matmul(&weights.transpose(&[0, 2, 1])?, &h, Execution::Host)?,
-            };
-            pooled.astype(h.dtype())?
+            layers::ops::contract_tokens(self.execution, &weights, &h)?.astype(h.dtype())?
         };
         let root = f64::from(self.hidden_size).sqrt();
         Ok(pooled.mul(root)?)

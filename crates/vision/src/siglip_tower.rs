@@ -6,7 +6,7 @@ use crate::patch_embedder::PatchEmbedder;
 use crate::pooler::Pooler;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, SiglipConfig};
-use layers::{Execution, VisionBlock, VisionBlockConfig, Weights};
+use layers::{VisionBlock, VisionBlockConfig, Weights};
 use tensor::{Array, Dtype, SharedArray};
 
 /// Pooled soft tokens of a batch, before `embed_vision`.
@@ -40,7 +40,8 @@ pub struct SiglipVisionTower {
 
 impl SiglipVisionTower {
     /// Loads the tower from `weights` (the whole checkpoint view: keys `vision_tower.*`,
-    /// `embed_vision.*`). `text_hidden` is the language model's width.
+    /// `embed_vision.*`), every stage computed by the view's execution. `text_hidden` is the
+    /// language model's width.
     pub fn load(weights: &Weights, config: &SiglipConfig, text_hidden: i32) -> Result<SiglipVisionTower> {
         let tower = weights.pp("vision_tower");
         let d = config.hidden_size;
@@ -68,22 +69,10 @@ impl SiglipVisionTower {
             block_config,
             patch_embedder,
             blocks,
-            pooler: Pooler::new(d),
+            pooler: Pooler::new(d, weights.execution()),
             standardize,
             embedder,
         })
-    }
-
-    /// The same tower computed by `execution`: the patch projection, every block, the
-    /// pooling product and the multimodal embedder.
-    pub fn with_execution(self, execution: Execution) -> SiglipVisionTower {
-        SiglipVisionTower {
-            patch_embedder: self.patch_embedder.with_execution(execution),
-            blocks: self.blocks.into_iter().map(|block| block.with_execution(execution)).collect(),
-            pooler: self.pooler.with_execution(execution),
-            embedder: self.embedder.with_execution(execution),
-            ..self
-        }
     }
 
     /// The configuration the tower was loaded with.

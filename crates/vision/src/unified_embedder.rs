@@ -4,7 +4,7 @@ use crate::frames::{keep_leading_rows, patch_rows};
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, UnifiedConfig};
-use layers::{Execution, LAYER_NORM_EPS, LayerNorm, Projection, Weights};
+use layers::{LAYER_NORM_EPS, LayerNorm, Projection, Weights};
 use tensor::{Array, Dtype, SharedArray};
 
 /// The encoder-free embedder of gemma4_unified (12B): each 48×48 patch → one soft token.
@@ -38,6 +38,9 @@ pub struct UnifiedVisionEmbedder {
 }
 
 impl UnifiedVisionEmbedder {
+    /// Loads the embedder from `weights` (the whole checkpoint view: keys `vision_embedder.*`,
+    /// `embed_vision.*`); its norms and products computed by the view's execution (the position
+    /// gathers are MLX ops).
     pub fn load(weights: &Weights, config: &UnifiedConfig, text_hidden: i32) -> Result<UnifiedVisionEmbedder> {
         let w = weights.pp("vision_embedder");
         let (patch_dim, e) = (config.patch_dim(), config.mm_embed_dim);
@@ -55,19 +58,6 @@ impl UnifiedVisionEmbedder {
                 config.rms_norm_eps as f32,
             )?,
         })
-    }
-
-    /// The same embedder computed by `execution`: its three layer norms, `patch_dense` and the
-    /// multimodal embedder (the position gathers stay MLX ops).
-    pub fn with_execution(self, execution: Execution) -> UnifiedVisionEmbedder {
-        UnifiedVisionEmbedder {
-            patch_ln1: self.patch_ln1.with_execution(execution),
-            patch_dense: self.patch_dense.with_execution(execution),
-            patch_ln2: self.patch_ln2.with_execution(execution),
-            pos_norm: self.pos_norm.with_execution(execution),
-            embedder: self.embedder.with_execution(execution),
-            ..self
-        }
     }
 
     /// The configuration the embedder was loaded with.

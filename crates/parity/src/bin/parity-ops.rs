@@ -64,7 +64,7 @@ fn run(dir: &Path) -> Result<bool, BoxError> {
 fn compare_entry(dir: &Path, entry: &Value, case: &str, execution: Execution) -> Result<Option<Comparison>, BoxError> {
     let file = dir.join(text_field(entry, "file")?);
     let store = Arc::new(ShardedSafetensors::open(&file)?);
-    let weights = Weights::new(store.clone()).pp("weights");
+    let weights = Weights::new(store.clone()).with_execution(execution).pp("weights");
     let input = |key: &str| -> Result<Array, BoxError> { Ok(store.load(&format!("in.{key}"))?) };
     let _ = take_kernels_run();
     let Some(ours) = forward(text_field(entry, "block")?, &entry["dims"], &weights, &input, execution)? else {
@@ -73,7 +73,7 @@ fn compare_entry(dir: &Path, entry: &Value, case: &str, execution: Execution) ->
     ours.eval()?;
     let name = match execution {
         Execution::Mlx => format!("{case} (MLX ops)"),
-        Execution::Host => format!("{case} (host: {})", take_kernels_run().join(", ")),
+        Execution::Host => format!("{case} (host: {})", kernel_names(&take_kernels_run())),
     };
     let unused = weights.unused_keys();
     if !unused.is_empty() {
@@ -82,8 +82,8 @@ fn compare_entry(dir: &Path, entry: &Value, case: &str, execution: Execution) ->
     Ok(Some(compare_arrays(&name, &ours, &store.load("out")?)?))
 }
 
-/// Builds the entry's block from its weights and runs it on its inputs, computed by `execution`
-/// (`None`: a function-level entry, which only MLX's ops compute on their own).
+/// Builds the entry's block from its weights (whose view carries `execution`) and runs it on its
+/// inputs (`None`: a function-level entry, which only MLX's ops compute on their own).
 fn forward(
     block: &str,
     dims: &Value,
@@ -95,14 +95,12 @@ fn forward(
     if function_level && execution == Execution::Host {
         return Ok(None);
     }
-    let e = execution;
     Ok(Some(match block {
-        "linear" => Linear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "bias")?)?
-            .with_execution(e)
-            .forward(&input("x")?)?,
+        "linear" => {
+            Linear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "bias")?)?.forward(&input("x")?)?
+        }
         "clippable_linear" => {
             ClippableLinear::load(weights, int(dims, "in")?, int(dims, "out")?, flag(dims, "clipped")?)?
-                .with_execution(e)
                 .forward(&input("x")?)?
         }
         "rms_norm" => {
@@ -110,25 +108,24 @@ fn forward(
             let norm = if flag(dims, "scaled")? {
                 RmsNorm::load(weights, int(dims, "dim")?, eps)?
             } else {
-                RmsNorm::no_scale(eps)
+                RmsNorm::no_scale(eps, execution)
             };
-            norm.with_execution(e).forward(&input("x")?)?
+            norm.forward(&input("x")?)?
         }
         "vision_rms_norm" => {
             let norm = if flag(dims, "scaled")? {
                 VisionRmsNorm::load(weights, int(dims, "dim")?)?
             } else {
-                VisionRmsNorm::no_scale()
+                VisionRmsNorm::no_scale(execution)
             };
             norm.forward(&input("x")?)?
         }
-        "layer_norm" => LayerNorm::load(weights, int(dims, "dim")?, float(dims, "eps")? as f32)?
-            .with_execution(e)
-            .forward(&input("x")?)?,
+        "layer_norm" => {
+            LayerNorm::load(weights, int(dims, "dim")?, float(dims, "eps")? as f32)?.forward(&input("x")?)?
+        }
         "gelu_approx" => gelu_approx(&input("x")?)?,
         "geglu_mlp" => {
             GegluMlp::load(weights, int(dims, "hidden")?, int(dims, "intermediate")?, flag(dims, "clipped")?)?
-                .with_execution(e)
                 .forward(&input("x")?)?
         }
         "rope" => {
@@ -147,16 +144,21 @@ fn forward(
             let config = block_config(dims)?;
             let x = input("x")?;
             let rope = config.rope_tables(&input("positions")?, x.dtype())?;
-            VisionAttention::load(weights, &config)?.with_execution(e).forward(&x, &rope, Some(&input("mask")?))?
+            VisionAttention::load(weights, &config)?.forward(&x, &rope, Some(&input("mask")?))?
         }
         "vision_block" => {
             let config = block_config(dims)?;
             let x = input("x")?;
             let rope = config.rope_tables(&input("positions")?, x.dtype())?;
-            VisionBlock::load(weights, &config)?.with_execution(e).forward(&x, &rope, Some(&input("mask")?))?
+            VisionBlock::load(weights, &config)?.forward(&x, &rope, Some(&input("mask")?))?
         }
         other => return Err(format!("unknown block kind `{other}`").into()),
     }))
+}
+
+/// The kernels' names, comma-separated.
+fn kernel_names(kernels: &[layers::HostKernel]) -> String {
+    kernels.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 fn block_config(dims: &Value) -> Result<VisionBlockConfig, BoxError> {
