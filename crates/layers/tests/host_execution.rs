@@ -1,14 +1,15 @@
 //! Every block computed by the host kernels ([`Execution::Host`]) gives MLX's bits
 //! ([`Execution::Mlx`]) on random weights and inputs: float32 and bf16, mixed dtypes, clipped
 //! projections with bf16 and float32 bounds (the input's and the output's independently),
-//! biases, masks with padding,
+//! biases, quantized projections of every mode, bits and group size, masks with padding,
 //! grouped-query attention, head dimensions that MLX pads (72) or that are tiny (8), batches;
 //! the host path reports the kernels it ran, and the execution rides on [`Weights`] to every
 //! block loaded from them.
 
 use layers::{
-    BlockNorms, ClipBounds, ClippableLinear, Execution, GegluMlp, HostKernel, LayerNorm, Linear, MemoryStore, RmsNorm,
-    VisionAttention, VisionBlock, VisionBlockConfig, Weights, take_kernels_run,
+    BlockNorms, ClipBounds, ClippableLinear, Execution, GegluMlp, HostKernel, LayerNorm, Linear, MemoryStore,
+    Quantization, QuantizationMode, QuantizedLinear, RmsNorm, VisionAttention, VisionBlock, VisionBlockConfig, Weights,
+    take_kernels_run,
 };
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -66,6 +67,39 @@ fn bounds(input: Dtype, output: Dtype) -> ClipBounds {
     }
 }
 
+/// Every quantization `layers` loads: affine 2–6 and 8 bits in groups of 32, 64 and 128;
+/// mxfp4, nvfp4, mxfp8.
+fn quantizations() -> Vec<Quantization> {
+    let mut all = Vec::new();
+    for bits in [2, 3, 4, 5, 6, 8] {
+        for group in [32, 64, 128] {
+            all.push(Quantization::new(QuantizationMode::Affine, Some(group), Some(bits)).unwrap());
+        }
+    }
+    for mode in [QuantizationMode::Mxfp4, QuantizationMode::Nvfp4, QuantizationMode::Mxfp8] {
+        all.push(Quantization::new(mode, None, None).unwrap());
+    }
+    all
+}
+
+/// An `[n, k]` weight in `dtype` quantized by MLX's `quantize` as `quantization`, computed by
+/// `execution`, with a bias in `dtype` when `bias`.
+fn quantized(
+    quantization: Quantization,
+    n: i32,
+    k: i32,
+    dtype: Dtype,
+    bias: bool,
+    seed: u64,
+    e: Execution,
+) -> QuantizedLinear {
+    let w = random(&[n, k], seed, 0.5, dtype);
+    let (packed, scales, biases) =
+        w.quantize(Some(quantization.group_size()), Some(quantization.bits()), quantization.mode().as_str()).unwrap();
+    let bias = bias.then(|| shared(random(&[n], seed ^ 11, 1.0, dtype)));
+    QuantizedLinear::new(shared(packed), shared(scales), biases.map(shared), bias, quantization, e).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -90,6 +124,16 @@ proptest! {
         let mlx = layer(Execution::Mlx).forward(&x).unwrap();
         let host = layer(Execution::Host).forward(&x).unwrap();
         assert_same(&mlx, &host, &[HostKernel::Gemm], "clippable linear");
+    }
+
+    /// `nn.QuantizedLinear` and gemma4's clippable linear over a quantized map on random shapes
+    /// (see [`check_quantized`]).
+    #[test]
+    fn quantized_linear(quantization in prop::sample::select(quantizations()), m in 1i32..12, groups in 1i32..4,
+                        n in 1i32..24, x_dtype in dtype_strategy(), w_dtype in dtype_strategy(),
+                        bias in prop::option::of(dtype_strategy()),
+                        clips in prop::option::of((dtype_strategy(), dtype_strategy())), seed in any::<u64>()) {
+        check_quantized(quantization, (m, groups, n), (x_dtype, w_dtype, bias), clips, seed);
     }
 
     #[test]
@@ -124,6 +168,61 @@ proptest! {
         };
         let host = mlp(Execution::Host).forward(&x).unwrap();
         assert_same(&mlp(Execution::Mlx).forward(&x).unwrap(), &host, &[HostKernel::Gemm, HostKernel::Gelu], "mlp");
+    }
+}
+
+/// `nn.QuantizedLinear` (with and without its bias) or, with `clips` (the input's and the output's
+/// bound dtypes), gemma4's clippable linear over it: `x` `[2, m, k]` with `k` holding `groups`
+/// groups of at least 32 (MLX's `quantize` packs 32 values at a time), `W` `[n, k]` quantized by
+/// MLX from values in `w_dtype` (its scales and biases in that dtype), the bias in `bias`'s dtype.
+/// The host gives MLX's bits and runs the quantized kernel; an add or clip that promotes runs as
+/// MLX's op after it.
+fn check_quantized(
+    quantization: Quantization,
+    (m, groups, n): (i32, i32, i32),
+    (x_dtype, w_dtype, bias): (Dtype, Dtype, Option<Dtype>),
+    clips: Option<(Dtype, Dtype)>,
+    seed: u64,
+) {
+    let k = groups * quantization.group_size().max(32);
+    let x = random(&[2, m, k], seed, 2.0, x_dtype);
+    let packed = quantized(quantization, n, k, w_dtype, false, seed ^ 5, Execution::Mlx);
+    let bias = bias.map(|dtype| shared(random(&[n], seed ^ 6, 1.0, dtype)));
+    let layer = |e| {
+        let (weight, scales, biases) = (packed.weight().clone(), packed.scales().clone(), packed.biases().cloned());
+        QuantizedLinear::new(weight, scales, biases, bias.clone(), quantization, e).unwrap()
+    };
+    let forward = |e| match clips {
+        None => layer(e).forward(&x).unwrap(),
+        Some((input, output)) => ClippableLinear::new(layer(e), Some(bounds(input, output))).forward(&x).unwrap(),
+    };
+    let what = format!(
+        "{quantization}, [{m}, {k}] × [{n}, {k}], x {x_dtype:?}, parameters {w_dtype:?}, bias {bias:?}, clips {clips:?}",
+        bias = bias.as_ref().map(|b| b.dtype())
+    );
+    let mlx = forward(Execution::Mlx);
+    assert_same(&mlx, &forward(Execution::Host), &[HostKernel::QuantizedMatmul], &what);
+}
+
+/// [`check_quantized`] for every quantization and every combination of dtypes: the input, the
+/// parameters, the bias (or none) and the bounds (or none), so every promotion the op layer
+/// decides on is met.
+#[test]
+fn quantized_linear_every_mode_and_dtype_combination() {
+    let dtypes = [Dtype::F32, Dtype::Bf16];
+    let mut seed = 0;
+    for quantization in quantizations() {
+        for x_dtype in dtypes {
+            for w_dtype in dtypes {
+                for bias in [None, Some(Dtype::F32), Some(Dtype::Bf16)] {
+                    let bounds = dtypes.iter().flat_map(|&i| dtypes.map(|o| Some((i, o))));
+                    for clips in std::iter::once(None).chain(bounds) {
+                        seed += 1;
+                        check_quantized(quantization, (3, 2, 5), (x_dtype, w_dtype, bias), clips, seed);
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -1,11 +1,12 @@
 //! [`QuantizedLinear`] against MLX's own `mlx.nn.QuantizedLinear`, bit for bit, for every
 //! quantization mode, group size and bit width, in bf16, in float32 after the user's cast
 //! (`set_dtype(float32)`: scales and biases float32, packed tensors unchanged), and with float32
-//! inputs on bf16 parameters. The fixtures are made by `fixtures/make_quantized_fixtures.py`.
+//! inputs on bf16 parameters, computed by MLX's ops and by the host kernels. The fixtures are made
+//! by `fixtures/make_quantized_fixtures.py`.
 
 use layers::{
-    Error, Execution, MemoryStore, Projection, Quantization, QuantizationMode, QuantizationPlan, QuantizedLinear,
-    Weights,
+    Error, Execution, HostKernel, MemoryStore, Projection, Quantization, QuantizationMode, QuantizationPlan,
+    QuantizedLinear, Weights, take_kernels_run,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -39,26 +40,38 @@ fn every_mode_matches_mlx_quantized_linear_bit_for_bit() {
         let quantization = Quantization::new(mode, Some(int("group_size")), Some(int("bits"))).unwrap();
         let key = format!("{name}.weights");
         let compute = (entry["label"] == "float32-cast").then_some(Dtype::F32);
-        let weights =
-            Weights::new(store.clone()).with_compute_dtype(compute).with_quantization(plan(&key, quantization));
-        let projection =
-            Projection::load(&weights.pp(name).pp("weights"), int("in_dim"), int("out_dim"), entry["bias"] == true)
-                .unwrap();
-        let Projection::Quantized(layer) = &projection else { panic!("{name}: the plan lists the module") };
-        assert_eq!(layer.quantization(), quantization);
-        // The compute dtype converts floating parameters only.
-        assert_eq!(layer.weight().dtype(), Dtype::U32, "{name}");
-        match (mode, compute) {
-            (QuantizationMode::Affine, Some(dtype)) => assert_eq!(layer.scales().dtype(), dtype, "{name}"),
-            (QuantizationMode::Affine, None) => assert_eq!(layer.scales().dtype(), Dtype::Bf16, "{name}"),
-            _ => assert_eq!(layer.scales().dtype(), Dtype::U8, "{name}"),
+        for execution in [Execution::Mlx, Execution::Host] {
+            let weights = Weights::new(store.clone())
+                .with_compute_dtype(compute)
+                .with_execution(execution)
+                .with_quantization(plan(&key, quantization));
+            let projection =
+                Projection::load(&weights.pp(name).pp("weights"), int("in_dim"), int("out_dim"), entry["bias"] == true)
+                    .unwrap();
+            let Projection::Quantized(layer) = &projection else { panic!("{name}: the plan lists the module") };
+            assert_eq!(layer.quantization(), quantization);
+            // The compute dtype converts floating parameters only.
+            assert_eq!(layer.weight().dtype(), Dtype::U32, "{name}");
+            match (mode, compute) {
+                (QuantizationMode::Affine, Some(dtype)) => assert_eq!(layer.scales().dtype(), dtype, "{name}"),
+                (QuantizationMode::Affine, None) => assert_eq!(layer.scales().dtype(), Dtype::Bf16, "{name}"),
+                _ => assert_eq!(layer.scales().dtype(), Dtype::U8, "{name}"),
+            }
+            let _ = take_kernels_run();
+            let ours = projection.forward(&store.load(&format!("{name}.in.x")).unwrap()).unwrap();
+            let ran = take_kernels_run();
+            let reference = store.load(&format!("{name}.out")).unwrap();
+            let what = format!("{name} ({execution:?})");
+            assert_eq!(ours.dtype().to_string(), entry["out_dtype"].as_str().unwrap(), "{what}");
+            assert_eq!(ours.shape(), reference.shape(), "{what}");
+            assert_eq!(bytes(&ours), bytes(&reference), "{what}: not bit-exact");
+            let expected: &[HostKernel] = match execution {
+                Execution::Mlx => &[],
+                Execution::Host => &[HostKernel::QuantizedMatmul],
+            };
+            assert_eq!(ran, expected, "{what}: the kernels that ran");
+            assert_eq!(weights.pp(&key).unused_keys(), Vec::<String>::new(), "{name}: every stored tensor used");
         }
-        let ours = projection.forward(&store.load(&format!("{name}.in.x")).unwrap()).unwrap();
-        let reference = store.load(&format!("{name}.out")).unwrap();
-        assert_eq!(ours.dtype().to_string(), entry["out_dtype"].as_str().unwrap(), "{name}");
-        assert_eq!(ours.shape(), reference.shape(), "{name}");
-        assert_eq!(bytes(&ours), bytes(&reference), "{name}: not bit-exact");
-        assert_eq!(weights.pp(&key).unused_keys(), Vec::<String>::new(), "{name}: every stored tensor used");
         modes.insert(mode);
     }
     assert_eq!(modes.len(), 4, "affine, mxfp4, nvfp4, mxfp8");

@@ -120,9 +120,11 @@ fn the_host_kernels_and_mlx_ops_give_identical_bits_on_every_fixture() {
                 assert_eq!(got.soft_tokens, expected.soft_tokens, "{what}");
                 assert_eq!(got.features.dtype(), expected.features.dtype(), "{what}");
                 assert!(bytes(&got.features) == bytes(&expected.features), "{what}: the host kernels' bits differ");
-                // Every encoder ends in embed_vision's RMS norm; quantized products stay on MLX.
-                use layers::HostKernel::{Gemm, RmsNorm};
-                let expected_kernels: &[_] = if case.starts_with("q-") { &[RmsNorm] } else { &[Gemm, RmsNorm] };
+                // Every encoder ends in embed_vision's RMS norm and projection, quantized in the
+                // q-* cases.
+                use layers::HostKernel::{Gemm, QuantizedMatmul, RmsNorm};
+                let expected_kernels =
+                    if case.starts_with("q-") { [QuantizedMatmul, RmsNorm] } else { [Gemm, RmsNorm] };
                 assert!(expected_kernels.iter().all(|k| ran.contains(k)), "{what}: host kernels ran: {ran:?}");
             }
         }
