@@ -14,6 +14,7 @@
 //! |---|---|
 //! | [`Linear`] | `mlx.nn.Linear` |
 //! | [`QuantizedLinear`] | `mlx.nn.QuantizedLinear` |
+//! | [`OneBitLinear`] | `mlx_vlm.quantization.one_bit.OneBitLinear` |
 //! | [`Projection`] | either, as the checkpoint stores the map |
 //! | [`ClippableLinear`] | `gemma4.vision.ClippableLinear` |
 //! | [`RmsNorm`] | `gemma4.vision.RMSNorm`, `gemma4.language.RMSNormNoScale` |
@@ -51,6 +52,7 @@ mod host_kernel;
 mod layer_norm;
 mod linear;
 mod memory_store;
+mod one_bit_linear;
 pub mod ops;
 mod projection;
 mod quantization;
@@ -74,6 +76,7 @@ pub use host_kernel::{HostKernel, take_kernels_run};
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
 pub use memory_store::MemoryStore;
+pub use one_bit_linear::OneBitLinear;
 pub use projection::Projection;
 pub use quantization::{Quantization, QuantizationMode, QuantizationPlan};
 pub use quantized_linear::QuantizedLinear;

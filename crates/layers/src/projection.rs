@@ -1,23 +1,29 @@
 //! [`Projection`]: a linear map stored dense or quantized.
 
-use crate::{ClipBounds, Execution, Linear, Quantization, QuantizedLinear, Result, Weights};
+use crate::{ClipBounds, Execution, Linear, OneBitLinear, Quantization, QuantizedLinear, Result, Weights};
 use tensor::Array;
 
 /// A linear map as a checkpoint stores it: a float weight ([`Linear`], `mlx.nn.Linear`) or a
-/// packed one ([`QuantizedLinear`], `mlx.nn.QuantizedLinear`, which mlx-vlm substitutes for
-/// every module whose `scales` the checkpoint holds). Each computes exactly what its
-/// reference module computes, with the execution of the view it was loaded from.
+/// packed one, which mlx-vlm substitutes for every module whose `scales` the checkpoint holds:
+/// [`QuantizedLinear`] (`mlx.nn.QuantizedLinear`), or for 1-bit affine weights [`OneBitLinear`]
+/// (mlx-vlm's own `OneBitLinear`). Each computes exactly what its reference module computes,
+/// with the execution of the view it was loaded from.
 #[derive(Debug, Clone)]
 pub enum Projection {
     Dense(Linear),
     Quantized(QuantizedLinear),
+    OneBit(OneBitLinear),
 }
 
 impl Projection {
     /// Loads the map at the view's prefix: quantized when the view's
-    /// [`QuantizationPlan`](crate::QuantizationPlan) lists the prefix, else dense.
+    /// [`QuantizationPlan`](crate::QuantizationPlan) lists the prefix (1-bit affine as
+    /// [`OneBitLinear`]), else dense.
     pub fn load(weights: &Weights, in_dim: i32, out_dim: i32, bias: bool) -> Result<Projection> {
         Ok(match weights.quantization() {
+            Some(quantization) if quantization.bits() == 1 => {
+                Projection::OneBit(OneBitLinear::load(weights, in_dim, out_dim, bias, quantization)?)
+            }
             Some(quantization) => {
                 Projection::Quantized(QuantizedLinear::load(weights, in_dim, out_dim, bias, quantization)?)
             }
@@ -30,6 +36,7 @@ impl Projection {
         match self {
             Projection::Dense(_) => None,
             Projection::Quantized(q) => Some(q.quantization()),
+            Projection::OneBit(q) => Some(q.quantization()),
         }
     }
 
@@ -38,6 +45,7 @@ impl Projection {
         match self {
             Projection::Dense(linear) => linear.execution(),
             Projection::Quantized(quantized) => quantized.execution(),
+            Projection::OneBit(one_bit) => one_bit.execution(),
         }
     }
 
@@ -51,6 +59,7 @@ impl Projection {
         match self {
             Projection::Dense(linear) => linear.forward_clipped(x, clips),
             Projection::Quantized(quantized) => quantized.forward_clipped(x, clips),
+            Projection::OneBit(one_bit) => one_bit.forward_clipped(x, clips),
         }
     }
 }
@@ -64,5 +73,11 @@ impl From<Linear> for Projection {
 impl From<QuantizedLinear> for Projection {
     fn from(quantized: QuantizedLinear) -> Projection {
         Projection::Quantized(quantized)
+    }
+}
+
+impl From<OneBitLinear> for Projection {
+    fn from(one_bit: OneBitLinear) -> Projection {
+        Projection::OneBit(one_bit)
     }
 }

@@ -69,8 +69,9 @@ impl FromStr for QuantizationMode {
 }
 
 /// How a linear map's weight is quantized: a mode with its group size and bits, checked
-/// against what MLX's `quantize` accepts (affine: groups of 32, 64 or 128, bits 2, 3, 4, 5, 6
-/// or 8; mxfp4: 32 × 4 bits; nvfp4: 16 × 4 bits; mxfp8: 32 × 8 bits).
+/// against what MLX 0.32.4's `quantize` accepts (affine: groups of 32, 64 or 128, bits 1, 2, 3,
+/// 4, 5, 6 or 8; mxfp4: 32 × 4 bits; nvfp4: 16 × 4 bits; mxfp8: 32 × 8 bits). mlx-vlm runs 1-bit
+/// affine linears as its own `OneBitLinear` ([`OneBitLinear`](crate::OneBitLinear)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quantization {
     mode: QuantizationMode,
@@ -85,12 +86,12 @@ impl Quantization {
         let (default_group, default_bits) = mode.defaults();
         let (group_size, bits) = (group_size.unwrap_or(default_group), bits.unwrap_or(default_bits));
         let valid = match mode {
-            QuantizationMode::Affine => matches!(group_size, 32 | 64 | 128) && matches!(bits, 2..=6 | 8),
+            QuantizationMode::Affine => matches!(group_size, 32 | 64 | 128) && matches!(bits, 1..=6 | 8),
             other => (group_size, bits) == other.defaults(),
         };
         if !valid {
             let allowed = match mode {
-                QuantizationMode::Affine => "group size 32, 64 or 128 and bits 2, 3, 4, 5, 6 or 8".to_owned(),
+                QuantizationMode::Affine => "group size 32, 64 or 128 and bits 1, 2, 3, 4, 5, 6 or 8".to_owned(),
                 other => format!("group size {} and {} bits", other.defaults().0, other.defaults().1),
             };
             return Err(Error::Config {

@@ -67,11 +67,11 @@ fn bounds(input: Dtype, output: Dtype) -> ClipBounds {
     }
 }
 
-/// Every quantization `layers` loads: affine 2–6 and 8 bits in groups of 32, 64 and 128;
-/// mxfp4, nvfp4, mxfp8.
+/// Every quantization `nn.QuantizedLinear` computes on MLX 0.32.4: affine 1–6 and 8 bits in
+/// groups of 32, 64 and 128; mxfp4, nvfp4, mxfp8.
 fn quantizations() -> Vec<Quantization> {
     let mut all = Vec::new();
-    for bits in [2, 3, 4, 5, 6, 8] {
+    for bits in [1, 2, 3, 4, 5, 6, 8] {
         for group in [32, 64, 128] {
             all.push(Quantization::new(QuantizationMode::Affine, Some(group), Some(bits)).unwrap());
         }

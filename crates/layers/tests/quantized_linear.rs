@@ -1,13 +1,16 @@
 //! [`QuantizedLinear`] against MLX's own `mlx.nn.QuantizedLinear`, bit for bit, for every
 //! quantization mode, group size and bit width, in bf16, in float32 after the user's cast
 //! (`set_dtype(float32)`: scales and biases float32, packed tensors unchanged), and with float32
-//! inputs on bf16 parameters, computed by MLX's ops and by the host kernels. The fixtures are made
-//! by `fixtures/make_quantized_fixtures.py`.
+//! inputs on bf16 parameters, computed by MLX's ops and by the host kernels; and 1-bit affine
+//! linears against mlx-vlm's own `OneBitLinear`. The fixtures are made by
+//! `fixtures/make_quantized_fixtures.py` and `fixtures/make_one_bit_fixtures.py`.
 
 use layers::{
     Error, Execution, HostKernel, MemoryStore, Projection, Quantization, QuantizationMode, QuantizationPlan,
     QuantizedLinear, Weights, take_kernels_run,
 };
+mod common;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -77,15 +80,61 @@ fn every_mode_matches_mlx_quantized_linear_bit_for_bit() {
     assert_eq!(modes.len(), 4, "affine, mxfp4, nvfp4, mxfp8");
 }
 
+/// 1-bit affine linears against mlx-vlm's own `OneBitLinear` (which mlx-vlm loads them as: a
+/// dequantized weight and a matmul, not `quantized_matmul`), for every group size, in the three
+/// dtype setups, computed by MLX's ops and by the host kernels (the product is a GEMM).
+#[test]
+fn one_bit_linears_match_mlx_vlm_one_bit_linear_bit_for_bit() {
+    common::require_reference_blas();
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("one_bit_linear.json")).unwrap()).unwrap();
+    assert_eq!(manifest.len(), 9, "3 group sizes × 3 dtype setups");
+    let store = Arc::new(ShardedSafetensors::open(fixtures().join("one_bit_linear.safetensors")).unwrap());
+    for entry in &manifest {
+        let name = entry["name"].as_str().unwrap();
+        let int = |k: &str| entry[k].as_i64().unwrap() as i32;
+        let quantization = Quantization::new(QuantizationMode::Affine, Some(int("group_size")), Some(1)).unwrap();
+        let key = format!("{name}.weights");
+        let compute = (entry["label"] == "float32-cast").then_some(Dtype::F32);
+        for execution in [Execution::Mlx, Execution::Host] {
+            let weights = Weights::new(store.clone())
+                .with_compute_dtype(compute)
+                .with_execution(execution)
+                .with_quantization(plan(&key, quantization));
+            let projection =
+                Projection::load(&weights.pp(name).pp("weights"), int("in_dim"), int("out_dim"), entry["bias"] == true)
+                    .unwrap();
+            let Projection::OneBit(layer) = &projection else { panic!("{name}: 1-bit loads as OneBitLinear") };
+            assert_eq!(layer.quantization(), quantization);
+            let _ = take_kernels_run();
+            let ours = projection.forward(&store.load(&format!("{name}.in.x")).unwrap()).unwrap();
+            let ran = take_kernels_run();
+            let reference = store.load(&format!("{name}.out")).unwrap();
+            let what = format!("{name} ({execution:?})");
+            assert_eq!(ours.dtype().to_string(), entry["out_dtype"].as_str().unwrap(), "{what}");
+            assert_eq!(ours.shape(), reference.shape(), "{what}");
+            assert_eq!(bytes(&ours), bytes(&reference), "{what}: not bit-exact");
+            let expected: &[HostKernel] = match execution {
+                Execution::Mlx => &[],
+                Execution::Host => &[HostKernel::Gemm],
+            };
+            assert_eq!(ran, expected, "{what}: the kernels that ran");
+            assert_eq!(weights.pp(&key).unused_keys(), Vec::<String>::new(), "{name}: every stored tensor used");
+        }
+    }
+}
+
 #[test]
 fn quantization_parameters_are_checked_as_mlx_checks_them() {
     use QuantizationMode::*;
-    for bits in [2, 3, 4, 5, 6, 8] {
+    for bits in [1, 2, 3, 4, 5, 6, 8] {
         for group in [32, 64, 128] {
             assert!(Quantization::new(Affine, Some(group), Some(bits)).is_ok(), "affine {group} {bits}");
         }
     }
-    for (mode, group, bits) in [(Affine, 64, 7), (Affine, 16, 4), (Affine, 64, 1), (Mxfp4, 64, 4), (Nvfp4, 16, 8)] {
+    for (mode, group, bits) in
+        [(Affine, 64, 7), (Affine, 16, 4), (Affine, 64, 0), (Affine, 16, 1), (Mxfp4, 64, 4), (Nvfp4, 16, 8)]
+    {
         match Quantization::new(mode, Some(group), Some(bits)) {
             Err(Error::Config { what, .. }) => assert!(what.contains("MLX supports"), "{what}"),
             other => panic!("{mode} {group} {bits}: {other:?}"),

@@ -22,6 +22,7 @@ from mlx_vlm.models.gemma4 import gemma4
 from mlx_vlm.models.gemma4_unified import config as unified_config
 from mlx_vlm.models.gemma4_unified import gemma4_unified as unified
 from mlx_vlm.utils import load_model_weights
+from mlx_vlm.quantization.one_bit import OneBitLinear
 
 # Text configs only need a width; everything else is kept tiny so building the reference
 # Model does not allocate a language model.
@@ -204,8 +205,8 @@ def find_weight_files(directory):
 
 def load_quantized_reference(model, directory):
     """The reference's loading path for a published quant: the files `load_model` finds,
-    Model.sanitize, then `load_model_weights` (nn.quantize by the checkpoint's scales, strict
-    load_weights)."""
+    Model.sanitize, then `load_model_weights` (1-bit modules as OneBitLinear, the others by
+    nn.quantize from the checkpoint's scales, strict load_weights)."""
     with open(os.path.join(directory, "config.json")) as f:
         config = json.load(f)
     weights = {}
@@ -213,7 +214,7 @@ def load_quantized_reference(model, directory):
         weights.update(mx.load(file))
     weights = model.sanitize(weights)
     load_model_weights(model, config, weights, Path(directory))
-    quantized = sorted(p for p, m in model.named_modules() if isinstance(m, nn.QuantizedLinear)
+    quantized = sorted(p for p, m in model.named_modules() if isinstance(m, (nn.QuantizedLinear, OneBitLinear))
                        and p.startswith(("vision_tower.", "embed_vision.", "vision_embedder.")))
     if not quantized:
         raise RuntimeError("the reference quantized no vision module")

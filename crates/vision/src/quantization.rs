@@ -126,7 +126,8 @@ fn runs_quantized(model_type: ModelType, module: &str) -> bool {
 const PATCH_EMBEDDER: &str = "vision_tower.patch_embedder.input_proj";
 
 /// Which vision modules of the checkpoint are quantized, and how, as mlx-vlm 0.7.10's
-/// `load_model_weights` decides it (`nn.quantize` with its class predicate):
+/// `load_model_weights` decides it (1-bit modules by [`one_bit`]'s rule, the others by
+/// `nn.quantize` with its class predicate):
 /// - a module is quantized exactly when the checkpoint holds `<module>.scales`;
 /// - with a per-module entry `{…}` under its path, with that entry's parameters alone (missing
 ///   ones take MLX's defaults for the entry's mode, `affine` if none);
@@ -157,6 +158,10 @@ pub(crate) fn plan(
         }
         if !runs_quantized(model_type, module) {
             // Not a linear of the encoder: left for the unused-tensor check to name.
+            continue;
+        }
+        if let Some(quantization) = one_bit(module, config)? {
+            modules.insert(module.to_owned(), quantization);
             continue;
         }
         let params = match (config, config.and_then(|c| c.modules.get(module))) {
@@ -197,6 +202,47 @@ pub(crate) fn plan(
         }
     }
     Ok(QuantizationPlan::new(modules))
+}
+
+/// How mlx-vlm 0.7.10 loads a quantized `module` whose parameters, the section's updated by the
+/// module's entry (`_quantization_for_path`), have 1 bit: as its own `OneBitLinear`
+/// (`replace_one_bit_modules`, before `nn.quantize`, whose class predicate then skips it), affine
+/// only, in groups of the merged `group_size` (default 64: 32, 64 or 128). `None` for a module
+/// of more bits. A module so replaced whose entry is `false`, or `{…}` without `bits`, makes the
+/// predicate fail in the reference, and is an error here too.
+fn one_bit(module: &str, config: Option<&QuantizationConfig>) -> Result<Option<Quantization>> {
+    let error = |detail: String| Error::Quantization { module: module.to_owned(), detail };
+    let Some(config) = config else { return Ok(None) };
+    let entry = config.modules.get(module);
+    let (group_size, bits, mode) = match entry {
+        Some(ModuleQuantization::Params { group_size, bits, mode }) => {
+            (group_size.or(config.group_size), bits.or(config.bits), mode.as_ref().or(config.mode.as_ref()))
+        }
+        _ => (config.group_size, config.bits, config.mode.as_ref()),
+    };
+    if bits != Some(1) {
+        return Ok(None);
+    }
+    match entry {
+        Some(ModuleQuantization::Dense(_)) => {
+            return Err(error("stored quantized, but config.json's quantization sets it to false (dense)".into()));
+        }
+        Some(ModuleQuantization::Params { bits: None, .. }) => {
+            return Err(error(
+                "1-bit by the section's `bits`, but its entry in config.json's quantization names no `bits`: \
+                 mlx-vlm loads it as a OneBitLinear and then fails to quantize that"
+                    .into(),
+            ));
+        }
+        _ => {}
+    }
+    let mode = mode.map_or("affine", String::as_str);
+    if mode != "affine" {
+        return Err(error(format!("a 1-bit module must use affine mode, got `{mode}`")));
+    }
+    let quantization = Quantization::new(QuantizationMode::Affine, Some(group_size.unwrap_or(64)), Some(1))
+        .map_err(|e| error(e.to_string()))?;
+    Ok(Some(quantization))
 }
 
 /// The reference quantizes a module without a per-module entry only if its weight has a

@@ -87,7 +87,7 @@ fn what_the_reference_refuses_is_an_error_naming_the_module() {
             "unsupported-bits",
             Box::new(|j| j["quantization"][PROJECTOR] = serde_json::json!({"group_size": 32, "bits": 7})),
             PROJECTOR,
-            "affine with group size 32 and 7 bits: MLX supports group size 32, 64 or 128 and bits 2, 3, 4, 5, 6 or 8",
+            "affine with group size 32 and 7 bits: MLX supports group size 32, 64 or 128 and bits 1, 2, 3, 4, 5, 6 or 8",
         ),
     ];
     for (name, edit, module, detail) in cases {
@@ -150,6 +150,71 @@ fn a_quantized_patch_embedder_or_an_odd_sized_linear_cannot_load_in_the_referenc
     let encoder = load(&dir);
     let out = encoder.encode_files(&[image("tiny-clipped", "noise-20x30.png")], Some(6)).unwrap();
     assert_eq!(out.features.shape(), [6, 47]);
+}
+
+/// `module` of q-mxfp4 (mxfp4, 64 × 64) re-stored as 1-bit affine in groups of `group`.
+fn restore_as_one_bit(tensors: &mut Vec<(String, Array)>, module: &str, group: i32) {
+    let (weight, scales) = (format!("model.{module}.weight"), format!("model.{module}.scales"));
+    let find = |name: &str| tensors.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let dense = find(&weight).dequantize(&find(&scales), None, Some(32), Some(4), "mxfp4").unwrap();
+    let (packed, scales_1, biases) =
+        dense.astype(Dtype::Bf16).unwrap().quantize(Some(group), Some(1), "affine").unwrap();
+    tensors.retain(|(n, _)| n != &weight && n != &scales);
+    tensors.push((weight, packed));
+    tensors.push((scales, scales_1));
+    tensors.push((format!("model.{module}.biases"), biases.unwrap()));
+}
+
+/// mlx-vlm loads a 1-bit affine module as its own `OneBitLinear` (a dequantized weight and a
+/// matmul) by the section's parameters updated by the module's entry; so do we, a projector and
+/// a clipped tower linear, on the host and on MLX with the same bits. What makes the reference
+/// fail is an error naming the module.
+#[test]
+fn one_bit_modules_load_as_mlx_vlm_loads_them() {
+    const Q_PROJ: &str = "vision_tower.encoder.layers.0.self_attn.q_proj.linear";
+    let dir = model_copy("q-mxfp4", "one-bit");
+    rewrite_weights(&dir, |t| {
+        restore_as_one_bit(t, PROJECTOR, 32);
+        restore_as_one_bit(t, Q_PROJ, 64);
+    });
+    // The entry's mode is merged with the section's (mxfp4): a 1-bit mxfp4 module fails there.
+    edit_config(&dir, |j| {
+        j["quantization"][PROJECTOR] = serde_json::json!({"bits": 1, "mode": "affine"});
+        j["quantization"][Q_PROJ] = serde_json::json!({"bits": 1, "group_size": 64});
+    });
+    let (module, detail) = quantization_error(&dir);
+    assert_eq!(module, Q_PROJ);
+    assert!(detail.contains("must use affine mode, got `mxfp4`"), "{detail}");
+    edit_config(&dir, |j| j["quantization"][Q_PROJ]["mode"] = "affine".into());
+    let images = [image("q-mxfp4", "gradient-37x23.png"), image("q-mxfp4", "checker-20x30.png")];
+    let encode = |kernels| {
+        let encoder = VisionEncoder::load(&dir, EncoderOptions { kernels, ..Default::default() }).unwrap();
+        let plan = encoder.checkpoint().quantization();
+        for (module, group) in [(PROJECTOR, 32), (Q_PROJ, 64)] {
+            let q = plan.get(module).unwrap();
+            assert_eq!((q.mode().as_str(), q.bits(), q.group_size()), ("affine", 1, group), "{module}");
+        }
+        let _ = layers::take_kernels_run();
+        let features = bytes(&encoder.encode_files(&images, Some(6)).unwrap().features);
+        (features, layers::take_kernels_run())
+    };
+    let (host, ran) = encode(vision::Kernels::Auto);
+    let (mlx, _) = encode(vision::Kernels::Mlx);
+    assert_eq!(host, mlx, "the host kernels and MLX's ops give the same bits");
+    assert!(ran.contains(&layers::HostKernel::Gemm) && ran.contains(&layers::HostKernel::QuantizedMatmul), "{ran:?}");
+    // A group size OneBitLinear refuses, and an entry without `bits` under a 1-bit section.
+    edit_config(&dir, |j| j["quantization"][PROJECTOR]["group_size"] = 16.into());
+    let (module, detail) = quantization_error(&dir);
+    assert_eq!(module, PROJECTOR);
+    assert!(detail.contains("group size 16 and 1 bits"), "{detail}");
+    edit_config(&dir, |j| {
+        j["quantization"]["bits"] = 1.into();
+        j["quantization"]["mode"] = "affine".into();
+        j["quantization"][PROJECTOR] = serde_json::json!({"group_size": 32});
+    });
+    let (module, detail) = quantization_error(&dir);
+    assert_eq!(module, PROJECTOR);
+    assert!(detail.contains("names no `bits`"), "{detail}");
 }
 
 #[test]
