@@ -172,10 +172,11 @@ CASES += [
 
 CASES += [
     # 1-bit affine (MLX 0.32.4's `quantize` makes it): mlx-vlm loads these modules as its own
-    # OneBitLinear (a dequantized weight and a matmul), not nn.QuantizedLinear.
-    q_case("q-onebit", "gemma4", quant("affine", 64, 1, [PROJECTOR, TOWER], {PROJECTOR: {"group_size": 32, "bits": 1}}),
+    # OneBitLinear (a dequantized weight and a matmul), not nn.QuantizedLinear, so their rows name
+    # the GEMM (the q-* cases name the quantized kernel).
+    q_case("onebit", "gemma4", quant("affine", 64, 1, [PROJECTOR, TOWER], {PROJECTOR: {"group_size": 32, "bits": 1}}),
            "raw", fixture=False),
-    q_case("q-unified-onebit", "gemma4_unified", quant("affine", 64, 1, [PATCH_DENSE, PROJECTOR]), "sanitized",
+    q_case("unified-onebit", "gemma4_unified", quant("affine", 64, 1, [PATCH_DENSE, PROJECTOR]), "sanitized",
            fixture=False),
 ]
 
