@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The facts about a checkpoint as an encoder loaded it: its model and dimensions, the
 /// features it produces, its quantized modules, the soft-token budget and where that came
-/// from, the tensors it read and those it ignored, and its cache identity.
+/// from, the tensors it read and those it ignored, its cache identity, and the MLX it runs on.
 ///
 /// Serialisable (`serde`), so every front end (the `gemma-vision inspect` command, the Python
 /// package) reports the same facts under the same names.
@@ -41,6 +41,24 @@ pub struct Inspection {
     pub tensors: TensorCounts,
     /// [`VisionEncoder::cache_identity`].
     pub cache_identity: String,
+    /// The MLX the encoder runs on.
+    pub mlx: MlxLibrary,
+}
+
+/// The MLX library a process runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MlxLibrary {
+    /// libmlx's own version (`mlx::core::version()`).
+    pub version: String,
+    /// The libmlx file opened.
+    pub library: PathBuf,
+}
+
+impl MlxLibrary {
+    /// The MLX this process opened (opening it if nothing has yet).
+    pub fn current() -> Result<MlxLibrary> {
+        Ok(MlxLibrary { version: tensor::info::mlx_version()?, library: tensor::info::mlx_library()? })
+    }
 }
 
 /// One quantized module.
@@ -206,6 +224,7 @@ impl Inspection {
             image,
             tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },
             cache_identity: encoder.cache_identity()?,
+            mlx: MlxLibrary::current()?,
         })
     }
 }

@@ -35,7 +35,9 @@ pub use checkpoint::{Checkpoint, INDEX_FILE};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
 pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
-pub use inspection::{Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, QuantizedModule, TensorCounts};
+pub use inspection::{
+    Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, QuantizedModule, TensorCounts,
+};
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
