@@ -23,10 +23,9 @@ pub struct InspectArgs {
     json: bool,
 }
 
-pub fn run(args: &InspectArgs) -> Result<(), String> {
-    let encoder = VisionEncoder::load(&args.model.model, EncoderOptions::default()).map_err(|e| e.to_string())?;
-    let inspection =
-        Inspection::of(&encoder, args.model.max_soft_tokens, args.image_size).map_err(|e| e.to_string())?;
+pub fn run(args: &InspectArgs) -> Result<(), crate::Error> {
+    let encoder = VisionEncoder::load(&args.model.model, EncoderOptions::default())?;
+    let inspection = Inspection::of(&encoder, args.model.max_soft_tokens, args.image_size)?;
     if args.json {
         println!("{}", inspection.to_json());
     } else {

@@ -26,7 +26,7 @@ pub struct Inspection {
     /// returns it.
     pub feature_dtype: String,
     /// The compute dtype the encoder was loaded with (`"native"` or `"f32"`).
-    pub compute_dtype: String,
+    pub compute_dtype: crate::ComputeDtype,
     /// The index the weight files were found through, if any.
     pub index_file: Option<PathBuf>,
     /// The weight files read, sorted.
@@ -213,10 +213,7 @@ impl Inspection {
             vision: config.vision.clone(),
             feature_width: config.text_hidden_size,
             feature_dtype: feature_dtype(encoder)?,
-            compute_dtype: match encoder.options().compute_dtype {
-                crate::ComputeDtype::Native => "native".into(),
-                crate::ComputeDtype::F32 => "f32".into(),
-            },
+            compute_dtype: encoder.options().compute_dtype,
             index_file: checkpoint.index_file().map(Path::to_path_buf),
             weight_files: checkpoint.weight_files().to_vec(),
             quantized_modules,

@@ -17,6 +17,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod checkpoint;
+mod compute_dtype;
 mod config;
 mod encoder;
 mod error;
@@ -32,8 +33,9 @@ mod trace;
 mod unified_embedder;
 
 pub use checkpoint::{Checkpoint, INDEX_FILE};
+pub use compute_dtype::{ComputeDtype, UnknownComputeDtype};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
-pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
+pub use encoder::{EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use inspection::{
     Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, QuantizedModule, TensorCounts,
