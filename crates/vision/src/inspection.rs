@@ -2,6 +2,7 @@
 
 use crate::{Error, ModelType, PreparedImage, Result, VisionConfig, VisionEncoder};
 use layers::WeightStore;
+use preprocess::BudgetSource;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -82,33 +83,6 @@ pub struct Budget {
     pub max_patches: u64,
 }
 
-/// Where a budget came from, in the order they are consulted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum BudgetSource {
-    /// The caller's value (`--max-soft-tokens`).
-    #[serde(rename = "flag")]
-    Flag,
-    #[serde(rename = "processor_config.json")]
-    ProcessorConfig,
-    #[serde(rename = "preprocessor_config.json")]
-    PreprocessorConfig,
-    /// The reference's default, 280 (no file sets one).
-    #[serde(rename = "default")]
-    Default,
-}
-
-impl BudgetSource {
-    /// The name used in the serialised form: `flag`, a file name, or `default`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BudgetSource::Flag => "flag",
-            BudgetSource::ProcessorConfig => "processor_config.json",
-            BudgetSource::PreprocessorConfig => "preprocessor_config.json",
-            BudgetSource::Default => "default",
-        }
-    }
-}
-
 /// An input size and what the image processor makes of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ImagePlan {
@@ -157,10 +131,7 @@ impl Inspection {
         let config = encoder.config();
         let preprocessor = encoder.preprocessor(budget)?;
         let processor = preprocessor.config();
-        let source = match budget {
-            Some(_) => BudgetSource::Flag,
-            None => budget_source(checkpoint.dir(), config.model_type)?,
-        };
+        let source = processor.budget_source;
         let image = image_size
             .map(|(width, height)| -> Result<ImagePlan> {
                 let (h, w) =
@@ -256,30 +227,4 @@ fn feature_dtype(encoder: &VisionEncoder) -> Result<String> {
         }
     };
     Ok(encoder.encode_prepared(&[input], None)?.features.dtype().to_string())
-}
-
-/// Where the checkpoint's own budget comes from, looking where
-/// `preprocess::ProcessorConfig::from_checkpoint_dir` looks: the first of
-/// `processor_config.json` and `preprocessor_config.json` that exists, and in it the settings
-/// the processor reads (the `image_processor` object; for gemma4 also a flat file without
-/// `image_processor_type`), `max_soft_tokens` (gemma4_unified: or `num_soft_tokens`).
-fn budget_source(dir: &Path, model_type: ModelType) -> Result<BudgetSource> {
-    for (name, source) in [
-        ("processor_config.json", BudgetSource::ProcessorConfig),
-        ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
-    ] {
-        let path = dir.join(name);
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::Checkpoint { path: path.clone(), detail: format!("invalid JSON: {e}") })?;
-        let settings = match json.get("image_processor").filter(|v| v.is_object()) {
-            Some(nested) => Some(nested),
-            None if model_type == ModelType::Gemma4 && json.get("image_processor_type").is_none() => Some(&json),
-            None => None,
-        };
-        let sets = |key: &str| settings.and_then(|s| s.get(key)).is_some_and(|v| !v.is_null());
-        let has_budget = sets("max_soft_tokens") || (model_type == ModelType::Gemma4Unified && sets("num_soft_tokens"));
-        return Ok(if has_budget { source } else { BudgetSource::Default });
-    }
-    Ok(BudgetSource::Default)
 }
