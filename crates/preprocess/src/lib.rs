@@ -28,7 +28,7 @@ pub mod resize;
 mod rgb_image;
 mod target_size;
 
-pub use config::{ModelFamily, ProcessorConfig};
+pub use config::{BudgetSource, ModelFamily, ProcessorConfig};
 pub use decode::{DecodeOptions, Format, decode, open};
 pub use error::{Error, Result};
 pub use limits::Limits;

@@ -7,6 +7,7 @@
 //! [`arrays`].
 
 mod arrays;
+mod embed_job;
 mod encoder;
 mod errors;
 mod inputs;
@@ -37,6 +38,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<encoder::Encoder>()?;
     module.add_function(wrap_pyfunction!(retain_freed_host_memory, module)?)?;
     module.add_function(wrap_pyfunction!(open_mlx, module)?)?;
+    module.add_function(wrap_pyfunction!(embed_job::embed, module)?)?;
     module.add("MLX_BUILD_VERSION", tensor::info::mlx_build_version())?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
