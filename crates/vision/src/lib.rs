@@ -11,6 +11,8 @@
 //! - Checkpoints as published, quantized ones included: the vision modules mlx-vlm runs as
 //!   `nn.QuantizedLinear` are [`layers::QuantizedLinear`]s here ([`QuantizationConfig`]).
 //! - [`Inspection`]: what a loaded encoder is and why an image gives the tokens it gives.
+//! - Inside mlx-vlm: [`ModelInputs`] (the pixel inputs its processors make, images and video
+//!   frames) encoded as its models encode them.
 //!
 //! Composition only: blocks come from `layers`, preprocessing from `preprocess`; this crate
 //! knows checkpoints and model families, not FFI.
@@ -22,6 +24,7 @@ mod encoder;
 mod error;
 mod frames;
 mod inspection;
+mod model_inputs;
 mod multimodal_embedder;
 mod patch_embedder;
 mod pooler;
@@ -36,6 +39,7 @@ pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedCo
 pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use inspection::{Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, QuantizedModule, TensorCounts};
+pub use model_inputs::ModelInputs;
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
