@@ -12,7 +12,8 @@
 //!   `nn.QuantizedLinear` are [`layers::QuantizedLinear`]s here ([`QuantizationConfig`]).
 //! - [`Inspection`]: what a loaded encoder is and why an image gives the tokens it gives.
 //! - Inside mlx-vlm: [`ModelInputs`] (the pixel inputs its processors make, images and video
-//!   frames) encoded as its models encode them.
+//!   frames) encoded as its models encode them, and [`HeldTensor`]: the check that the weights
+//!   of its loaded model are the checkpoint's.
 //!
 //! Composition only: blocks come from `layers`, preprocessing from `preprocess`; this crate
 //! knows checkpoints and model families, not FFI.
@@ -23,6 +24,7 @@ mod config;
 mod encoder;
 mod error;
 mod frames;
+mod held_weights;
 mod inspection;
 mod model_inputs;
 mod multimodal_embedder;
@@ -38,6 +40,7 @@ pub use checkpoint::{Checkpoint, INDEX_FILE};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
 pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
+pub use held_weights::HeldTensor;
 pub use inspection::{Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, QuantizedModule, TensorCounts};
 pub use model_inputs::ModelInputs;
 pub use multimodal_embedder::MultimodalEmbedder;
