@@ -228,8 +228,21 @@ impl VisionEncoder {
             .collect()
     }
 
-    /// Decodes nothing, prepares and encodes the frames of one video with the soft-token budget
-    /// per frame `budget` (see [`video_preprocessor`](Self::video_preprocessor)). The features
+    /// Decodes frame files (EXIF orientation applied, as `load_image` does) and encodes them as
+    /// the frames of one video (see [`encode_video_frames`](Self::encode_video_frames)); the
+    /// budget is checked before any file is read.
+    pub fn encode_video_files(&self, paths: &[impl AsRef<Path>], budget: Option<u32>) -> Result<Features> {
+        let video = self.video_preprocessor(budget)?;
+        self.check_frame_budget(&video.config().frame)?;
+        let frames = paths
+            .iter()
+            .map(|p| preprocess::open(p.as_ref(), &self.options.limits))
+            .collect::<preprocess::Result<Vec<_>>>()?;
+        self.encode_video_frames(&frames, budget)
+    }
+
+    /// Prepares and encodes the frames of one video with the soft-token budget per frame
+    /// `budget` (see [`video_preprocessor`](Self::video_preprocessor)). The features
     /// of each kept frame, in order, are what mlx-vlm computes for the video: gemma4's video path
     /// (`embed_vision(vision_tower(pixel_values_videos, video_position_ids))`), gemma4_unified's
     /// `get_video_features`; `soft_tokens` counts each kept frame's rows.
