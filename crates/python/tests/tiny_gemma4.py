@@ -59,12 +59,14 @@ CHAT_TEMPLATE = (
 )
 
 
-def model_config(family: str, vision: dict | None = None, quantization: dict | None = None) -> dict:
-    """config.json of a tiny `family` model (vision settings merged over the defaults above)."""
+def model_config(family: str, vision: dict | None = None, quantization: dict | None = None,
+                 text: dict | None = None) -> dict:
+    """config.json of a tiny `family` model (vision and text settings merged over the defaults
+    above)."""
     gemma = family == "gemma4"
     config = dict(
         model_type=family,
-        text_config=dict(TEXT, model_type="gemma4_text" if gemma else "gemma4_unified_text"),
+        text_config=dict(TEXT, **(text or {}), model_type="gemma4_text" if gemma else "gemma4_unified_text"),
         vision_config=dict(GEMMA4_VISION if gemma else UNIFIED_VISION, **(vision or {}),
                            model_type="gemma4_vision" if gemma else "gemma4_unified_vision"),
         vocab_size=len(VOCAB), image_token_id=IMAGE_TOKEN, video_token_id=VIDEO_TOKEN, boi_token_id=BOI,
@@ -119,12 +121,15 @@ def random_parameters(model: nn.Module, dtype: mx.Dtype, seed: int) -> dict:
 
 
 def write_checkpoint(directory: Path, family: str, *, seed: int = 0, quantize: bool = False,
-                     vision: dict | None = None, dtype: mx.Dtype = mx.bfloat16) -> Path:
-    """A loadable tiny `family` checkpoint in `directory`. With `quantize`, the projector (and
-    for gemma4_unified `patch_dense`) is a 4-bit affine `nn.QuantizedLinear`, group 64."""
+                     vision: dict | None = None, text: dict | None = None, budget: int | None = None,
+                     dtype: mx.Dtype = mx.bfloat16) -> Path:
+    """A loadable `family` checkpoint in `directory`: tiny unless `vision` / `text` say otherwise,
+    the image processor at `budget` (default: the family's in IMAGE_BUDGET). With `quantize`, the
+    projector (and for gemma4_unified `patch_dense`) is a 4-bit affine `nn.QuantizedLinear`,
+    group 64."""
     directory.mkdir(parents=True, exist_ok=True)
     quantization = dict(group_size=64, bits=4, mode="affine") if quantize else None
-    config = model_config(family, vision, quantization)
+    config = model_config(family, vision, quantization, text)
     model = build_model(config)
     model.load_weights(list(random_parameters(model, dtype, seed).items()))
     if quantize:
@@ -134,24 +139,23 @@ def write_checkpoint(directory: Path, family: str, *, seed: int = 0, quantize: b
     mx.eval(list(parameters.values()))
     mx.save_safetensors(str(directory / "model.safetensors"), parameters)
     (directory / "config.json").write_text(json.dumps(config, indent=1))
-    write_processor_files(directory, config)
+    write_processor_files(directory, config, budget or IMAGE_BUDGET[family])
     return directory
 
 
-def write_processor_files(directory: Path, config: dict) -> None:
-    """processor_config.json (the image processor at the family's budget, the video processor
-    at 70 soft tokens per frame, 4 frames at most), the tokenizer and the chat template."""
+def write_processor_files(directory: Path, config: dict, budget: int) -> None:
+    """processor_config.json (the image processor at `budget`, the video processor at 70 soft
+    tokens per frame, 4 frames at most), the tokenizer and the chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     family, vision = config["model_type"], config["vision_config"]
     patch = dict(patch_size=vision["patch_size"], pooling_kernel_size=vision["pooling_kernel_size"])
     image_processor = dict(image_processor_type="Gemma4ImageProcessor", do_rescale=True, rescale_factor=1 / 255,
-                           do_normalize=False, max_soft_tokens=IMAGE_BUDGET[family], **patch)
+                           do_normalize=False, max_soft_tokens=budget, **patch)
     video_processor = dict(max_soft_tokens=70, num_frames=4, **patch)
     if family == "gemma4_unified":
         video_processor["model_patch_size"] = vision["model_patch_size"]
-    processor = dict(image_processor=image_processor, video_processor=video_processor,
-                     image_seq_length=IMAGE_BUDGET[family])
+    processor = dict(image_processor=image_processor, video_processor=video_processor, image_seq_length=budget)
     (directory / "processor_config.json").write_text(json.dumps(processor, indent=1))
 
     tokenizer = Tokenizer(models.WordLevel(vocab=IDS, unk_token="<unk>"))
