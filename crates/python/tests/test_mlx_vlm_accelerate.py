@@ -1,10 +1,12 @@
 """`gemma_vision.mlx_vlm.accelerate` around the generate loop: models it refuses are left exactly
 as they were, a second call and `restore` behave, mlx-vlm's vision cache (`stream_generate` with a
 `VisionFeatureCache`) runs on our encoder, and `Encoder.encode_pixel_values` is the stock
-`encode_image`, usable as `cached_image_features`."""
+`encode_image`, usable as `cached_image_features`, with the GIL released."""
 
 from __future__ import annotations
 
+import sys
+import threading
 from pathlib import Path
 
 import mlx.core as mx
@@ -181,3 +183,29 @@ def test_encoder_matching_names_what_differs(tiny_checkpoints: dict[str, Path]):
         gemma_vision.Encoder.matching(tiny_checkpoints["gemma4-q4"], [p for p in parameters if not p[0].endswith("scales")])
     with pytest.raises(TypeError, match="not an mx.array"):
         gemma_vision.Encoder.matching(tiny_checkpoints["gemma4-q4"], [("vision_tower.x", 3)])
+
+
+def test_the_gil_is_released_while_encoding_pixel_values(tiny_checkpoints):
+    encoder = gemma_vision.Encoder(tiny_checkpoints["gemma4"])
+    pixels = mx.random.uniform(shape=(32, 3, 48, 48), key=mx.random.key(5))
+    mx.eval(pixels)
+    ticks = 0
+    done = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    counter = threading.Thread(target=count)
+    sys.setswitchinterval(1.0)  # a thread holding the GIL would keep it for a second
+    try:
+        counter.start()
+        before = ticks
+        mx.eval(encoder.encode_pixel_values(pixels))
+        seen = ticks - before
+    finally:
+        done.set()
+        counter.join()
+        sys.setswitchinterval(0.005)
+    assert seen > 0, "no other thread ran while encode_pixel_values was running"
