@@ -17,7 +17,8 @@ pub fn main(extra: &[String]) -> Result<()> {
 
 /// Builds the `gemma-vision` wheel (the dev profile, which reuses what `cargo test` built),
 /// installs it into `.deps/venv` and runs its pytest suite (`crates/python/tests`) against the
-/// `gemma-vision` command `cargo test` built.
+/// `gemma-vision` command `cargo test` built; the suite also installs the wheel beside mlx-vlm
+/// into a fresh environment of its own (`GEMMA_VISION_WHEEL`).
 fn python_package() -> Result<()> {
     let wheels = target_dir().join("python-wheels");
     let _ = fs::remove_dir_all(&wheels);
@@ -31,7 +32,8 @@ fn python_package() -> Result<()> {
     .arg(&wheel))?;
     let binary = target_dir().join("debug").join("gemma-vision");
     run(cmd(python(), &["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/python/tests"])
-        .env("GEMMA_VISION", binary))
+        .env("GEMMA_VISION", binary)
+        .env("GEMMA_VISION_WHEEL", &wheel))
 }
 
 /// The one wheel maturin wrote into `dir`.

@@ -1,6 +1,6 @@
 //! Arguments shared by several subcommands.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use vision::ComputeDtype;
 
@@ -16,24 +16,9 @@ pub struct ModelArgs {
     pub max_soft_tokens: Option<u32>,
 }
 
-/// The dtype the encoder computes in.
-#[derive(Debug, Clone, Copy, Default, ValueEnum)]
-pub enum DtypeArg {
-    /// The checkpoint's own dtype (bf16 for published checkpoints).
-    #[default]
-    Native,
-    /// Weights cast to float32 once at load: what mlx-vlm computes on the model cast to float32.
-    #[value(alias = "float32")]
-    F32,
-}
-
-impl From<DtypeArg> for ComputeDtype {
-    fn from(dtype: DtypeArg) -> ComputeDtype {
-        match dtype {
-            DtypeArg::Native => ComputeDtype::Native,
-            DtypeArg::F32 => ComputeDtype::F32,
-        }
-    }
+/// `--dtype`: a [`ComputeDtype`] by its name (`native`, `f32`; `float32` too).
+pub fn compute_dtype(text: &str) -> Result<ComputeDtype, String> {
+    text.parse::<ComputeDtype>().map_err(|e| e.to_string())
 }
 
 /// A positive soft-token budget.

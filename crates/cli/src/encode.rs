@@ -1,10 +1,10 @@
-//! `gemma-vision encode`: the soft tokens of image files into one safetensors file.
+//! `gemma-vision encode`: the soft tokens of image files, or of one video's frames, into one safetensors file.
 
-use crate::args::{DtypeArg, ModelArgs};
+use crate::args::{self, ModelArgs};
 use clap::{ArgGroup, Args};
 use std::path::PathBuf;
 use tensor::Array;
-use vision::{EncoderOptions, VisionEncoder};
+use vision::{ComputeDtype, EncoderOptions, VisionEncoder};
 
 /// Encode image files, or the frames of one video, into one safetensors file.
 ///
@@ -24,9 +24,10 @@ pub struct EncodeArgs {
     /// [default: processor_config.json's video_processor, else 70].
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "images")]
     frames: Vec<PathBuf>,
-    /// The dtype to compute in.
-    #[arg(long, value_enum, default_value_t = DtypeArg::Native)]
-    dtype: DtypeArg,
+    /// The dtype to compute in: native (the checkpoint's own, bf16 for published checkpoints)
+    /// or f32 (weights cast to float32 once at load).
+    #[arg(long, value_name = "native|f32", default_value = "native", value_parser = args::compute_dtype)]
+    dtype: ComputeDtype,
     /// Divide the features by √text_hidden, for a language model that scales every input
     /// embedding (mlx-vlm does not).
     #[arg(long)]
@@ -36,23 +37,21 @@ pub struct EncodeArgs {
     out: PathBuf,
 }
 
-pub fn run(args: &EncodeArgs) -> Result<(), String> {
+pub fn run(args: &EncodeArgs) -> Result<(), crate::Error> {
     // A command runs alone in its process: keep MLX's freed intermediates mapped for reuse.
     tensor::memory::retain_freed_host_memory();
     let options = EncoderOptions {
-        compute_dtype: args.dtype.into(),
+        compute_dtype: args.dtype,
         divide_by_embed_scale: args.divide_by_embed_scale,
         ..EncoderOptions::default()
     };
-    let encoder = VisionEncoder::load(&args.model.model, options).map_err(|e| e.to_string())?;
+    let encoder = VisionEncoder::load(&args.model.model, options)?;
     let budget = args.model.max_soft_tokens;
     let features = match args.frames.is_empty() {
-        true => encoder.encode_files(&args.images, budget),
-        false => encoder.encode_video_files(&args.frames, budget),
-    }
-    .map_err(|e| e.to_string())?;
+        true => encoder.encode_files(&args.images, budget)?,
+        false => encoder.encode_video_files(&args.frames, budget)?,
+    };
     let counts: Vec<i32> = features.soft_tokens.iter().map(|&n| n as i32).collect();
-    let soft_tokens = Array::from_slice(&counts, &[counts.len() as i32]).map_err(|e| e.to_string())?;
-    tensor::save_safetensors(&args.out, &[("features", &features.features), ("soft_tokens", &soft_tokens)], None)
-        .map_err(|e| e.to_string())
+    let soft_tokens = Array::from_slice(&counts, &[counts.len() as i32])?;
+    Ok(tensor::save_safetensors(&args.out, &[("features", &features.features), ("soft_tokens", &soft_tokens)], None)?)
 }

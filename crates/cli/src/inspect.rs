@@ -8,7 +8,8 @@ use vision::{EncoderOptions, Inspection, VisionConfig, VisionEncoder};
 ///
 /// Prints the model type and vision dimensions, the features' width and dtype, each quantized
 /// module, the soft-token budget and where it comes from (and, with --image-size, what an
-/// image of that size becomes), the tensors read and ignored, and the cache identity. A
+/// image of that size becomes), the tensors read and ignored, the cache identity and the MLX it
+/// runs on. A
 /// checkpoint the encoder refuses fails with the reason.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
@@ -22,10 +23,9 @@ pub struct InspectArgs {
     json: bool,
 }
 
-pub fn run(args: &InspectArgs) -> Result<(), String> {
-    let encoder = VisionEncoder::load(&args.model.model, EncoderOptions::default()).map_err(|e| e.to_string())?;
-    let inspection =
-        Inspection::of(&encoder, args.model.max_soft_tokens, args.image_size).map_err(|e| e.to_string())?;
+pub fn run(args: &InspectArgs) -> Result<(), crate::Error> {
+    let encoder = VisionEncoder::load(&args.model.model, EncoderOptions::default())?;
+    let inspection = Inspection::of(&encoder, args.model.max_soft_tokens, args.image_size)?;
     if args.json {
         println!("{}", inspection.to_json());
     } else {
@@ -111,6 +111,7 @@ fn text(i: &Inspection) -> String {
         ),
     ));
     lines.push(("cache", i.cache_identity.clone()));
+    lines.push(("mlx", format!("{} ({})", i.mlx.version, i.mlx.library.display())));
     lines.into_iter().map(|(label, value)| format!("{label:<10} {value}\n")).collect()
 }
 

@@ -6,9 +6,13 @@
 
 mod args;
 mod embed;
+mod embed_progress;
 mod encode;
+mod error;
 mod inspect;
 mod preprocess;
+
+pub use error::Error;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -50,7 +54,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => fail(&message),
+        Err(error) => fail(&error.to_string()),
     }
 }
 

@@ -23,29 +23,27 @@ pub struct PreprocessArgs {
     out: PathBuf,
 }
 
-pub fn run(args: &PreprocessArgs) -> Result<(), String> {
-    let to_string = |e: tensor::Error| e.to_string();
-    let encoder = VisionEncoder::load(&args.model.model, EncoderOptions::default()).map_err(|e| e.to_string())?;
-    let image = preprocess::open(&args.image, &encoder.options().limits).map_err(|e| e.to_string())?;
-    let preprocessor = encoder.preprocessor(args.model.max_soft_tokens).map_err(|e| e.to_string())?;
-    let resized = preprocessor.resize(&image).map_err(|e| e.to_string())?;
+pub fn run(args: &PreprocessArgs) -> Result<(), crate::Error> {
+    let encoder = VisionEncoder::load(&args.model.model, EncoderOptions::default())?;
+    let image = preprocess::open(&args.image, &encoder.options().limits)?;
+    let preprocessor = encoder.preprocessor(args.model.max_soft_tokens)?;
+    let resized = preprocessor.resize(&image)?;
     let (h, w) = (resized.height() as i32, resized.width() as i32);
-    let mut tensors: Vec<(&str, Array)> =
-        vec![("pixels", Array::from_slice(resized.data(), &[h, w, 3]).map_err(to_string)?)];
-    match encoder.prepare(&image, &preprocessor).map_err(|e| e.to_string())? {
+    let mut tensors: Vec<(&str, Array)> = vec![("pixels", Array::from_slice(resized.data(), &[h, w, 3])?)];
+    match encoder.prepare(&image, &preprocessor)? {
         PreparedImage::Pixels(p) => {
-            let values = Array::from_slice(&p.data, &[3, p.height as i32, p.width as i32]).map_err(to_string)?;
+            let values = Array::from_slice(&p.data, &[3, p.height as i32, p.width as i32])?;
             tensors.push(("pixel_values", values));
         }
         PreparedImage::Patches(p) => {
             let (len, dim) = (p.len as i32, p.dim as i32);
-            let padded = Array::from_slice(&p.data, &[len, dim]).map_err(to_string)?;
-            let real = padded.slice_axis(0, 0, p.real as i32).map_err(to_string)?;
+            let padded = Array::from_slice(&p.data, &[len, dim])?;
+            let real = padded.slice_axis(0, 0, p.real as i32)?;
             tensors.push(("pixel_values", padded));
             tensors.push(("patches", real));
-            tensors.push(("positions", Array::from_slice(&p.positions, &[len, 2]).map_err(to_string)?));
+            tensors.push(("positions", Array::from_slice(&p.positions, &[len, 2])?));
         }
     }
     let refs: Vec<(&str, &Array)> = tensors.iter().map(|(n, a)| (*n, a)).collect();
-    tensor::save_safetensors(&args.out, &refs, None).map_err(|e| e.to_string())
+    Ok(tensor::save_safetensors(&args.out, &refs, None)?)
 }

@@ -200,7 +200,7 @@ fn bad_command_lines_fail_with_one_error_line() {
         ),
         (
             vec!["encode", "--model", &m, "--image", &i, "--dtype", "f64", "--out", out],
-            "invalid value 'f64' for '--dtype <DTYPE>'",
+            "invalid value 'f64' for '--dtype <native|f32>': dtype must be \"native\" or \"f32\", got \"f64\"",
         ),
         (
             vec!["preprocess", "--model", &m, "--image", &i, "--image", &i, "--out", out],

@@ -327,5 +327,5 @@ fn fatal_errors_exit_2_with_one_line() {
     let other_encoder = fails(&strs(&with(&["--max-soft-tokens", "6", "--dtype", "f32"])));
     assert!(other_encoder.contains("holds features of another encoder"), "{other_encoder}");
     let other_budget = fails(&strs(&with(&["--max-soft-tokens", "8"])));
-    assert!(other_budget.contains("was written with --max-soft-tokens 6, this run's is 8"), "{other_budget}");
+    assert!(other_budget.contains("was written with a budget of 6 soft tokens, this job's is 8"), "{other_budget}");
 }

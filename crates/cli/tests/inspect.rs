@@ -55,6 +55,10 @@ fn the_json_form_is_the_library_inspection() {
     let json: serde_json::Value =
         serde_json::from_str(&ok(&["inspect", "--model", &model("q-legacy-affine4"), "--json"])).unwrap();
     assert_eq!(json["model_type"], "gemma4");
+    // The MLX the command runs on: the release mlx-c was built for, and its libmlx file.
+    assert_eq!(json["mlx"]["version"], tensor::info::mlx_version().unwrap());
+    assert_eq!(json["mlx"]["version"].as_str().unwrap(), tensor::info::mlx_build_version());
+    assert!(json["mlx"]["library"].as_str().unwrap().ends_with("/lib/libmlx.so"));
     assert_eq!(json["feature_width"], 64);
     assert_eq!(json["feature_dtype"], "bfloat16");
     assert!(json["index_file"].as_str().unwrap().ends_with("model.safetensors.index.json"));
@@ -87,7 +91,7 @@ fn the_json_form_is_the_library_inspection() {
 fn the_text_form_shows_every_fact() {
     let text = ok(&["inspect", "--model", &model("q-affine-mixed-f32"), "--image-size", "37x23"]);
     let labels: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    for label in ["model", "vision", "features", "weights", "quantized", "budget", "image", "tensors", "cache"] {
+    for label in ["model", "vision", "features", "weights", "quantized", "budget", "image", "tensors", "cache", "mlx"] {
         assert!(labels.contains(&label), "{label} missing from:\n{text}");
     }
     assert!(text.contains("SigLIP tower: 2 layers, width 64"), "{text}");
@@ -131,7 +135,8 @@ fn a_refused_checkpoint_is_one_error_line_saying_why() {
     }
 }
 
-/// The README shows `inspect`'s output on a test checkpoint; it must stay what the command prints.
+/// The README shows `inspect`'s output on a test checkpoint; it must stay what the command prints
+/// (the libmlx path up to the environment's `site-packages/` shown as `…/`).
 #[test]
 fn the_readme_shows_what_the_command_prints() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -146,5 +151,11 @@ fn the_readme_shows_what_the_command_prints() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), shown, "update the README's inspect example");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let library = tensor::info::mlx_library().unwrap().display().to_string();
+    let elided = match library.find("site-packages/") {
+        Some(at) => format!("…/{}", &library[at..]),
+        None => library.clone(),
+    };
+    assert_eq!(printed.replace(&library, &elided), shown, "update the README's inspect example");
 }

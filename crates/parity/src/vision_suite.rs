@@ -55,11 +55,11 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
     let manifest: Manifest = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     for case in &manifest.cases {
         let case_dir = dir.join(&case.name);
-        let options = match case.compute.as_deref() {
-            None => EncoderOptions::default(),
-            Some("float32") => EncoderOptions { compute_dtype: ComputeDtype::F32, ..Default::default() },
-            Some(other) => return Err(format!("{}: unknown compute dtype `{other}`", case.name).into()),
+        let compute_dtype = match case.compute.as_deref() {
+            None => ComputeDtype::Native,
+            Some(name) => name.parse().map_err(|e| format!("{}: {e}", case.name))?,
         };
+        let options = EncoderOptions { compute_dtype, ..Default::default() };
         let encoder = VisionEncoder::load(case_dir.join("model"), options)?;
         let reference = tensor::load_safetensors(case_dir.join("reference.safetensors"))?;
         let label = match &case.compute {

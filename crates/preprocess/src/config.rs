@@ -14,6 +14,35 @@ pub enum ModelFamily {
     Gemma4Unified,
 }
 
+/// Where a soft-token budget came from, in the order they are consulted: the caller, the
+/// checkpoint's `processor_config.json`, its `preprocessor_config.json`, the default (280).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum BudgetSource {
+    /// The caller's value (`--max-soft-tokens`, `max_soft_tokens=`).
+    #[serde(rename = "flag")]
+    Flag,
+    #[serde(rename = "processor_config.json")]
+    ProcessorConfig,
+    #[serde(rename = "preprocessor_config.json")]
+    PreprocessorConfig,
+    /// The reference's default, 280 (no file sets one).
+    #[default]
+    #[serde(rename = "default")]
+    Default,
+}
+
+impl BudgetSource {
+    /// The name used in the serialised form: `flag`, a file name, or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetSource::Flag => "flag",
+            BudgetSource::ProcessorConfig => "processor_config.json",
+            BudgetSource::PreprocessorConfig => "preprocessor_config.json",
+            BudgetSource::Default => "default",
+        }
+    }
+}
+
 /// `Gemma4ImageProcessor`'s settings (its `__init__` defaults), deserialised leniently: unknown
 /// keys are ignored, missing keys keep the default.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -39,6 +68,9 @@ pub struct ProcessorConfig {
     /// The soft-token budget per image (280; presets 70/140/280/560/1120, any positive value
     /// works for images).
     pub max_soft_tokens: u32,
+    /// Where `max_soft_tokens` came from (not a setting: left out of the serialised form).
+    #[serde(skip)]
+    pub budget_source: BudgetSource,
 }
 
 impl Default for ProcessorConfig {
@@ -53,6 +85,7 @@ impl Default for ProcessorConfig {
             patch_size: 16,
             pooling_kernel_size: 3,
             max_soft_tokens: 280,
+            budget_source: BudgetSource::Default,
         }
     }
 }
@@ -80,6 +113,10 @@ impl ProcessorConfig {
     ///   nothing (all defaults).
     /// - gemma4_unified: the `"image_processor"` object or nothing; there `num_soft_tokens`
     ///   stands for `max_soft_tokens` when the latter is absent.
+    ///
+    /// A budget found there is recorded as [`BudgetSource::ProcessorConfig`] (the file the
+    /// reference reads first; [`from_checkpoint_dir`](Self::from_checkpoint_dir) names the
+    /// file it read).
     pub fn from_json(text: &str, family: ModelFamily) -> std::result::Result<Self, serde_json::Error> {
         let file: serde_json::Value = serde_json::from_str(text)?;
         let nested = file.get("image_processor").filter(|v| v.is_object()).cloned();
@@ -104,20 +141,31 @@ impl ProcessorConfig {
             // `x or default` in the reference: null and empty lists mean the default.
             map.retain(|_, v| !v.is_null());
         }
-        serde_json::from_value(settings)
+        let has_budget = settings.get("max_soft_tokens").is_some();
+        let mut config: ProcessorConfig = serde_json::from_value(settings)?;
+        config.budget_source = if has_budget { BudgetSource::ProcessorConfig } else { BudgetSource::Default };
+        Ok(config)
     }
 
     /// The settings of a checkpoint directory: `processor_config.json`, else
-    /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path).
+    /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
+    /// [`budget_source`](Self::budget_source) naming the file the budget came from.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
-        for name in ["processor_config.json", "preprocessor_config.json"] {
+        for (name, source) in [
+            ("processor_config.json", BudgetSource::ProcessorConfig),
+            ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
+        ] {
             let path = dir.as_ref().join(name);
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
-                    return Self::from_json(&text, family)
+                    let mut config = Self::from_json(&text, family)
                         .map_err(|e| Error::Config { path, detail: e.to_string() })?
                         .validated()
-                        .map_err(|detail| Error::Config { path: dir.as_ref().join(name), detail });
+                        .map_err(|detail| Error::Config { path: dir.as_ref().join(name), detail })?;
+                    if config.budget_source != BudgetSource::Default {
+                        config.budget_source = source;
+                    }
+                    return Ok(config);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(Error::Io { path, source }),
@@ -127,10 +175,11 @@ impl ProcessorConfig {
     }
 
     /// The same settings with the caller's budget, if any (the processor's `max_soft_tokens`
-    /// keyword argument).
+    /// keyword argument), recorded as [`BudgetSource::Flag`].
     pub fn with_max_soft_tokens(mut self, budget: Option<u32>) -> Self {
         if let Some(budget) = budget {
             self.max_soft_tokens = budget;
+            self.budget_source = BudgetSource::Flag;
         }
         self
     }

@@ -32,7 +32,7 @@ mod target_size;
 mod video_config;
 mod video_preprocessor;
 
-pub use config::{ModelFamily, ProcessorConfig};
+pub use config::{BudgetSource, ModelFamily, ProcessorConfig};
 pub use decode::{DecodeOptions, Format, decode, open};
 pub use error::{Error, Result};
 pub use limits::Limits;

@@ -1,6 +1,6 @@
 //! The video processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{Error, ModelFamily, ProcessorConfig, Result};
+use crate::{BudgetSource, Error, ModelFamily, ProcessorConfig, Result};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -107,13 +107,21 @@ impl VideoProcessorConfig {
 
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json` (the file the reference reads the image settings from), else
-    /// the defaults.
+    /// the defaults; the frame settings' `budget_source` names the file a budget came from.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
-        for name in ["processor_config.json", "preprocessor_config.json"] {
+        for (name, source) in [
+            ("processor_config.json", BudgetSource::ProcessorConfig),
+            ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
+        ] {
             let path = dir.as_ref().join(name);
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
-                    return Self::from_json(&text, family).map_err(|e| Error::Config { path, detail: e.to_string() });
+                    let mut config =
+                        Self::from_json(&text, family).map_err(|e| Error::Config { path, detail: e.to_string() })?;
+                    if config.frame.budget_source == BudgetSource::ProcessorConfig {
+                        config.frame.budget_source = source;
+                    }
+                    return Ok(config);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(Error::Io { path, source }),
@@ -140,6 +148,8 @@ impl VideoProcessorConfig {
             patch_size: s.patch_size,
             pooling_kernel_size: s.pooling_kernel_size,
             max_soft_tokens: budget.unwrap_or(VIDEO_BUDGETS[0]),
+            // The file the settings were read from names the budget; absent, the video default.
+            budget_source: if budget.is_some() { BudgetSource::ProcessorConfig } else { BudgetSource::Default },
         };
         let model_patch_size = s.model_patch_size.filter(|&m| m > 0).unwrap_or_else(|| frame.model_patch_size());
         VideoProcessorConfig { frame, num_frames: s.num_frames, model_patch_size }
@@ -147,9 +157,7 @@ impl VideoProcessorConfig {
 
     /// The same settings with the caller's budget per frame, if any.
     pub fn with_max_soft_tokens(mut self, budget: Option<u32>) -> Self {
-        if let Some(budget) = budget {
-            self.frame.max_soft_tokens = budget;
-        }
+        self.frame = self.frame.with_max_soft_tokens(budget);
         self
     }
 

@@ -1,7 +1,9 @@
 //! Encoder inputs: rescale arithmetic, patch layouts and positions, padding, processor
 //! settings as the reference reads them.
 
-use preprocess::{ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage};
+use preprocess::{
+    BudgetSource, ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage,
+};
 use proptest::prelude::*;
 
 fn gradient(w: u32, h: u32) -> RgbImage {
@@ -147,11 +149,18 @@ fn settings_come_from_a_checkpoint_directory() {
         ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4).expect("defaults"),
         ProcessorConfig::default()
     );
+    let source = |config: ProcessorConfig| (config.max_soft_tokens, config.budget_source);
     std::fs::write(dir.join("preprocessor_config.json"), r#"{"max_soft_tokens": 70}"#).expect("write");
-    assert_eq!(ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4).expect("flat").max_soft_tokens, 70);
+    let flat = ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4).expect("flat");
+    assert_eq!(source(flat.clone()), (70, BudgetSource::PreprocessorConfig));
+    assert_eq!(source(flat.with_max_soft_tokens(Some(9))), (9, BudgetSource::Flag));
+    std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"do_resize": true}}"#).expect("write");
+    let unset = ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4).expect("no budget");
+    assert_eq!(source(unset), (280, BudgetSource::Default), "the first file found decides; it sets no budget");
     std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"max_soft_tokens": 1120}}"#)
         .expect("write");
-    assert_eq!(ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4).expect("nested").max_soft_tokens, 1120);
+    let nested = ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4).expect("nested");
+    assert_eq!(source(nested), (1120, BudgetSource::ProcessorConfig));
     std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"max_soft_tokens": 0}}"#).expect("write");
     assert!(matches!(
         ProcessorConfig::from_checkpoint_dir(&dir, ModelFamily::Gemma4),

@@ -258,7 +258,7 @@ fn tensor_error(e: tensor::Error) -> PyErr {
 }
 
 /// A positive budget, or none.
-fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<u32>> {
+pub(crate) fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<u32>> {
     match max_soft_tokens {
         None => Ok(None),
         Some(n) if n > 0 => u32::try_from(n)

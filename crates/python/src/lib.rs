@@ -10,6 +10,7 @@
 
 mod arrays;
 mod borrowed_bytes;
+mod embed_job;
 mod encoder;
 mod errors;
 mod held_parameters;
@@ -43,6 +44,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<encoder::Encoder>()?;
     module.add_function(wrap_pyfunction!(retain_freed_host_memory, module)?)?;
     module.add_function(wrap_pyfunction!(open_mlx, module)?)?;
+    module.add_function(wrap_pyfunction!(embed_job::embed, module)?)?;
     module.add("MLX_BUILD_VERSION", tensor::info::mlx_build_version())?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -47,7 +47,18 @@ def ray_job(address: str, images: Path, out: Path, *extra: str) -> str:
     command += ["--max-soft-tokens", "6", "--actors", "2", "--batch", "4", *extra]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
+    # The job uses Ray Data's current API: no deprecation warning about its own arguments.
+    assert "``concurrency`` is deprecated" not in result.stderr, result.stderr[-4000:]
     return result.stdout
+
+
+def test_the_actors_are_an_actor_pool_of_the_requested_size():
+    import ray.data
+
+    options = ray_embed.actor_options(3, 1.5)
+    assert isinstance(options["compute"], ray.data.ActorPoolStrategy)
+    assert (options["compute"].min_size, options["compute"].max_size) == (3, 3)
+    assert "concurrency" not in options and options["num_cpus"] == 1.5
 
 
 def parquet_rows(out: Path) -> dict[str, dict]:

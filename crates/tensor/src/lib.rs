@@ -59,9 +59,10 @@ pub use element::Element;
 pub use error::{Error, Result};
 pub use fingerprint::fingerprint;
 pub use safetensors_file::{
-    SafetensorsFile, TensorInfo, load_safetensors, load_safetensors_copying, parse_safetensors_header,
+    SafetensorsFile, SafetensorsHeader, TensorInfo, load_safetensors, load_safetensors_copying,
+    parse_safetensors_header, read_safetensors_header,
 };
-pub use safetensors_save::{save_safetensors, write_atomically};
+pub use safetensors_save::{TensorBytes, save_safetensors, write_atomically, write_safetensors};
 pub use scalar::Operand;
 pub use sharded::ShardedSafetensors;
 pub use shared::SharedArray;

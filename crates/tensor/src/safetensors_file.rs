@@ -203,6 +203,67 @@ pub fn parse_safetensors_header(bytes: &[u8], path: &Path) -> Result<BTreeMap<St
         .collect()
 }
 
+/// What a safetensors file's header says, read without its data: each tensor's dtype, shape and
+/// byte range within the file, and the `__metadata__` strings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SafetensorsHeader {
+    pub tensors: BTreeMap<String, (TensorInfo, Range<usize>)>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Reads and validates the header of the safetensors file at `path` without reading its data:
+/// the header length (at most safetensors' 100 MB), the JSON header, each tensor's dtype, shape
+/// (extents that fit an `i32`) and data offsets, which must tile the data section exactly to the
+/// end of the file: a file cut short, or longer than its header says, is an [`Error::Format`].
+pub fn read_safetensors_header(path: impl AsRef<Path>) -> Result<SafetensorsHeader> {
+    use std::io::Read;
+    let path = path.as_ref();
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len)
+        .map_err(|_| Error::format(path, format!("{file_len} bytes is too short for a safetensors header")))?;
+    let header_len = u64::from_le_bytes(len);
+    if header_len > MAX_HEADER_BYTES || header_len > file_len - 8 {
+        return Err(Error::format(path, format!("a header of {header_len} bytes in a file of {file_len}")));
+    }
+    let mut header = vec![0u8; header_len as usize];
+    file.read_exact(&mut header).map_err(|e| Error::io(path, e))?;
+    let parsed: safetensors::tensor::Metadata =
+        serde_json::from_slice(&header).map_err(|e| Error::format(path, format!("invalid safetensors header: {e}")))?;
+    let data_start = 8 + header_len as usize;
+    let described = data_start.checked_add(parsed.data_len());
+    if described.map(|n| n as u64) != Some(file_len) {
+        return Err(Error::format(
+            path,
+            format!(
+                "the file holds {file_len} bytes, its header describes {}",
+                described.map_or("more".into(), |n| n.to_string())
+            ),
+        ));
+    }
+    let tensors = parsed
+        .tensors()
+        .into_iter()
+        .map(|(name, info)| {
+            let shape = info
+                .shape
+                .iter()
+                .map(|&d| i32::try_from(d))
+                .collect::<std::result::Result<Vec<i32>, _>>()
+                .map_err(|_| Error::format(path, format!("tensor `{name}`: shape {:?} too large", info.shape)))?;
+            let (start, end) = info.data_offsets;
+            let range = data_start + start..data_start + end;
+            Ok((name, (TensorInfo { dtype: dtype_of(info.dtype), shape }, range)))
+        })
+        .collect::<Result<_>>()?;
+    let metadata = parsed.metadata().clone().unwrap_or_default().into_iter().collect();
+    Ok(SafetensorsHeader { tensors, metadata })
+}
+
+/// safetensors' own limit on the header's length.
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
 /// Rejects a header whose data offsets point past the end of the file before the `safetensors`
 /// crate sums them: its `header length + 8 + end of data` overflows (a panic in debug builds) for
 /// offsets near `usize::MAX`. Headers that are not an object of objects are left to its parser.

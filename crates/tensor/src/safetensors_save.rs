@@ -1,7 +1,7 @@
-//! Writing safetensors files, atomically.
+//! Writing safetensors files, atomically: from MLX arrays, or from bytes already on the host.
 
-use crate::{Array, Error, Result};
-use std::borrow::Cow;
+use crate::{Array, Dtype, Error, Result};
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -15,61 +15,95 @@ pub fn save_safetensors(
     metadata: Option<HashMap<String, String>>,
 ) -> Result<()> {
     let path = path.as_ref();
-    let views = tensors
+    let host = tensors
         .iter()
         .map(|&(name, array)| {
-            let dtype = safetensors_dtype(array).ok_or_else(|| {
-                Error::format(path, format!("tensor `{name}`: dtype {} cannot be saved", array.dtype()))
-            })?;
-            let data = array.with_bytes(<[u8]>::to_vec)?;
-            let shape = array.shape().iter().map(|&d| d as usize).collect();
-            Ok((name.to_owned(), HostTensor { dtype, shape, data }))
+            let shape = array.shape().iter().map(|&d| d as usize).collect::<Vec<_>>();
+            Ok((name, array.dtype(), shape, array.with_bytes(<[u8]>::to_vec)?))
         })
         .collect::<Result<Vec<_>>>()?;
-    let bytes = safetensors::serialize(views, metadata).map_err(|e| Error::format(path, e.to_string()))?;
-    write_atomically(path, |file| file.write_all(&bytes))
+    let views: Vec<TensorBytes<'_>> =
+        host.iter().map(|(name, dtype, shape, data)| TensorBytes { name, dtype: *dtype, shape, data }).collect();
+    let metadata: BTreeMap<String, String> = metadata.unwrap_or_default().into_iter().collect();
+    write_safetensors(path, &views, &metadata)
 }
 
-struct HostTensor {
-    dtype: safetensors::Dtype,
-    shape: Vec<usize>,
-    data: Vec<u8>,
+/// One tensor as a safetensors file stores it: its dtype, its shape and its bytes (row-major,
+/// little-endian, `shape`'s element count times the dtype's size).
+#[derive(Debug, Clone, Copy)]
+pub struct TensorBytes<'a> {
+    pub name: &'a str,
+    pub dtype: Dtype,
+    pub shape: &'a [usize],
+    pub data: &'a [u8],
 }
 
-impl safetensors::View for HostTensor {
-    fn dtype(&self) -> safetensors::Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(&self.data)
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
-    }
-}
-
-fn safetensors_dtype(array: &Array) -> Option<safetensors::Dtype> {
-    use crate::Dtype as D;
-    use safetensors::Dtype as S;
-    Some(match array.dtype() {
-        D::Bool => S::BOOL,
-        D::U8 => S::U8,
-        D::U16 => S::U16,
-        D::U32 => S::U32,
-        D::U64 => S::U64,
-        D::I8 => S::I8,
-        D::I16 => S::I16,
-        D::I32 => S::I32,
-        D::I64 => S::I64,
-        D::F16 => S::F16,
-        D::Bf16 => S::BF16,
-        D::F32 => S::F32,
-        D::F64 => S::F64,
-        D::C64 => return None,
+/// Writes a safetensors file at `path` from host bytes: the header (each tensor's dtype, shape
+/// and data offsets, in the order given, and `metadata` under `__metadata__`, as strings),
+/// padded with spaces to a multiple of 8 bytes, then the tensors' bytes one after the other,
+/// streamed to the file without a second copy. The file appears complete or not at all
+/// ([`write_atomically`]). Fails ([`Error::Format`]) on a tensor whose bytes do not fill its
+/// shape, a dtype safetensors cannot store, or two tensors of one name.
+pub fn write_safetensors(
+    path: impl AsRef<Path>,
+    tensors: &[TensorBytes<'_>],
+    metadata: &BTreeMap<String, String>,
+) -> Result<()> {
+    let path = path.as_ref();
+    let header = safetensors_header(path, tensors, metadata)?;
+    write_atomically(path, |file| {
+        let mut out = std::io::BufWriter::new(file);
+        out.write_all(&(header.len() as u64).to_le_bytes())?;
+        out.write_all(&header)?;
+        for tensor in tensors {
+            out.write_all(tensor.data)?;
+        }
+        out.flush()
     })
+}
+
+/// The JSON header of [`write_safetensors`], padded.
+fn safetensors_header(
+    path: &Path,
+    tensors: &[TensorBytes<'_>],
+    metadata: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let mut header = serde_json::Map::new();
+    if !metadata.is_empty() {
+        let metadata = metadata.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+        header.insert("__metadata__".into(), serde_json::Value::Object(metadata));
+    }
+    let mut offset = 0usize;
+    for tensor in tensors {
+        if tensor.dtype == Dtype::C64 {
+            return Err(Error::format(
+                path,
+                format!("tensor `{}`: dtype {} cannot be saved", tensor.name, tensor.dtype),
+            ));
+        }
+        let bytes = tensor.shape.iter().try_fold(tensor.dtype.size(), |n, &d| n.checked_mul(d));
+        if bytes != Some(tensor.data.len()) {
+            return Err(Error::format(
+                path,
+                format!(
+                    "tensor `{}`: {} bytes do not fill shape {:?} of {}",
+                    tensor.name,
+                    tensor.data.len(),
+                    tensor.shape,
+                    tensor.dtype
+                ),
+            ));
+        }
+        let end = offset + tensor.data.len();
+        let entry = serde_json::json!({ "dtype": tensor.dtype.safetensors_name(), "shape": tensor.shape, "data_offsets": [offset, end] });
+        if header.insert(tensor.name.to_owned(), entry).is_some() || tensor.name == "__metadata__" {
+            return Err(Error::format(path, format!("tensor `{}` named twice (or reserved)", tensor.name)));
+        }
+        offset = end;
+    }
+    let mut bytes = serde_json::to_vec(&header).map_err(|e| Error::format(path, e.to_string()))?;
+    bytes.resize(bytes.len().next_multiple_of(8), b' ');
+    Ok(bytes)
 }
 
 /// Creates `path` through a temporary file in the same directory that is renamed into place

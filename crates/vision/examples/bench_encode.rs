@@ -63,13 +63,7 @@ fn parse(argv: Vec<String>) -> Result<Args> {
             "--out" => args.out = Some(value()?.into()),
             "--budget" => args.budget = Some(positive(&flag, &value()?)?),
             "--runs" => args.runs = positive(&flag, &value()?)? as usize,
-            "--dtype" => {
-                args.dtype = match value()?.as_str() {
-                    "native" => ComputeDtype::Native,
-                    "f32" | "float32" => ComputeDtype::F32,
-                    other => return Err(format!("--dtype: `{other}` is not native or f32").into()),
-                }
-            }
+            "--dtype" => args.dtype = value()?.parse().map_err(|e| format!("--dtype: {e}"))?,
             "--gemm" => args.gemm = true,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
         }

@@ -3,7 +3,7 @@
 use crate::siglip_tower::SiglipVisionTower;
 use crate::trace::Trace;
 use crate::unified_embedder::UnifiedVisionEmbedder;
-use crate::{Checkpoint, Error, ModelConfig, ModelType, Result, VisionConfig};
+use crate::{Checkpoint, ComputeDtype, Error, ModelConfig, ModelType, Result, VisionConfig};
 use layers::{WeightStore, Weights};
 use preprocess::{
     ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage, VideoPreprocessor, VideoProcessorConfig,
@@ -11,19 +11,7 @@ use preprocess::{
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use tensor::{Array, Dtype};
-
-/// The dtype the encoder computes in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum ComputeDtype {
-    /// The checkpoint's own dtype (bf16 for published checkpoints): what mlx-vlm computes on
-    /// the checkpoint as published.
-    #[default]
-    Native,
-    /// Weights converted to float32 once at load, activations float32: what mlx-vlm computes
-    /// on the model cast to float32.
-    F32,
-}
+use tensor::Array;
 
 /// Who runs the encoder's ops. Both choices give the reference's bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -118,10 +106,7 @@ impl VisionEncoder {
         let config = checkpoint.config().clone();
         let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family(&config))?;
         let store = checkpoint.store();
-        let compute = match options.compute_dtype {
-            ComputeDtype::Native => None,
-            ComputeDtype::F32 => Some(Dtype::F32),
-        };
+        let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
             .with_compute_dtype(compute)
             .with_quantization(checkpoint.quantization());
@@ -341,14 +326,30 @@ impl VisionEncoder {
     }
 
     /// SHA-256 (hex) identifying what this encoder computes: the parsed model config, the
-    /// processor settings, the options, and the fingerprint of every vision tensor it loaded
-    /// (names, dtypes, shapes, bytes as stored). Equal identities give equal features for equal
-    /// image bytes and budgets, so it keys a feature cache. Computed once (it reads the weights).
+    /// processor settings, the options that change the features (compute dtype, the embed-scale
+    /// division), the MLX release, and the fingerprint of every vision tensor it loaded (names,
+    /// dtypes, shapes, bytes as stored). Equal identities give equal features for equal image
+    /// bytes and budgets, so it keys a feature cache. Each part is written under an explicit
+    /// name ([`identity_parts`](Self::identity_parts)), never a type's debug form, so renaming
+    /// a Rust item changes no identity. Computed once (it reads the weights).
     pub fn cache_identity(&self) -> Result<String> {
         let mut cached = self.identity.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(identity) = cached.as_ref() {
             return Ok(identity.clone());
         }
+        let mut hasher = Sha256::new();
+        for part in self.identity_parts()? {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        let identity: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        *cached = Some(identity.clone());
+        Ok(identity)
+    }
+
+    /// The parts [`cache_identity`](Self::cache_identity) hashes, in order, each `name value`.
+    /// Who runs the ops is left out: every choice gives the same bits.
+    pub fn identity_parts(&self) -> Result<Vec<String>> {
         let tensors = self
             .used_keys
             .iter()
@@ -356,21 +357,15 @@ impl VisionEncoder {
             .collect::<layers::Result<Vec<_>>>()?;
         let fingerprint = tensor::fingerprint(tensors.iter().map(|(k, a)| (*k, a)))?;
         let processor = serde_json::to_string(&self.processor).map_err(|e| Error::input(e.to_string()))?;
-        let mut hasher = Sha256::new();
-        for part in [
-            "gemma-vision/2".to_owned(),
-            self.config.canonical_json(),
-            processor,
-            // Who runs the ops is left out: every choice gives the same bits.
-            format!("options {:?} {}", self.options.compute_dtype, self.options.divide_by_embed_scale),
-            fingerprint,
-        ] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
-        }
-        let identity: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        *cached = Some(identity.clone());
-        Ok(identity)
+        Ok(vec![
+            "format gemma-vision/3".to_owned(),
+            format!("config {}", self.config.canonical_json()),
+            format!("processor {processor}"),
+            format!("compute_dtype {}", self.options.compute_dtype.as_str()),
+            format!("divide_by_embed_scale {}", self.options.divide_by_embed_scale),
+            format!("mlx {}", tensor::info::mlx_build_version()),
+            format!("weights {fingerprint}"),
+        ])
     }
 }
 

@@ -88,6 +88,17 @@ impl Error {
         Error::Input { what: what.into() }
     }
 
+    /// The kind of a [`tensor::Error`], as [`Error::Tensor`] would have it (for crates above
+    /// this one that wrap tensor errors of their own).
+    pub fn kind_of_tensor(error: &tensor::Error) -> ErrorKind {
+        tensor_kind(error)
+    }
+
+    /// The kind of a [`preprocess::Error`], as [`Error::Preprocess`] would have it.
+    pub fn kind_of_preprocess(error: &preprocess::Error) -> ErrorKind {
+        preprocess_kind(error)
+    }
+
     /// The kind of this error. A checkpoint file reported missing or unreadable is
     /// [`ErrorKind::NotFound`] when its path does not exist (now), else [`ErrorKind::Unreadable`].
     pub fn kind(&self) -> ErrorKind {

@@ -2,13 +2,14 @@
 
 use crate::{Error, ModelType, PreparedImage, Result, VisionConfig, VisionEncoder};
 use layers::WeightStore;
+use preprocess::BudgetSource;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The facts about a checkpoint as an encoder loaded it: its model and dimensions, the
 /// features it produces, its quantized modules, the soft-token budget and where that came
-/// from, the tensors it read and those it ignored, and its cache identity.
+/// from, the tensors it read and those it ignored, its cache identity, and the MLX it runs on.
 ///
 /// Serialisable (`serde`), so every front end (the `gemma-vision inspect` command, the Python
 /// package) reports the same facts under the same names.
@@ -26,7 +27,7 @@ pub struct Inspection {
     /// returns it.
     pub feature_dtype: String,
     /// The compute dtype the encoder was loaded with (`"native"` or `"f32"`).
-    pub compute_dtype: String,
+    pub compute_dtype: crate::ComputeDtype,
     /// The index the weight files were found through, if any.
     pub index_file: Option<PathBuf>,
     /// The weight files read, sorted.
@@ -41,6 +42,24 @@ pub struct Inspection {
     pub tensors: TensorCounts,
     /// [`VisionEncoder::cache_identity`].
     pub cache_identity: String,
+    /// The MLX the encoder runs on.
+    pub mlx: MlxLibrary,
+}
+
+/// The MLX library a process runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MlxLibrary {
+    /// libmlx's own version (`mlx::core::version()`).
+    pub version: String,
+    /// The libmlx file opened.
+    pub library: PathBuf,
+}
+
+impl MlxLibrary {
+    /// The MLX this process opened (opening it if nothing has yet).
+    pub fn current() -> Result<MlxLibrary> {
+        Ok(MlxLibrary { version: tensor::info::mlx_version()?, library: tensor::info::mlx_library()? })
+    }
 }
 
 /// One quantized module.
@@ -62,33 +81,6 @@ pub struct Budget {
     pub source: BudgetSource,
     /// `max_soft_tokens · pooling_kernel_size²`: the patch budget of the size formula.
     pub max_patches: u64,
-}
-
-/// Where a budget came from, in the order they are consulted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum BudgetSource {
-    /// The caller's value (`--max-soft-tokens`).
-    #[serde(rename = "flag")]
-    Flag,
-    #[serde(rename = "processor_config.json")]
-    ProcessorConfig,
-    #[serde(rename = "preprocessor_config.json")]
-    PreprocessorConfig,
-    /// The reference's default, 280 (no file sets one).
-    #[serde(rename = "default")]
-    Default,
-}
-
-impl BudgetSource {
-    /// The name used in the serialised form: `flag`, a file name, or `default`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BudgetSource::Flag => "flag",
-            BudgetSource::ProcessorConfig => "processor_config.json",
-            BudgetSource::PreprocessorConfig => "preprocessor_config.json",
-            BudgetSource::Default => "default",
-        }
-    }
 }
 
 /// An input size and what the image processor makes of it.
@@ -139,10 +131,7 @@ impl Inspection {
         let config = encoder.config();
         let preprocessor = encoder.preprocessor(budget)?;
         let processor = preprocessor.config();
-        let source = match budget {
-            Some(_) => BudgetSource::Flag,
-            None => budget_source(checkpoint.dir(), config.model_type)?,
-        };
+        let source = processor.budget_source;
         let image = image_size
             .map(|(width, height)| -> Result<ImagePlan> {
                 let (h, w) =
@@ -195,10 +184,7 @@ impl Inspection {
             vision: config.vision.clone(),
             feature_width: config.text_hidden_size,
             feature_dtype: feature_dtype(encoder)?,
-            compute_dtype: match encoder.options().compute_dtype {
-                crate::ComputeDtype::Native => "native".into(),
-                crate::ComputeDtype::F32 => "f32".into(),
-            },
+            compute_dtype: encoder.options().compute_dtype,
             index_file: checkpoint.index_file().map(Path::to_path_buf),
             weight_files: checkpoint.weight_files().to_vec(),
             quantized_modules,
@@ -206,6 +192,7 @@ impl Inspection {
             image,
             tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },
             cache_identity: encoder.cache_identity()?,
+            mlx: MlxLibrary::current()?,
         })
     }
 }
@@ -240,30 +227,4 @@ fn feature_dtype(encoder: &VisionEncoder) -> Result<String> {
         }
     };
     Ok(encoder.encode_prepared(&[input], None)?.features.dtype().to_string())
-}
-
-/// Where the checkpoint's own budget comes from, looking where
-/// `preprocess::ProcessorConfig::from_checkpoint_dir` looks: the first of
-/// `processor_config.json` and `preprocessor_config.json` that exists, and in it the settings
-/// the processor reads (the `image_processor` object; for gemma4 also a flat file without
-/// `image_processor_type`), `max_soft_tokens` (gemma4_unified: or `num_soft_tokens`).
-fn budget_source(dir: &Path, model_type: ModelType) -> Result<BudgetSource> {
-    for (name, source) in [
-        ("processor_config.json", BudgetSource::ProcessorConfig),
-        ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
-    ] {
-        let path = dir.join(name);
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::Checkpoint { path: path.clone(), detail: format!("invalid JSON: {e}") })?;
-        let settings = match json.get("image_processor").filter(|v| v.is_object()) {
-            Some(nested) => Some(nested),
-            None if model_type == ModelType::Gemma4 && json.get("image_processor_type").is_none() => Some(&json),
-            None => None,
-        };
-        let sets = |key: &str| settings.and_then(|s| s.get(key)).is_some_and(|v| !v.is_null());
-        let has_budget = sets("max_soft_tokens") || (model_type == ModelType::Gemma4Unified && sets("num_soft_tokens"));
-        return Ok(if has_budget { source } else { BudgetSource::Default });
-    }
-    Ok(BudgetSource::Default)
 }

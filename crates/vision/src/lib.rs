@@ -20,6 +20,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod checkpoint;
+mod compute_dtype;
 mod config;
 mod encoder;
 mod error;
@@ -37,15 +38,17 @@ mod trace;
 mod unified_embedder;
 
 pub use checkpoint::{Checkpoint, INDEX_FILE};
+pub use compute_dtype::{ComputeDtype, UnknownComputeDtype};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
-pub use encoder::{ComputeDtype, EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
+pub use encoder::{EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use held_weights::HeldTensor;
-pub use inspection::{Budget, BudgetSource, IgnoredTensors, ImagePlan, Inspection, QuantizedModule, TensorCounts};
+pub use inspection::{Budget, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, QuantizedModule, TensorCounts};
 pub use model_inputs::ModelInputs;
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
+pub use preprocess::BudgetSource;
 pub use quantization::{ModuleQuantization, QuantizationConfig};
 pub use sanitized_store::SanitizedStore;
 pub use siglip_tower::{PooledRows, SiglipVisionTower};

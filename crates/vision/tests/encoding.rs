@@ -158,6 +158,26 @@ fn cache_identity_tracks_weights_config_and_options() {
     assert_ne!(load(&changed).cache_identity().unwrap(), a, "one changed tensor changes the identity");
 }
 
+/// The identity of a checked-in fixture, pinned: an accidental change of what the identity
+/// covers (a part renamed, a type's spelling leaking in) fails here. Change the value only with
+/// the identity's format (`format gemma-vision/N`), which invalidates every feature cache.
+#[test]
+fn the_identity_of_a_fixture_is_pinned() {
+    let encoder = load(&fixture("tiny-clipped").join("model"));
+    let parts = encoder.identity_parts().unwrap();
+    let names: Vec<&str> = parts.iter().map(|p| p.split_once(' ').unwrap().0).collect();
+    assert_eq!(names, ["format", "config", "processor", "compute_dtype", "divide_by_embed_scale", "mlx", "weights"]);
+    assert_eq!(parts[0], "format gemma-vision/3");
+    assert_eq!(parts[3], "compute_dtype native");
+    assert_eq!(parts[5], format!("mlx {}", tensor::info::mlx_build_version()));
+    if tensor::info::mlx_build_version() == "0.32.4" {
+        assert_eq!(
+            encoder.cache_identity().unwrap(),
+            "e4caafa32d7ad0e6c2ecfad4b42568c986a24fb8a8f2c506a48f7713c3f4ff35"
+        );
+    }
+}
+
 #[test]
 fn one_encoder_serves_many_threads_with_identical_results() {
     fn assert_sync<T: Send + Sync>() {}

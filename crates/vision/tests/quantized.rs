@@ -158,7 +158,7 @@ fn the_inspection_of_a_quantized_checkpoint() {
     let encoder = load(&dir);
     let inspection = Inspection::of(&encoder, None, Some((640, 480))).unwrap();
     assert_eq!(inspection.feature_dtype, "bfloat16");
-    assert_eq!(inspection.compute_dtype, "native");
+    assert_eq!(inspection.compute_dtype, ComputeDtype::Native);
     assert_eq!(inspection.feature_width, 64);
     assert_eq!(inspection.index_file.as_deref(), Some(dir.join(vision::INDEX_FILE).as_path()));
     assert_eq!(inspection.quantized_modules.len(), 1);

@@ -7,7 +7,8 @@
 ((280, 1536), dtype(bfloat16))
 
 - ``Encoder``: the encoder, loaded once; ``encode`` releases the GIL, so threads may share it.
-- ``read_shards``: the images of a ``gemma-vision embed`` output directory.
+- ``embed``: a corpus of images into shards of soft tokens, resumably (``gemma-vision embed``'s
+  job); ``read_shards``: the images of such an output directory.
 - ``retain_freed_host_memory()``: for a process that mostly encodes, keeps freed memory mapped
   (glibc's ``malloc`` otherwise maps and unmaps every large intermediate, and a batch's page
   faults cost it time). Process-wide and permanent; the Ray job's actors call it, and start
@@ -23,12 +24,13 @@
 """
 
 from ._mlx import mlx_library, mlx_version
-from ._native import Encoder, __version__, retain_freed_host_memory
+from ._native import Encoder, __version__, embed, retain_freed_host_memory
 from .shards import EmbeddedImage, read_errors, read_shards
 
 __all__ = [
     "Encoder",
     "EmbeddedImage",
+    "embed",
     "mlx_library",
     "mlx_version",
     "read_errors",

@@ -16,6 +16,23 @@ def open_mlx(lib_dir: Union[str, "os.PathLike[str]"]) -> str:
     """Opens MLX from the libmlx in ``lib_dir``; ImportError if it is another MLX release or
     another install is already open. Returns libmlx's version."""
 
+def embed(
+    model_dir: Union[str, "os.PathLike[str]"],
+    images: Union[str, "os.PathLike[str]"],
+    out: Union[str, "os.PathLike[str]"],
+    *,
+    dtype: Literal["native", "f32", "float32"] = "native",
+    max_soft_tokens: Optional[int] = None,
+    batch: int = 8,
+    shard_size: int = 256,
+    workers: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Embeds a corpus (a directory, a glob pattern or a ``.txt`` list of paths) into shards of
+    soft tokens in ``out``, resumably: ``gemma-vision embed``'s job, the same shards bit for bit.
+    Returns the run's summary: ``encoded``, ``soft_tokens``, ``failed``, ``skipped``, ``shards``,
+    ``seconds``, ``errors_total``, ``model_identity``, ``max_soft_tokens``, ``errors_file``.
+    Releases the GIL while it runs."""
+
 def retain_freed_host_memory() -> bool:
     """Keeps freed memory mapped for reuse instead of returning it to the system (glibc's
     ``malloc``: no fresh mapping per large block), process-wide and for good. Returns whether

@@ -147,8 +147,9 @@ class EmbedBatch:
 
 
 def actor_options(actors: int, cpus: float) -> dict:
-    """The ``map_batches`` options of the job's actors: how many, their CPUs, and their process
-    environment.
+    """The ``map_batches`` options of the job's actors: a pool of ``actors`` of them
+    (``compute=ray.data.ActorPoolStrategy(size=actors)``, the form Ray Data takes for a class UDF
+    since ``concurrency=`` was deprecated in 2.51), their CPUs, and their process environment.
 
     ``MALLOC_ARENA_MAX=1`` (read by glibc when the worker process starts) keeps every thread's
     ``malloc`` in one arena. A Ray worker's threads use several arenas before the UDF runs, and
@@ -157,8 +158,10 @@ def actor_options(actors: int, cpus: float) -> dict:
     blocks an encode frees fault in again at every batch. With one arena from the start they stay
     mapped, as in ``gemma-vision embed``. (Setting the arena limit later, with ``mallopt``, does
     not help: the arenas exist by then.)"""
+    import ray.data
+
     return {
-        "concurrency": actors,
+        "compute": ray.data.ActorPoolStrategy(size=actors),
         "num_cpus": cpus,
         "runtime_env": {"env_vars": {"MALLOC_ARENA_MAX": "1"}},
     }

@@ -1,5 +1,6 @@
 //! Which images a job embeds: a directory, a glob pattern, or a list file.
 
+use crate::error::{Error, Result, is_pattern};
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,9 +16,9 @@ pub const IMAGE_EXTENSIONS: [&str; 8] = ["jpg", "jpeg", "png", "gif", "webp", "b
 /// - otherwise a glob pattern (`*`, `?`, `[…]`, `**` for any depth) over files, sorted by path.
 ///
 /// Paths are kept as listed or as found below the directory or pattern: they are the keys
-/// under which the output records each image. Fails when the source names no image.
-pub fn list(source: &Path) -> Result<Vec<PathBuf>, String> {
-    let shown = source.display();
+/// under which the output records each image. Fails ([`Error::Source`]) when the source names
+/// no image or is none of the three.
+pub fn list_images(source: &Path) -> Result<Vec<PathBuf>> {
     let paths = if source.is_dir() {
         let mut found = Vec::new();
         walk(source, &mut found)?;
@@ -25,19 +26,17 @@ pub fn list(source: &Path) -> Result<Vec<PathBuf>, String> {
         found
     } else if source.is_file() {
         if source.extension().is_none_or(|ext| !ext.eq_ignore_ascii_case("txt")) {
-            return Err(format!(
-                "{shown}: --images takes a directory, a glob pattern or a list of paths in a .txt file"
-            ));
+            return Err(Error::source(source, "not a directory, a glob pattern or a list of paths in a .txt file"));
         }
         read_list(source)?
     } else {
-        let pattern = source.to_str().ok_or_else(|| format!("{shown}: not a UTF-8 pattern"))?;
-        if !pattern.contains(['*', '?', '[']) {
-            return Err(format!("{shown}: no such file or directory"));
+        if !is_pattern(source) {
+            return Err(Error::source(source, "no such file or directory"));
         }
+        let pattern = source.to_str().ok_or_else(|| Error::source(source, "not a UTF-8 pattern"))?;
         let mut found = Vec::new();
-        for entry in glob::glob(pattern).map_err(|e| format!("{shown}: bad glob pattern: {e}"))? {
-            let path = entry.map_err(|e| format!("{}: {}", e.path().display(), e.error()))?;
+        for entry in glob::glob(pattern).map_err(|e| Error::source(source, format!("bad glob pattern: {e}")))? {
+            let path = entry.map_err(|e| Error::source(e.path(), e.error().to_string()))?;
             if path.is_file() {
                 found.push(path);
             }
@@ -48,16 +47,16 @@ pub fn list(source: &Path) -> Result<Vec<PathBuf>, String> {
     let mut seen = HashSet::new();
     let unique: Vec<PathBuf> = paths.into_iter().filter(|p| seen.insert(p.clone())).collect();
     if unique.is_empty() {
-        return Err(format!("{shown}: no images"));
+        return Err(Error::source(source, "no images"));
     }
     Ok(unique)
 }
 
 /// Appends the image files below `dir`.
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        let path = entry.map_err(|e| Error::io(dir, e))?.path();
         if path.is_dir() {
             walk(&path, found)?;
         } else if is_image_name(&path) && path.is_file() {
@@ -73,8 +72,8 @@ fn is_image_name(path: &Path) -> bool {
         .is_some_and(|ext| IMAGE_EXTENSIONS.iter().any(|known| ext.eq_ignore_ascii_case(known)))
 }
 
-fn read_list(list: &Path) -> Result<Vec<PathBuf>, String> {
-    let text = fs::read_to_string(list).map_err(|e| format!("{}: {e}", list.display()))?;
+fn read_list(list: &Path) -> Result<Vec<PathBuf>> {
+    let text = fs::read_to_string(list).map_err(|e| Error::io(list, e))?;
     let base = list.parent().unwrap_or(Path::new(""));
     Ok(text
         .lines()
@@ -101,7 +100,8 @@ mod tests {
     #[test]
     fn a_directory_gives_its_image_files_recursively_sorted() {
         let dir = scratch("dir");
-        let names: Vec<PathBuf> = list(&dir).unwrap().iter().map(|p| p.strip_prefix(&dir).unwrap().into()).collect();
+        let names: Vec<PathBuf> =
+            list_images(&dir).unwrap().iter().map(|p| p.strip_prefix(&dir).unwrap().into()).collect();
         assert_eq!(names, ["a.JPG", "b.png", "sub/c.webp", "sub/deeper/d.jpeg"].map(PathBuf::from));
     }
 
@@ -109,16 +109,16 @@ mod tests {
     fn a_glob_matches_files_sorted() {
         let dir = scratch("glob");
         let pattern = dir.join("**/*.[pw]*");
-        let found = list(&pattern).unwrap();
+        let found = list_images(&pattern).unwrap();
         assert_eq!(found, [dir.join("b.png"), dir.join("sub/c.webp")]);
-        assert!(list(&dir.join("*.gif")).unwrap_err().ends_with("no images"));
+        assert!(list_images(&dir.join("*.gif")).unwrap_err().to_string().ends_with("no images"));
     }
 
     #[test]
     fn a_list_keeps_its_order_resolves_relative_paths_and_drops_duplicates() {
         let dir = scratch("list");
         fs::write(dir.join("list.txt"), "# corpus\nsub/c.webp\n\n  b.png  \n/abs/x.png\nsub/c.webp\n").unwrap();
-        let found = list(&dir.join("list.txt")).unwrap();
+        let found = list_images(&dir.join("list.txt")).unwrap();
         assert_eq!(found, [dir.join("sub/c.webp"), dir.join("b.png"), PathBuf::from("/abs/x.png")]);
     }
 
@@ -126,7 +126,11 @@ mod tests {
     fn other_sources_are_refused_with_their_name() {
         let dir = scratch("refused");
         let missing = dir.join("missing");
-        assert_eq!(list(&missing).unwrap_err(), format!("{}: no such file or directory", missing.display()));
-        assert!(list(&dir.join("notes.md")).unwrap_err().contains("--images takes"));
+        let error = list_images(&missing).unwrap_err();
+        assert_eq!(error.to_string(), format!("{}: no such file or directory", missing.display()));
+        assert_eq!(error.kind(), vision::ErrorKind::NotFound);
+        let error = list_images(&dir.join("notes.md")).unwrap_err();
+        assert!(error.to_string().contains("not a directory, a glob pattern or a list"), "{error}");
+        assert_eq!(error.kind(), vision::ErrorKind::Invalid);
     }
 }

@@ -5,8 +5,8 @@
 //! images wait in the channel, the encoding side holds at most `2 × batch` more while it groups
 //! them by size, and the writer at most one shard.
 
-use super::progress::Progress;
-use super::shard::{ErrorRow, ImageRow, ShardWriter};
+use crate::shard::{ErrorRow, ImageRow, ShardWriter};
+use crate::{Error, Progress, Result};
 use preprocess::Preprocessor;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,8 +27,10 @@ pub struct Settings {
 /// Counts of one run.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
+    /// Images encoded, and their soft tokens.
     pub encoded: usize,
     pub soft_tokens: usize,
+    /// Images that could not be read or prepared.
     pub failed: usize,
 }
 
@@ -67,8 +69,8 @@ pub fn run(
     paths: &[PathBuf],
     settings: Settings,
     writer: &mut ShardWriter,
-    progress: &Progress,
-) -> Result<Counts, String> {
+    progress: &dyn Progress,
+) -> Result<Counts> {
     let batch = settings.batch.max(1);
     let (sender, receiver) = mpsc::sync_channel::<Item>(batch);
     let next = AtomicUsize::new(0);
@@ -109,14 +111,14 @@ fn prepare(encoder: &VisionEncoder, preprocessor: &Preprocessor, path: &PathBuf)
 struct Batcher<'a> {
     encoder: &'a VisionEncoder,
     writer: &'a mut ShardWriter,
-    progress: &'a Progress,
+    progress: &'a dyn Progress,
     batch: usize,
     budget: u32,
     counts: Counts,
 }
 
 impl Batcher<'_> {
-    fn consume(&mut self, receiver: mpsc::Receiver<Item>) -> Result<(), String> {
+    fn consume(&mut self, receiver: mpsc::Receiver<Item>) -> Result<()> {
         // Groups in order of first appearance; at most 2 × batch images wait in all.
         let mut groups: Vec<Group> = Vec::new();
         let mut waiting = 0;
@@ -126,7 +128,7 @@ impl Batcher<'_> {
                 Err(error) => {
                     self.counts.failed += 1;
                     self.writer.push_error(ErrorRow { path: item.path, error })?;
-                    self.progress.advance(self.counts.failed);
+                    self.progress.advanced(self.counts.encoded, self.counts.failed);
                     continue;
                 }
             };
@@ -161,37 +163,36 @@ impl Batcher<'_> {
     }
 
     /// Encodes one group of same-size images and hands each image's rows to the writer.
-    fn encode(&mut self, group: Vec<(String, Ready)>) -> Result<(), String> {
+    fn encode(&mut self, group: Vec<(String, Ready)>) -> Result<()> {
         let mut rows = Vec::with_capacity(group.len());
         let mut images = Vec::with_capacity(group.len());
         for (path, ready) in group {
             rows.push(ImageRow { path, soft_tokens: 0, height: ready.height, width: ready.width, budget: self.budget });
             images.push(ready.image);
         }
-        let features = self.encoder.encode_prepared(&images, None).map_err(|e| e.to_string())?;
+        let features = self.encoder.encode_prepared(&images, None)?;
         drop(images);
         let dtype = features.features.dtype();
         let total: usize = features.soft_tokens.iter().sum();
         let writer = &mut *self.writer;
         let progress = self.progress;
         let counts = &mut self.counts;
-        features
-            .features
-            .with_bytes(|bytes| {
-                let per_token = bytes.len().checked_div(total).unwrap_or(0);
-                let mut start = 0;
-                for (mut row, &n) in rows.into_iter().zip(&features.soft_tokens) {
-                    row.soft_tokens = n;
-                    let end = start + n * per_token;
-                    let own = bytes.get(start..end).ok_or("the encoder returned fewer rows than soft tokens")?;
-                    writer.push_image(row, dtype, own)?;
-                    start = end;
-                    counts.encoded += 1;
-                    counts.soft_tokens += n;
-                    progress.advance(counts.failed);
-                }
-                Ok(())
-            })
-            .map_err(|e| e.to_string())?
+        features.features.with_bytes(|bytes| {
+            let per_token = bytes.len().checked_div(total).unwrap_or(0);
+            let mut start = 0;
+            for (mut row, &n) in rows.into_iter().zip(&features.soft_tokens) {
+                row.soft_tokens = n;
+                let end = start + n * per_token;
+                let own = bytes
+                    .get(start..end)
+                    .ok_or_else(|| Error::Features("the encoder returned fewer rows than soft tokens".into()))?;
+                writer.push_image(row, dtype, own)?;
+                start = end;
+                counts.encoded += 1;
+                counts.soft_tokens += n;
+                progress.advanced(counts.encoded, counts.failed);
+            }
+            Ok(())
+        })?
     }
 }

@@ -1,6 +1,7 @@
 //! What an output directory already holds: the resume index of an `embed` job.
 
-use super::shard::{self, ErrorRow};
+use crate::shard::{self, ErrorRow};
+use crate::{Error, Result};
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
@@ -27,41 +28,47 @@ impl Index {
     /// temporary files a killed run left behind. Fails when a shard was written by another
     /// encoder (`identity`) or with another budget, or is not a complete shard: mixing them
     /// would make the output mean two things.
-    pub fn read(dir: &Path, identity: &str, budget: u32) -> Result<Index, String> {
+    pub fn read(dir: &Path, identity: &str, budget: u32) -> Result<Index> {
         let mut index = Index::default();
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(index),
-            Err(e) => return Err(format!("{}: {e}", dir.display())),
+            Err(e) => return Err(Error::io(dir, e)),
         };
         let mut shards = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(n) = shard::shard_number(&name) {
                 shards.push((n, entry.path()));
             } else if is_leftover(&name) {
-                fs::remove_file(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                fs::remove_file(entry.path()).map_err(|e| Error::io(entry.path(), e))?;
             }
         }
         shards.sort();
         for (n, path) in shards {
-            let header = shard::read_header(&path)?;
-            let name = path.display();
+            let header = shard::read_shard_header(&path)?;
             if header.format != shard::FORMAT {
-                return Err(format!("{name}: format `{}`, expected `{}`", header.format, shard::FORMAT));
+                return Err(Error::shard(&path, format!("format `{}`, expected `{}`", header.format, shard::FORMAT)));
             }
             if header.identity != identity {
-                return Err(format!(
-                    "{name} holds features of another encoder (model identity {}, this run's {identity}): \
-                     use another --out",
-                    header.identity
+                return Err(Error::shard(
+                    &path,
+                    format!(
+                        "holds features of another encoder (model identity {}, this job's {identity}): write into \
+                         another output directory",
+                        header.identity
+                    ),
                 ));
             }
             if header.budget != Some(budget) {
                 let theirs = header.budget.map_or("none".to_owned(), |b| b.to_string());
-                return Err(format!(
-                    "{name} was written with --max-soft-tokens {theirs}, this run's is {budget}: use another --out"
+                return Err(Error::shard(
+                    &path,
+                    format!(
+                        "was written with a budget of {theirs} soft tokens, this job's is {budget}: write into \
+                         another output directory"
+                    ),
                 ));
             }
             index.encoded += header.images.len();
@@ -85,14 +92,13 @@ fn is_leftover(name: &str) -> bool {
 }
 
 /// Writes the errors file (atomically): `errors`, one JSON object per line.
-pub fn write_errors(dir: &Path, errors: &[ErrorRow]) -> Result<(), String> {
+pub fn write_errors(dir: &Path, errors: &[ErrorRow]) -> Result<()> {
     let mut text = String::new();
     for row in errors {
-        text.push_str(&serde_json::to_string(row).map_err(|e| e.to_string())?);
+        text.push_str(&serde_json::to_string(row).map_err(|e| Error::Features(e.to_string()))?);
         text.push('\n');
     }
-    tensor::write_atomically(dir.join(ERRORS_FILE), |file| std::io::Write::write_all(file, text.as_bytes()))
-        .map_err(|e| e.to_string())
+    Ok(tensor::write_atomically(dir.join(ERRORS_FILE), |file| std::io::Write::write_all(file, text.as_bytes()))?)
 }
 
 #[cfg(test)]

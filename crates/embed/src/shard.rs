@@ -9,14 +9,15 @@
 //!   `max_soft_tokens` (the budget), `images` (a JSON array, one [`ImageRow`] per image in row
 //!   order) and `errors` (a JSON array of [`ErrorRow`]: the images that could not be read).
 //!
-//! A shard in which every image failed has no tensors, only its metadata.
+//! A shard in which every image failed has no tensors, only its metadata. Shards are written
+//! and read through `tensor`'s safetensors codec ([`tensor::write_safetensors`],
+//! [`tensor::read_safetensors_header`]).
 
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Write};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tensor::Dtype;
+use tensor::{Dtype, TensorBytes};
 
 /// The `format` metadata value of the shards this version writes.
 pub const FORMAT: &str = "gemma-vision-embed/1";
@@ -106,20 +107,20 @@ impl ShardWriter {
 
     /// Adds an encoded image: `features` are its rows, `row.soft_tokens × hidden` elements of
     /// `dtype`, row-major.
-    pub fn push_image(&mut self, row: ImageRow, dtype: Dtype, features: &[u8]) -> Result<(), String> {
+    pub fn push_image(&mut self, row: ImageRow, dtype: Dtype, features: &[u8]) -> Result<()> {
         let expected = row.soft_tokens * self.facts.hidden * dtype.size();
         if features.len() != expected {
-            return Err(format!(
+            return Err(Error::Features(format!(
                 "{}: {} bytes of features for {} soft tokens of {} {dtype} values",
                 row.path,
                 features.len(),
                 row.soft_tokens,
                 self.facts.hidden
-            ));
+            )));
         }
         match self.dtype {
             Some(known) if known != dtype => {
-                return Err(format!("features of dtype {dtype} after features of dtype {known}"));
+                return Err(Error::Features(format!("features of dtype {dtype} after features of dtype {known}")));
             }
             _ => self.dtype = Some(dtype),
         }
@@ -129,41 +130,47 @@ impl ShardWriter {
     }
 
     /// Adds an image that could not be read or prepared.
-    pub fn push_error(&mut self, row: ErrorRow) -> Result<(), String> {
+    pub fn push_error(&mut self, row: ErrorRow) -> Result<()> {
         self.errors.push(row);
         self.flush_when_full()
     }
 
     /// Writes what is left and returns the failures written by this writer and the number of
     /// shards it wrote.
-    pub fn finish(mut self) -> Result<(Vec<ErrorRow>, usize), String> {
+    pub fn finish(mut self) -> Result<(Vec<ErrorRow>, usize)> {
         self.flush()?;
         Ok((self.written_errors, self.shards_written))
     }
 
-    fn flush_when_full(&mut self) -> Result<(), String> {
+    fn flush_when_full(&mut self) -> Result<()> {
         if self.images.len() + self.errors.len() >= self.shard_size || self.features.len() >= MAX_SHARD_FEATURE_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<()> {
         if self.images.is_empty() && self.errors.is_empty() {
             return Ok(());
         }
         let path = self.dir.join(shard_name(self.next));
-        let bytes = self.encode_header()?;
+        let mut metadata = BTreeMap::new();
+        metadata.insert("format".to_owned(), FORMAT.to_owned());
+        metadata.insert("model_identity".to_owned(), self.facts.identity.clone());
+        metadata.insert("max_soft_tokens".to_owned(), self.facts.budget.to_string());
+        metadata.insert("images".to_owned(), json(&self.images)?);
+        metadata.insert("errors".to_owned(), json(&self.errors)?);
         let counts: Vec<u8> = self.images.iter().flat_map(|row| (row.soft_tokens as i32).to_le_bytes()).collect();
-        tensor::write_atomically(&path, |file| {
-            let mut out = std::io::BufWriter::new(file);
-            out.write_all(&(bytes.len() as u64).to_le_bytes())?;
-            out.write_all(&bytes)?;
-            out.write_all(&counts)?;
-            out.write_all(&self.features)?;
-            out.flush()
-        })
-        .map_err(|e| e.to_string())?;
+        let count_shape = [self.images.len()];
+        let feature_shape = [self.images.iter().map(|row| row.soft_tokens).sum(), self.facts.hidden];
+        let tensors = match (self.images.is_empty(), self.dtype) {
+            (false, Some(dtype)) => vec![
+                TensorBytes { name: "soft_tokens", dtype: Dtype::I32, shape: &count_shape, data: &counts },
+                TensorBytes { name: "features", dtype, shape: &feature_shape, data: &self.features },
+            ],
+            _ => Vec::new(),
+        };
+        tensor::write_safetensors(&path, &tensors, &metadata)?;
         self.next += 1;
         self.shards_written += 1;
         self.written_errors.append(&mut self.errors);
@@ -171,39 +178,13 @@ impl ShardWriter {
         self.features.clear();
         Ok(())
     }
-
-    /// The safetensors header: tensor entries and metadata, JSON padded with spaces to a
-    /// multiple of 8 bytes. Data: `soft_tokens` first (4-byte aligned), then `features`.
-    fn encode_header(&self) -> Result<Vec<u8>, String> {
-        let mut metadata = HashMap::new();
-        metadata.insert("format", FORMAT.to_owned());
-        metadata.insert("model_identity", self.facts.identity.clone());
-        metadata.insert("max_soft_tokens", self.facts.budget.to_string());
-        metadata.insert("images", json(&self.images)?);
-        metadata.insert("errors", json(&self.errors)?);
-        let mut header = serde_json::Map::new();
-        header.insert("__metadata__".into(), serde_json::to_value(metadata).map_err(|e| e.to_string())?);
-        if let (false, Some(dtype)) = (self.images.is_empty(), self.dtype) {
-            let counts = self.images.len() * 4;
-            let rows: usize = self.images.iter().map(|row| row.soft_tokens).sum();
-            let entry = |dtype: &str, shape: Vec<usize>, start: usize, end: usize| serde_json::json!({ "dtype": dtype, "shape": shape, "data_offsets": [start, end] });
-            header.insert("soft_tokens".into(), entry("I32", vec![self.images.len()], 0, counts));
-            header.insert(
-                "features".into(),
-                entry(dtype.safetensors_name(), vec![rows, self.facts.hidden], counts, counts + self.features.len()),
-            );
-        }
-        let mut bytes = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
-        bytes.resize(bytes.len().next_multiple_of(8), b' ');
-        Ok(bytes)
-    }
 }
 
-fn json(value: &impl Serialize) -> Result<String, String> {
-    serde_json::to_string(value).map_err(|e| e.to_string())
+fn json(value: &impl Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Features(e.to_string()))
 }
 
-/// What a shard's header says: its metadata, and whether the file holds all its data.
+/// What a shard's header says: its metadata.
 #[derive(Debug)]
 pub struct ShardHeader {
     pub format: String,
@@ -213,44 +194,20 @@ pub struct ShardHeader {
     pub errors: Vec<ErrorRow>,
 }
 
-/// Headers larger than this are not shards of ours (safetensors' own limit is 100 MB).
-const MAX_HEADER_BYTES: u64 = 100_000_000;
-
-/// Reads a shard's header (not its data) and checks the file is as long as the header says.
-pub fn read_header(path: &Path) -> Result<ShardHeader, String> {
-    let fail = |detail: String| format!("{}: {detail}", path.display());
-    let mut file = File::open(path).map_err(|e| fail(e.to_string()))?;
-    let file_len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
-    let mut len = [0u8; 8];
-    file.read_exact(&mut len).map_err(|_| fail("not a safetensors file (shorter than 8 bytes)".into()))?;
-    let header_len = u64::from_le_bytes(len);
-    if header_len > MAX_HEADER_BYTES || header_len > file_len.saturating_sub(8) {
-        return Err(fail(format!("not a complete safetensors file (header of {header_len} bytes)")));
-    }
-    let mut bytes = vec![0u8; header_len as usize];
-    file.read_exact(&mut bytes).map_err(|e| fail(e.to_string()))?;
-    let header: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&bytes).map_err(|e| fail(format!("unreadable safetensors header: {e}")))?;
-    let data_end = header
-        .iter()
-        .filter(|(name, _)| *name != "__metadata__")
-        .filter_map(|(_, entry)| entry.get("data_offsets")?.get(1)?.as_u64())
-        .max()
-        .unwrap_or(0);
-    if 8 + header_len + data_end != file_len {
-        return Err(fail(format!(
-            "not a complete shard ({file_len} bytes, the header describes {})",
-            8 + header_len + data_end
-        )));
-    }
-    let metadata = header.get("__metadata__").and_then(|m| m.as_object());
-    let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(|v| v.as_str()).unwrap_or_default();
+/// Reads a shard's header (not its data): the file must be a complete safetensors file, and its
+/// metadata rows must parse.
+pub fn read_shard_header(path: &Path) -> Result<ShardHeader> {
+    let header = tensor::read_safetensors_header(path).map_err(|e| match e {
+        tensor::Error::Format { detail, .. } => Error::shard(path, format!("not a complete shard: {detail}")),
+        other => Error::Tensor(other),
+    })?;
+    let text = |key: &str| header.metadata.get(key).map(String::as_str).unwrap_or_default();
     Ok(ShardHeader {
         format: text("format").to_owned(),
         identity: text("model_identity").to_owned(),
         budget: text("max_soft_tokens").parse().ok(),
-        images: rows(text("images")).map_err(|e| fail(format!("metadata `images`: {e}")))?,
-        errors: rows(text("errors")).map_err(|e| fail(format!("metadata `errors`: {e}")))?,
+        images: rows(text("images")).map_err(|e| Error::shard(path, format!("metadata `images`: {e}")))?,
+        errors: rows(text("errors")).map_err(|e| Error::shard(path, format!("metadata `errors`: {e}")))?,
     })
 }
 
@@ -289,15 +246,16 @@ mod tests {
         writer.push_image(row("a", 1), Dtype::F32, &[0; 8]).unwrap();
         writer.push_error(ErrorRow { path: "b".into(), error: "bad".into() }).unwrap();
         writer.push_image(row("c", 2), Dtype::F32, &[1; 16]).unwrap();
-        assert!(writer.push_image(row("d", 1), Dtype::Bf16, &[0; 4]).unwrap_err().contains("dtype"));
-        assert!(writer.push_image(row("d", 1), Dtype::F32, &[0; 4]).unwrap_err().contains("bytes of features"));
+        assert!(writer.push_image(row("d", 1), Dtype::Bf16, &[0; 4]).unwrap_err().to_string().contains("dtype"));
+        let short = writer.push_image(row("d", 1), Dtype::F32, &[0; 4]).unwrap_err();
+        assert!(short.to_string().contains("bytes of features"));
         let (errors, shards) = writer.finish().unwrap();
         assert_eq!((errors.len(), shards), (1, 2));
-        let first = read_header(&dir.join(shard_name(5))).unwrap();
+        let first = read_shard_header(&dir.join(shard_name(5))).unwrap();
         assert_eq!((first.format.as_str(), first.identity.as_str(), first.budget), (FORMAT, "abc", Some(6)));
         assert_eq!(first.images, [row("a", 1)]);
         assert_eq!(first.errors, [ErrorRow { path: "b".into(), error: "bad".into() }]);
-        let second = read_header(&dir.join(shard_name(6))).unwrap();
+        let second = read_shard_header(&dir.join(shard_name(6))).unwrap();
         assert_eq!((second.images, second.errors), (vec![row("c", 2)], vec![]));
         let bytes = std::fs::read(dir.join(shard_name(6))).unwrap();
         let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
@@ -305,6 +263,7 @@ mod tests {
         assert_eq!(file.tensor("features").unwrap().data(), [1; 16]);
         assert_eq!(file.tensor("soft_tokens").unwrap().data(), 2i32.to_le_bytes());
         std::fs::write(dir.join("cut.safetensors"), &bytes[..bytes.len() - 1]).unwrap();
-        assert!(read_header(&dir.join("cut.safetensors")).unwrap_err().contains("not a complete shard"));
+        let cut = read_shard_header(&dir.join("cut.safetensors")).unwrap_err();
+        assert!(matches!(cut, Error::Shard { .. }) && cut.to_string().contains("not a complete shard"), "{cut}");
     }
 }

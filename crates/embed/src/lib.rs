@@ -1,0 +1,25 @@
+//! The corpus job: a corpus of image files into shards of Gemma 4 vision features, streaming,
+//! with bounded memory, resumable. `gemma-vision embed` and the Python package run it.
+//!
+//! - [`list_images`]: which images a job embeds (a directory, a glob pattern, a `.txt` list).
+//! - [`run`]: the job. Worker threads decode and prepare images into a bounded channel, the
+//!   calling thread encodes batches of same-size images, and a [`ShardWriter`] writes each shard
+//!   atomically; memory is bounded by the batch and one shard, not by the corpus. A rerun into
+//!   the same directory skips what its shards hold; a shard of another encoder or budget there
+//!   is refused.
+//! - The shard format ([`shard`]): safetensors files written and read through `tensor`'s codec;
+//!   [`read_shard_header`] reads one back without its data.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod error;
+mod index;
+mod job;
+mod pipeline;
+pub mod shard;
+mod sources;
+
+pub use error::{Error, Result};
+pub use index::ERRORS_FILE;
+pub use job::{JobOptions, Progress, Silent, Summary, run};
+pub use shard::{ErrorRow, FORMAT, ImageRow, MAX_SHARD_FEATURE_BYTES, ShardHeader, ShardWriter, read_shard_header};
+pub use sources::{IMAGE_EXTENSIONS, list_images};
