@@ -27,7 +27,7 @@ module whose `scales` are stored into an `nn.QuantizedLinear`. `compute="float32
 the loaded reference with `model.set_dtype(mx.float32)` (floating parameters only) before
 running; ours loads them with `--dtype f32` and the reference kernels.
 
-Checkpoints are written and loaded by checkpoints.py.
+Checkpoints are written and loaded by checkpoints.py, input images by images.py.
 
 --quick runs only the tiny configurations (seconds); --fixtures DIR writes the tiny cases
 into DIR instead (the checked-in test fixtures of crates/vision/tests).
@@ -41,7 +41,6 @@ import sys
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
-from PIL import Image
 
 sys.path.insert(0, os.path.dirname(__file__))
 from checkpoints import (  # noqa: E402
@@ -59,9 +58,9 @@ from mlx_vlm.models.gemma4 import processing_gemma4 as gemma4_processing  # noqa
 from mlx_vlm.models.gemma4 import vision as gemma4_vision  # noqa: E402
 from mlx_vlm.models.gemma4_unified import processing_gemma4_unified as unified_processing  # noqa: E402
 from mlx_vlm.utils import load_image  # noqa: E402
+from images import materialize_images  # noqa: E402
 from reference import ReferenceCache, link, parse_args  # noqa: E402
 
-SKIMAGE_DATA = os.path.join(os.path.dirname(np.__file__), "..", "skimage", "data")
 # The frames of the tiny cases' video (one size; the case keeps 2 of the 3, sampled as
 # mlx-vlm samples a longer video).
 VIDEO_FRAMES = ["gen:gradient-37x23.png", "gen:checker-37x23.png", "gen:noise-37x23.png"]
@@ -192,42 +191,6 @@ CASES += [
     q_case("unified-onebit", "gemma4_unified", quant("affine", 64, 1, [PATCH_DENSE, PROJECTOR]), "sanitized",
            fixture=False),
 ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs
-
-
-def generated_image(spec, path):
-    """Writes a generated test image: "<kind>-<W>x<H>.png"."""
-    kind, size = spec.split("-", 1)
-    width, height = (int(v) for v in size.split(".")[0].split("x"))
-    y, x = np.mgrid[0:height, 0:width]
-    if kind == "gradient":
-        rgb = np.stack([x * 255 // max(width - 1, 1), y * 255 // max(height - 1, 1), (x + y) * 7 % 256], -1)
-    elif kind == "checker":
-        rgb = np.stack([((x // 3 + y // 3) % 2) * 255, (x * 13) % 256, (y * 29) % 256], -1)
-    elif kind == "strip":
-        rgb = np.stack([(x * 3) % 256, np.full_like(x, 128), (x * 11 + 5) % 256], -1)
-    else:
-        rgb = np.random.default_rng(sum(map(ord, spec))).integers(0, 256, (height, width, 3))
-    Image.fromarray(rgb.astype(np.uint8), "RGB").save(path)
-
-
-def materialize_images(names, directory):
-    os.makedirs(directory, exist_ok=True)
-    paths = []
-    for name in names:
-        if name.startswith("gen:"):
-            path = os.path.join(directory, name[4:])
-            if not os.path.exists(path):
-                generated_image(name[4:], path)
-        else:
-            path = os.path.join(directory, name)
-            if not os.path.exists(path):
-                shutil.copyfile(os.path.join(SKIMAGE_DATA, name), path)
-        paths.append(path)
-    return paths
 
 
 # ---------------------------------------------------------------------------------------------
