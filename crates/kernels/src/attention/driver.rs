@@ -49,7 +49,7 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
     // and its adds.
     let mask = mask.filter(|mask| !mask.is_zero());
     let tile = kernel.resolve();
-    let lanes = Lanes::new(kernel.simd());
+    let lanes = Lanes::new(kernel);
     let key_panels = keys.div_ceil(MR);
     let dim_panels = head_dim.div_ceil(MR);
     let keys_len = key_panels * head_dim * MR;
