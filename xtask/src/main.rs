@@ -28,14 +28,15 @@ cargo xtask <command>
                 our outputs against the reference's, bit for bit (all suites by default;
                 --quick: the tiny vision cases only; --fresh: recompute the reference
                 outputs kept in .deps/parity-cache)
-  bench <ops|preprocess|e2e|kernels|embed> [--help]
-                timings beside the reference's (embed: corpus jobs), written into BENCHMARKS.md
+  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm> [--help]
+                timings beside the reference's (embed: corpus jobs; mlx-vlm: its generation,
+                stock against accelerated), written into BENCHMARKS.md
   fuzz [--seconds N]
                 every cargo-fuzz target under fuzz/ for N seconds each
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
-  encode --model DIR --image FILE… [--max-soft-tokens N] [--dtype native|f32] --out FILE
-                features of images (the release gemma-vision binary)
+  encode --model DIR (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE
+                features of images, or of one video's frames (the release gemma-vision binary)
   preprocess --model DIR --image FILE [--max-soft-tokens N] --out FILE
                 what the encoder consumes for an image
   inspect --model DIR [--max-soft-tokens N] [--image-size WxH] [--json]

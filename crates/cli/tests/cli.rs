@@ -85,6 +85,28 @@ fn encode_writes_the_features_and_soft_tokens_the_library_computes() {
 }
 
 #[test]
+fn encode_frames_writes_one_videos_features() {
+    let dir = temp_dir("cli-frames");
+    for case in ["tiny-clipped", "tiny-unified"] {
+        let out = dir.join(format!("{case}.safetensors"));
+        let frames: Vec<String> =
+            ["gradient-37x23.png", "checker-37x23.png", "noise-37x23.png"].iter().map(|f| image_arg(case, f)).collect();
+        let m = model(case);
+        let mut args = vec!["encode", "--model", &m, "--frames"];
+        args.extend(frames.iter().map(String::as_str));
+        let run = gemma_vision(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+        assert!(run.status.success(), "{case}: {}", String::from_utf8_lossy(&run.stderr));
+        let written = loaded(&out);
+        let expected = load(&fixture(case).join("model")).encode_video_files(&frames, None).unwrap();
+        // The fixtures' video processor keeps 2 of the 3 frames.
+        let counts: Vec<i32> = expected.soft_tokens.iter().map(|&n| n as i32).collect();
+        assert_eq!(counts.len(), 2, "{case}");
+        assert_eq!(written["soft_tokens"].to_vec::<i32>().unwrap(), counts, "{case}");
+        assert_eq!(bytes(&written["features"]), bytes(&expected.features), "{case}: bit-identical");
+    }
+}
+
+#[test]
 fn encode_options_reach_the_encoder() {
     let dir = temp_dir("cli-options");
     let out = dir.join("f32.safetensors");
@@ -158,7 +180,12 @@ fn bad_command_lines_fail_with_one_error_line() {
         (vec!["encode", "--model", &m, "--image", &i, "--out"], "a value is required for '--out"),
         (vec!["encode", "--model", &m, "--image", &i], "required arguments were not provided: --out"),
         (vec!["encode", "--image", &i, "--out", out], "required arguments were not provided: --model"),
-        (vec!["encode", "--model", &m, "--out", out], "required arguments were not provided: --image"),
+        (vec!["encode", "--model", &m, "--out", out], "required arguments were not provided: <--image <FILE>|--frames"),
+        (vec!["encode", "--model", &m, "--image", &i, "--frames", &i, "--out", out], "cannot be used with"),
+        (
+            vec!["encode", "--model", &m, "--frames", &i, "--max-soft-tokens", "6", "--out", out],
+            "must be one of [70, 140, 280, 560, 1120], got 6",
+        ),
         (
             vec!["encode", "--model", &m, "--image", &i, "--max-soft-tokens", "many", "--out", out],
             "`many` is not a positive integer",

@@ -101,7 +101,10 @@ def raw_name(key):
     return "model." + key
 
 
-def save_checkpoint(directory, config, weights, layout, budget):
+def save_checkpoint(directory, config, weights, layout, budget, video=None):
+    """Writes config.json, processor_config.json (the image processor at `budget`; with
+    `video`, the video processor's keyword arguments as its "video_processor" section) and the
+    weights in `layout`."""
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
@@ -110,6 +113,8 @@ def save_checkpoint(directory, config, weights, layout, budget):
         image_processor_type="Gemma4ImageProcessor", do_rescale=True, rescale_factor=1 / 255, do_normalize=False,
         image_mean=[0.0, 0.0, 0.0], image_std=[1.0, 1.0, 1.0], patch_size=vision.get("patch_size", 16),
         pooling_kernel_size=vision.get("pooling_kernel_size", 3), max_soft_tokens=budget))
+    if video is not None:
+        processor["video_processor"] = dict(video)
     with open(os.path.join(directory, "processor_config.json"), "w") as f:
         json.dump(processor, f, indent=1)
     names = {(raw_name(k) if layout.startswith("raw") else k): v for k, v in weights.items()}

@@ -90,4 +90,4 @@ def link(target, path):
         os.unlink(path)
     elif os.path.isdir(path):
         shutil.rmtree(path)
-    os.symlink(target, path)
+    os.symlink(os.path.abspath(target), path)

@@ -5,7 +5,9 @@ For each case this writes, under --out/<case>/:
   under raw Hugging Face names or sanitized ones, one file or shards with an index), seeded
   random weights;
 - images/: the input files (sample photographs shipped by scikit-image, generated images);
-- reference.safetensors: for each run, every stage mlx-vlm computes, named "<run>.<stage>";
+- reference.safetensors: for each run, every stage mlx-vlm computes, named "<run>.<stage>" (a
+  `video` run's images are the frames of one video, through the family's video processor and
+  video path);
 and a manifest.json at --out listing cases, runs, images, budgets and stages.
 
 The reference runs end to end: mlx_vlm.utils.load_image → the reference image processor
@@ -60,13 +62,18 @@ from mlx_vlm.utils import load_image  # noqa: E402
 from reference import ReferenceCache, link, parse_args  # noqa: E402
 
 SKIMAGE_DATA = os.path.join(os.path.dirname(np.__file__), "..", "skimage", "data")
+# The frames of the tiny cases' video (one size; the case keeps 2 of the 3, sampled as
+# mlx-vlm samples a longer video).
+VIDEO_FRAMES = ["gen:gradient-37x23.png", "gen:checker-37x23.png", "gen:noise-37x23.png"]
 
 CASES = [
     # The real e2b vision dimensions, at a small soft-token budget so bf16 runs in minutes.
     dict(name="e2b", model_type="gemma4", dtype="bfloat16", text_hidden=1536, layout="raw-sharded",
          vision=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=16, num_attention_heads=12,
                      num_key_value_heads=12, head_dim=64, use_clipped_linears=True, standardize=False),
-         runs=[dict(name="rocket", images=["rocket.jpg"], budget=70)]),
+         runs=[dict(name="rocket", images=["rocket.jpg"], budget=70),
+               dict(name="video", images=["gen:gradient-640x480.png", "gen:checker-640x480.png"], budget=70,
+                    video=True)]),
     # 26B-A4B / 31B shapes (1152 wide, head_dim 72 → SDPA padded to 80, standardize), few layers.
     dict(name="31b-shaped", model_type="gemma4", dtype="bfloat16", text_hidden=5376, layout="raw",
          vision=dict(hidden_size=1152, intermediate_size=4304, num_hidden_layers=3, num_attention_heads=16,
@@ -75,7 +82,9 @@ CASES = [
                dict(name="wide-strip", images=["gen:strip-1x40.png"], budget=70)]),
     # The unified embedder at its 12B dimensions (6912 → 3840).
     dict(name="unified-12b", model_type="gemma4_unified", dtype="bfloat16", text_hidden=3840, layout="sanitized",
-         vision=dict(), runs=[dict(name="astronaut+coffee", images=["astronaut.png", "coffee.png"], budget=280)]),
+         vision=dict(), runs=[dict(name="astronaut+coffee", images=["astronaut.png", "coffee.png"], budget=280),
+                              dict(name="video", images=["gen:gradient-640x480.png", "gen:checker-640x480.png"],
+                                   budget=70, video=True)]),
 ] + [
     # Tiny configurations: every path in seconds (also the checked-in test fixtures).
     dict(name="tiny-clipped", model_type="gemma4", dtype="bfloat16", text_hidden=48, layout="raw", tiny=True,
@@ -85,7 +94,9 @@ CASES = [
          runs=[dict(name="one", images=["gen:gradient-37x23.png"], budget=6),
                dict(name="two-sizes", images=["gen:gradient-37x23.png", "gen:checker-20x30.png"], budget=6),
                dict(name="same-size", images=["gen:checker-20x30.png", "gen:noise-20x30.png"], budget=6),
-               dict(name="padded", images=["gen:noise-20x30.png"], budget=6, padded=9 * 8)]),
+               dict(name="padded", images=["gen:noise-20x30.png"], budget=6, padded=9 * 8),
+               dict(name="video", images=VIDEO_FRAMES, budget=70, video=True)],
+         video=dict(num_frames=2)),
     dict(name="tiny-f32", model_type="gemma4", dtype="float32", text_hidden=24, layout="sanitized", tiny=True,
          vision=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
                      num_key_value_heads=2, head_dim=8, use_clipped_linears=False, standardize=False,
@@ -94,7 +105,9 @@ CASES = [
     dict(name="tiny-unified", model_type="gemma4_unified", dtype="bfloat16", text_hidden=24, layout="raw",
          tiny=True, vision=dict(patch_size=2, pooling_kernel_size=2, model_patch_size=4, mm_embed_dim=16,
                                 mm_posemb_size=32, output_proj_dims=16, num_soft_tokens=20),
-         runs=[dict(name="two-sizes", images=["gen:gradient-37x23.png", "gen:checker-20x30.png"], budget=20)]),
+         runs=[dict(name="two-sizes", images=["gen:gradient-37x23.png", "gen:checker-20x30.png"], budget=20),
+               dict(name="video", images=VIDEO_FRAMES, budget=70, video=True)],
+         video=dict(num_frames=2)),
 ]
 
 # Quantized checkpoints. Tiny widths are multiples of 64 (128 where a group of 128 is used) so
@@ -164,9 +177,9 @@ CASES += [
     q_case("q-unified-mxfp8", "gemma4_unified", quant("mxfp8", 32, 8, [PATCH_DENSE]), "raw"),
     # Real dimensions: e2b's widths with a 4-bit tower (4 of its 16 layers: MLX's CPU quantized
     # matmul is ~20x slower than its bf16 matmul) and projector; the 12B embedder quantized.
-    dict(CASES[0], name="q-e2b-affine4", layout="raw-sharded", tiny=False,
+    dict(CASES[0], name="q-e2b-affine4", layout="raw-sharded", tiny=False, runs=CASES[0]["runs"][:1],
          vision=dict(CASES[0]["vision"], num_hidden_layers=4), quant=quant("affine", 64, 4, [PROJECTOR, TOWER])),
-    dict(CASES[2], name="q-unified-12b-affine4", layout="raw", tiny=False,
+    dict(CASES[2], name="q-unified-12b-affine4", layout="raw", tiny=False, runs=CASES[2]["runs"][:1],
          quant=quant("affine", 64, 4, [PATCH_DENSE, PROJECTOR])),
 ]
 
@@ -301,6 +314,12 @@ def run_gemma4(model, processor, paths, run, capture, standardize):
         capture.active = True
         features = model.encode_image(pixels)
     capture.active = False
+    return gemma4_stages(capture, features, standardize)
+
+
+def gemma4_stages(capture, features, standardize):
+    """The stages captured during a gemma4 run, the tower's output named `standardized` (when
+    the tower standardizes), and the features as rows."""
     stages = dict(capture.stages)
     for key in [k for k in stages if k.split("#")[0] == "vision_tower"]:
         tower = stages.pop(key)
@@ -308,6 +327,41 @@ def run_gemma4(model, processor, paths, run, capture, standardize):
             stages[key.replace("vision_tower", "standardized")] = tower.reshape(-1, tower.shape[-1])
     stages["features"] = features.reshape(-1, features.shape[-1])
     return stages
+
+
+def video_settings(case, budget):
+    """The video processor's keyword arguments of a case with a video (also written into its
+    processor_config.json as the "video_processor" section, where ours reads them)."""
+    v = case["vision"]
+    settings = dict(patch_size=v.get("patch_size", 16), pooling_kernel_size=v.get("pooling_kernel_size", 3),
+                    max_soft_tokens=budget, **case.get("video", {}))
+    if case["model_type"] == "gemma4_unified":
+        settings["model_patch_size"] = v.get("model_patch_size", 48)
+    return settings
+
+
+def run_video(model, case, paths, run, capture, standardize):
+    """One video whose frames are the run's image files, each loaded by `load_image`, stacked
+    as mlx-vlm's video path takes them ((T, C, H, W) uint8) and processed by the family's video
+    processor. gemma4: `Model.encode_image(pixel_values_videos, video_position_ids)`, the same
+    `embed_vision(vision_tower(...))` that `get_input_embeddings` runs for videos;
+    gemma4_unified: `Model.get_video_features`."""
+    frames = np.stack([np.asarray(load_image(p)) for p in paths]).transpose(0, 3, 1, 2)
+    settings = video_settings(case, run["budget"])
+    if case["model_type"] == "gemma4":
+        data = gemma4_processing.Gemma4VideoProcessor(**settings)([frames])
+    else:
+        data = unified_processing.Gemma4UnifiedVideoProcessor(**settings)([frames])
+    pixels, positions = mx.array(data["pixel_values_videos"]), mx.array(data["video_position_ids"])
+    capture.active = True
+    if case["model_type"] == "gemma4":
+        features = model.encode_image(pixels, positions)
+    else:
+        features = model.get_video_features(pixels, positions)
+    capture.active = False
+    if case["model_type"] == "gemma4":
+        return gemma4_stages(capture, features, standardize)
+    return dict(capture.stages, features=features)
 
 
 def run_unified(model, processor, paths, run, capture):
@@ -355,7 +409,9 @@ def compute_case(case, case_dir, seed):
     else:
         model = build_reference_model(config)
         weights = random_weights(vision_parameters(model), case["dtype"], seed)
-        save_checkpoint(model_dir, config, weights, case["layout"], case["runs"][0]["budget"])
+        videos = [run for run in case["runs"] if run.get("video")]
+        video = video_settings(case, videos[0]["budget"]) if videos and "video" in case else None
+        save_checkpoint(model_dir, config, weights, case["layout"], case["runs"][0]["budget"], video)
         load_reference(model, model_dir)
     if case.get("compute") == "float32":
         # A user casting the model: floating parameters only (packed weights and uint8 scales stay).
@@ -383,7 +439,9 @@ def compute_case(case, case_dir, seed):
     for run in case["runs"]:
         paths = materialize_images(run["images"], os.path.join(case_dir, "images"))
         capture.stages, capture.block = {}, 0
-        if case["model_type"] == "gemma4":
+        if run.get("video"):
+            stages = run_video(model, case, paths, run, capture, case["vision"].get("standardize", False))
+        elif case["model_type"] == "gemma4":
             stages = run_gemma4(model, processor, paths, run, capture, standardize)
         else:
             stages = run_unified(model, processor, paths, run, capture)
@@ -391,7 +449,8 @@ def compute_case(case, case_dir, seed):
         for stage, value in stages.items():
             tensors[f"{run['name']}.{stage}"] = value
         runs.append(dict(name=run["name"], images=[os.path.relpath(p, case_dir) for p in paths],
-                         budget=run["budget"], padded=run.get("padded"), stages=list(stages)))
+                         budget=run["budget"], padded=run.get("padded"), video=run.get("video", False),
+                         stages=list(stages)))
         print(f"  {case['name']}/{run['name']}: {len(stages)} stages, features {tuple(stages['features'].shape)}",
               flush=True)
     mx.save_safetensors(os.path.join(case_dir, "reference.safetensors"), tensors)

@@ -41,12 +41,16 @@ struct Run {
     images: Vec<String>,
     budget: u32,
     padded: Option<usize>,
+    /// The images are the frames of one video, through the video processor and video path.
+    #[serde(default)]
+    video: bool,
     stages: Vec<String>,
 }
 
 /// Runs every case of `<dir>/manifest.json`: loads `<case>/model` with [`VisionEncoder`], runs
-/// each run's images through our full path (decode → preprocess → encoder) with a [`Trace`],
-/// and pushes one row per stage the reference recorded in `<case>/reference.safetensors`.
+/// each run's images through our full path (decode → preprocess → encoder; a video run's images
+/// as the frames of one video, through [`VisionEncoder::prepare_video`]) with a [`Trace`], and
+/// pushes one row per stage the reference recorded in `<case>/reference.safetensors`.
 pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
     let manifest: Manifest = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     for case in &manifest.cases {
@@ -101,19 +105,28 @@ fn run_ours(
     case_dir: &Path,
     run: &Run,
 ) -> Result<BTreeMap<String, tensor::Array>, SuiteError> {
-    let preprocessor = encoder.preprocessor(Some(run.budget))?;
     let limits = encoder.options().limits;
-    let prepared = run
+    let decoded = run
         .images
         .iter()
-        .map(|image| -> Result<PreparedImage, SuiteError> {
-            let decoded = preprocess::open(case_dir.join(image), &limits)?;
-            Ok(match run.padded {
-                Some(len) => PreparedImage::Patches(preprocessor.padded_patches(&preprocessor.resize(&decoded)?, len)?),
-                None => encoder.prepare(&decoded, &preprocessor)?,
-            })
-        })
+        .map(|image| preprocess::open(case_dir.join(image), &limits))
         .collect::<Result<Vec<_>, _>>()?;
+    let prepared = if run.video {
+        encoder.prepare_video(&decoded, &encoder.video_preprocessor(Some(run.budget))?)?
+    } else {
+        let preprocessor = encoder.preprocessor(Some(run.budget))?;
+        decoded
+            .iter()
+            .map(|decoded| -> Result<PreparedImage, SuiteError> {
+                Ok(match run.padded {
+                    Some(len) => {
+                        PreparedImage::Patches(preprocessor.padded_patches(&preprocessor.resize(decoded)?, len)?)
+                    }
+                    None => encoder.prepare(decoded, &preprocessor)?,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let mut trace = Trace::new();
     encoder.encode_prepared(&prepared, Some(&mut trace))?;
     let stages = trace.into_stages();

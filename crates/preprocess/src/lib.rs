@@ -10,7 +10,9 @@
 //!    patches `[L, 768]`; gemma4_unified: 48x48 patches `[N, 6912]`), with positions and
 //!    soft-token counts.
 //!
-//! [`Preprocessor`] runs 2–4 with a [`ProcessorConfig`] read from a checkpoint. Nothing here
+//! [`Preprocessor`] runs 2–4 with a [`ProcessorConfig`] read from a checkpoint;
+//! [`VideoPreprocessor`] samples a video's frames and runs them with a
+//! [`VideoProcessorConfig`] (the video processors' settings). Nothing here
 //! depends on MLX: outputs are plain `Vec<f32>` / `Vec<i64>` with documented shapes.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -27,6 +29,8 @@ mod rescale;
 pub mod resize;
 mod rgb_image;
 mod target_size;
+mod video_config;
+mod video_preprocessor;
 
 pub use config::{BudgetSource, ModelFamily, ProcessorConfig};
 pub use decode::{DecodeOptions, Format, decode, open};
@@ -40,3 +44,5 @@ pub use rescale::RescaleTable;
 pub use resize::resize_bicubic;
 pub use rgb_image::RgbImage;
 pub use target_size::{TargetSize, target_size, video_frame_size};
+pub use video_config::{VIDEO_BUDGETS, VideoProcessorConfig};
+pub use video_preprocessor::VideoPreprocessor;

@@ -104,12 +104,26 @@ impl Preprocessor {
     /// rescaled, cut into `patch_size` patches padded to `max_soft_tokens * pool^2` rows. The
     /// frame's soft tokens are `min(real, rows) // pool^2`.
     pub fn gemma4_video_frame(&self, frame: &RgbImage) -> Result<Patches> {
+        let resized = self.resize_video_frame(frame)?;
+        self.padded_patches(&resized, self.max_patches() as usize)
+    }
+
+    /// `Gemma4VideoProcessor._resize_frames` on one frame: Pillow's bicubic resize to
+    /// [`video_frame_size`](crate::video_frame_size) (the frame unchanged when it has that size
+    /// already, or when `do_resize` is false).
+    pub(crate) fn resize_video_frame(&self, frame: &RgbImage) -> Result<RgbImage> {
         let c = &self.config;
-        let max_patches = self.max_patches();
-        let (th, tw) =
-            crate::video_frame_size(frame.height(), frame.width(), c.patch_size, max_patches, c.pooling_kernel_size)?;
-        let resized = if c.do_resize { resize_bicubic(frame, tw, th)? } else { frame.clone() };
-        self.padded_patches(&resized, max_patches as usize)
+        if !c.do_resize {
+            return Ok(frame.clone());
+        }
+        let (th, tw) = crate::video_frame_size(
+            frame.height(),
+            frame.width(),
+            c.patch_size,
+            self.max_patches(),
+            c.pooling_kernel_size,
+        )?;
+        resize_bicubic(frame, tw, th)
     }
 
     fn max_patches(&self) -> u32 {

@@ -3,11 +3,12 @@
 use crate::arrays::{self, HostFeatures};
 use crate::errors::{to_python, to_python_as};
 use crate::inputs::{self, Input};
+use crate::{held_parameters, mlx_arrays, model_inputs};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
-use vision::{ComputeDtype, EncoderOptions, ModelType, VisionEncoder};
+use vision::{Checkpoint, ComputeDtype, EncoderOptions, ModelType, VisionEncoder};
 
 /// A Gemma 4 vision encoder loaded once from a model directory.
 ///
@@ -79,6 +80,91 @@ impl Encoder {
         }
         let budget = budget(max_soft_tokens)?.or(self.budget);
         let host = py.detach(|| self.encode_inputs(inputs, budget, as_float32))?;
+        arrays::to_numpy(py, host)
+    }
+
+    /// The encoder of `model_dir` whose vision weights are exactly `parameters`: `(name,
+    /// mx.array)` pairs under their sanitized names, every vision parameter of an mlx-vlm model
+    /// loaded from that directory. Each is compared with what the encoder loaded (names, dtype,
+    /// shape, bytes; read in place, no copy); a model cast to float32 as a whole is served by an
+    /// "f32" encoder. Raises ValueError naming the first parameter that differs.
+    #[staticmethod]
+    fn matching(py: Python<'_>, model_dir: PathBuf, parameters: &Bound<'_, PyAny>) -> PyResult<Encoder> {
+        let held = held_parameters::extract(parameters)?;
+        let checkpoint = py.detach(|| Checkpoint::open(&model_dir)).map_err(to_python)?;
+        let compute_dtype = VisionEncoder::held_compute_dtype(&checkpoint, &held).map_err(to_python)?;
+        let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
+        let inner = py.detach(|| VisionEncoder::from_checkpoint(checkpoint, options)).map_err(to_python)?;
+        inner.check_held_weights(&held).map_err(to_python)?;
+        let dtype = match compute_dtype {
+            ComputeDtype::Native => "native",
+            ComputeDtype::F32 => "f32",
+        };
+        Ok(Encoder { inner, model_dir, dtype, budget: None })
+    }
+
+    /// What mlx-vlm's model computes from the pixel inputs its processor made, as an mx.array:
+    /// gemma4 `Model.encode_image(pixel_values, position_ids)` `[1, Σ soft tokens, D]` (images
+    /// `[B, 3, H, W]` or a list of them; patch rows or video frames with their ids),
+    /// gemma4_unified `Model.get_image_features` `[Σ soft tokens, D]` (model patches, or video
+    /// frames `[V, T, N, D]` as `get_video_features` flattens them, with or without ids). The
+    /// value to pass as `cached_image_features` (or `cached_video_features`). The inputs are
+    /// copied once into the encoder and the features once into the new mx.array; the GIL is
+    /// released while encoding.
+    #[pyo3(signature = (pixel_values, position_ids = None))]
+    fn encode_pixel_values<'py>(
+        &self,
+        py: Python<'py>,
+        pixel_values: &Bound<'py, PyAny>,
+        position_ids: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let model_type = self.inner.config().model_type;
+        let inputs = model_inputs::extract(model_type, pixel_values, position_ids)?;
+        let encoder = &self.inner;
+        let features = py
+            .detach(move || {
+                let out = encoder.encode_model_inputs(&inputs)?;
+                out.features.eval()?;
+                Ok(out.features)
+            })
+            .map_err(to_python)?;
+        let (rows, hidden) = (features.dim(0).map_err(tensor_error)?, features.dim(1).map_err(tensor_error)?);
+        let shape = match model_type {
+            ModelType::Gemma4 => vec![1, rows, hidden],
+            ModelType::Gemma4Unified => vec![rows, hidden],
+        };
+        mlx_arrays::to_mlx(py, &features, &shape)
+    }
+
+    /// Soft tokens of the frames of one video, one `[n_i, D]` array per kept frame, in order:
+    /// what mlx-vlm's video processor and video path compute for it. `frames` are images as
+    /// `encode` takes them, all of one size (or a uint8 array [T, H, W, 3]); at most the video
+    /// processor's `num_frames` (32) are kept, sampled uniformly. `max_soft_tokens` is the
+    /// budget per frame: 70, 140, 280, 560 or 1120 (default: the checkpoint's video processor's,
+    /// else 70).
+    #[pyo3(signature = (frames, max_soft_tokens = None, as_float32 = false))]
+    fn encode_video<'py>(
+        &self,
+        py: Python<'py>,
+        frames: &Bound<'py, PyAny>,
+        max_soft_tokens: Option<i64>,
+        as_float32: bool,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let inputs: Vec<Input> =
+            frames.try_iter()?.enumerate().map(|(i, frame)| inputs::extract(i, &frame?)).collect::<PyResult<_>>()?;
+        let budget = budget(max_soft_tokens)?;
+        let limits = self.inner.options().limits;
+        let host = py.detach(|| -> PyResult<HostFeatures> {
+            self.inner.video_preprocessor(budget).map_err(to_python)?;
+            let frames = inputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, input)| input.decode(i, &limits))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|(kind, message)| to_python_as(kind, message))?;
+            let features = self.inner.encode_video_frames(&frames, budget).map_err(to_python)?;
+            arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
+        })?;
         arrays::to_numpy(py, host)
     }
 
@@ -165,6 +251,10 @@ impl Encoder {
         let features = self.inner.encode_images(&images, budget).map_err(to_python)?;
         arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
     }
+}
+
+fn tensor_error(e: tensor::Error) -> PyErr {
+    to_python(e.into())
 }
 
 /// A positive budget, or none.

@@ -4,13 +4,19 @@
 //! bytes, `uint8` arrays), one NumPy array of soft tokens per image out, the GIL released while
 //! decoding and encoding. Errors become Python exceptions by [`vision::ErrorKind`]
 //! ([`errors`]); Python objects become images in [`inputs`], features become arrays in
-//! [`arrays`].
+//! [`arrays`]. Inside mlx-vlm: its pixel inputs become [`vision::ModelInputs`] in
+//! [`model_inputs`] (arrays read by [`mlx_arrays`]), features go back as `mx.array`s, and its
+//! model's vision parameters are compared in place ([`held_parameters`], [`borrowed_bytes`]).
 
 mod arrays;
+mod borrowed_bytes;
 mod embed_job;
 mod encoder;
 mod errors;
+mod held_parameters;
 mod inputs;
+mod mlx_arrays;
+mod model_inputs;
 
 use pyo3::prelude::*;
 

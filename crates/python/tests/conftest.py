@@ -60,3 +60,19 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 def bits(array: np.ndarray) -> bytes:
     """The bytes of an array's values, row-major: equal bits compare equal."""
     return np.ascontiguousarray(array).tobytes()
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoints(tmp_path_factory) -> dict[str, Path]:
+    """Small random gemma4 and gemma4_unified checkpoints (tiny_gemma4.py), with and without a
+    quantized projector, written once per session: name -> model directory."""
+    from tiny_gemma4 import write_checkpoint
+
+    root = tmp_path_factory.mktemp("tiny-gemma4")
+    specs = {
+        "gemma4": ("gemma4", False),
+        "gemma4-q4": ("gemma4", True),
+        "gemma4_unified": ("gemma4_unified", False),
+        "gemma4_unified-q4": ("gemma4_unified", True),
+    }
+    return {name: write_checkpoint(root / name, family, quantize=q, seed=i) for i, (name, (family, q)) in enumerate(specs.items())}

@@ -184,3 +184,23 @@ def test_bad_inputs_are_value_or_type_errors():
     with pytest.raises(ValueError, match=r"attention over an image of up to 9000000 patches"):
         encoder.encode([good], max_soft_tokens=10**6)
 
+
+
+@pytest.mark.parametrize("case", ["tiny-clipped", "tiny-unified"])
+def test_encode_video_is_the_commands_frames(cli, tmp_path, case):
+    frames = [image(case, name) for name in ("gradient-37x23.png", "checker-37x23.png", "noise-37x23.png")]
+    out = tmp_path / "video.safetensors"
+    run(cli, "encode", "--model", model(case), "--frames", *frames, "--out", out)
+    expected = read_safetensors(out)
+    encoder = gemma_vision.Encoder(model(case))
+    features = encoder.encode_video([str(p) for p in frames])
+    # The fixtures' video processor keeps 2 of 3 frames.
+    assert [f.shape[0] for f in features] == expected["soft_tokens"].tolist() and len(features) == 2
+    assert b"".join(bits(f) for f in features) == bits(expected["features"])
+    # A uint8 array [T, H, W, 3] is the same video.
+    video = np.stack([np.asarray(Image.open(p).convert("RGB")) for p in frames])
+    assert b"".join(bits(f) for f in encoder.encode_video(video)) == bits(expected["features"])
+    with pytest.raises(ValueError, match=r"must be one of \[70, 140, 280, 560, 1120\], got 6"):
+        encoder.encode_video(frames, max_soft_tokens=6)
+    with pytest.raises(ValueError, match="share one size"):
+        encoder.encode_video([frames[0], image(case, "checker-20x30.png")])

@@ -5,7 +5,9 @@ use crate::trace::Trace;
 use crate::unified_embedder::UnifiedVisionEmbedder;
 use crate::{Checkpoint, ComputeDtype, Error, ModelConfig, ModelType, Result, VisionConfig};
 use layers::{WeightStore, Weights};
-use preprocess::{ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage};
+use preprocess::{
+    ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage, VideoPreprocessor, VideoProcessorConfig,
+};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -67,8 +69,9 @@ pub enum PreparedImage {
     Patches(Patches),
 }
 
+/// The encoder of either family.
 #[derive(Debug)]
-enum Model {
+pub(crate) enum Model {
     Siglip(SiglipVisionTower),
     Unified(UnifiedVisionEmbedder),
 }
@@ -101,11 +104,7 @@ impl VisionEncoder {
     /// Loads the encoder of an opened [`Checkpoint`] (see [`VisionEncoder::load`]).
     pub fn from_checkpoint(checkpoint: Checkpoint, options: EncoderOptions) -> Result<VisionEncoder> {
         let config = checkpoint.config().clone();
-        let family = match config.model_type {
-            ModelType::Gemma4 => ModelFamily::Gemma4,
-            ModelType::Gemma4Unified => ModelFamily::Gemma4Unified,
-        };
-        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family)?;
+        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family(&config))?;
         let store = checkpoint.store();
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
@@ -122,6 +121,11 @@ impl VisionEncoder {
         weights.ensure_all_used()?;
         let used_keys = weights.used_keys();
         Ok(VisionEncoder { config, processor, options, model, checkpoint, used_keys, identity: Mutex::new(None) })
+    }
+
+    /// The encoder itself.
+    pub(crate) fn model(&self) -> &Model {
+        &self.model
     }
 
     /// The checkpoint the encoder was loaded from.
@@ -182,18 +186,55 @@ impl VisionEncoder {
         self.encode_prepared(&prepared, None)
     }
 
-    /// Encodes video frames through the gemma4 tower's position-id path (`Gemma4VideoProcessor`
-    /// frames: resized to the budget, 16×16 patches padded to `budget × k²` rows).
-    pub fn encode_video_frames(&self, frames: &[RgbImage], budget: Option<u32>) -> Result<Features> {
-        if self.config.model_type != ModelType::Gemma4 {
-            return Err(Error::input("video frames go through the gemma4 tower's position-id path"));
-        }
-        let preprocessor = self.preprocessor(budget.or(Some(70)))?;
-        self.check_budget(&preprocessor)?;
-        let prepared = frames
+    /// The video processor for a soft-token budget per frame: `budget` (one of
+    /// [`preprocess::VIDEO_BUDGETS`]), else the checkpoint's (the `video_processor` settings of
+    /// `processor_config.json` or `preprocessor_config.json`, read as mlx-vlm reads them for
+    /// this family), else 70.
+    pub fn video_preprocessor(&self, budget: Option<u32>) -> Result<VideoPreprocessor> {
+        let config = VideoProcessorConfig::from_checkpoint_dir(self.checkpoint.dir(), family(&self.config))?;
+        Ok(VideoPreprocessor::new(config.with_max_soft_tokens(budget))?)
+    }
+
+    /// Prepares the frames of one video (decoded, all of one size) as mlx-vlm's video processor
+    /// for this family does: the frames it keeps (at most `num_frames`, sampled uniformly), in
+    /// order, each resized to the budget's video size, rescaled and cut into patches padded to
+    /// the budget (gemma4: `patch_size` patches, its tower's position-id path; gemma4_unified:
+    /// model patches).
+    pub fn prepare_video(&self, frames: &[RgbImage], video: &VideoPreprocessor) -> Result<Vec<PreparedImage>> {
+        video
+            .sample(frames)?
+            .into_iter()
+            .map(|frame| {
+                Ok(PreparedImage::Patches(match self.config.model_type {
+                    ModelType::Gemma4 => video.gemma4_frame(frame)?,
+                    ModelType::Gemma4Unified => video.gemma4_unified_frame(frame)?,
+                }))
+            })
+            .collect()
+    }
+
+    /// Decodes frame files (EXIF orientation applied, as `load_image` does) and encodes them as
+    /// the frames of one video (see [`encode_video_frames`](Self::encode_video_frames)); the
+    /// budget is checked before any file is read.
+    pub fn encode_video_files(&self, paths: &[impl AsRef<Path>], budget: Option<u32>) -> Result<Features> {
+        let video = self.video_preprocessor(budget)?;
+        self.check_frame_budget(&video.config().frame)?;
+        let frames = paths
             .iter()
-            .map(|frame| Ok(PreparedImage::Patches(preprocessor.gemma4_video_frame(frame)?)))
-            .collect::<Result<Vec<_>>>()?;
+            .map(|p| preprocess::open(p.as_ref(), &self.options.limits))
+            .collect::<preprocess::Result<Vec<_>>>()?;
+        self.encode_video_frames(&frames, budget)
+    }
+
+    /// Prepares and encodes the frames of one video with the soft-token budget per frame
+    /// `budget` (see [`video_preprocessor`](Self::video_preprocessor)). The features
+    /// of each kept frame, in order, are what mlx-vlm computes for the video: gemma4's video path
+    /// (`embed_vision(vision_tower(pixel_values_videos, video_position_ids))`), gemma4_unified's
+    /// `get_video_features`; `soft_tokens` counts each kept frame's rows.
+    pub fn encode_video_frames(&self, frames: &[RgbImage], budget: Option<u32>) -> Result<Features> {
+        let video = self.video_preprocessor(budget)?;
+        self.check_frame_budget(&video.config().frame)?;
+        let prepared = self.prepare_video(frames, &video)?;
         self.encode_prepared(&prepared, None)
     }
 
@@ -250,15 +291,18 @@ impl VisionEncoder {
                         PreparedImage::Pixels(p) => p.soft_tokens,
                     })
                     .collect();
-                (embedder.encode_patches(&patches, &positions, trace)?, soft_tokens)
+                (embedder.encode_patches(&patches, Some(&positions), trace)?, soft_tokens)
             }
         };
-        let features = if self.options.divide_by_embed_scale {
-            features.div(f64::from(self.config.text_hidden_size).sqrt())?
-        } else {
-            features
-        };
-        Ok(Features { features, soft_tokens })
+        Ok(Features { features: self.scaled_features(features)?, soft_tokens })
+    }
+
+    /// `features` divided by `√text_hidden` when the options ask for it.
+    pub(crate) fn scaled_features(&self, features: Array) -> Result<Array> {
+        if !self.options.divide_by_embed_scale {
+            return Ok(features);
+        }
+        Ok(features.div(f64::from(self.config.text_hidden_size).sqrt())?)
     }
 
     /// Refuses a budget whose images the encoder could not attend over in memory (gemma4: one
@@ -268,8 +312,13 @@ impl VisionEncoder {
     /// [`encode_images`](Self::encode_images) check it; callers of
     /// [`encode_prepared`](Self::encode_prepared) check it once per preprocessor.
     pub fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
+        self.check_frame_budget(preprocessor.config())
+    }
+
+    /// [`check_budget`](Self::check_budget) for one image or frame of the processor settings
+    /// `config`.
+    fn check_frame_budget(&self, config: &ProcessorConfig) -> Result<()> {
         let Model::Siglip(tower) = &self.model else { return Ok(()) };
-        let config = preprocessor.config();
         let patches = usize::try_from(config.max_patches()).unwrap_or(usize::MAX);
         tower.check_attention(1, patches, || {
             format!("an image of up to {patches} patches (a budget of {} soft tokens)", config.max_soft_tokens)
@@ -317,6 +366,14 @@ impl VisionEncoder {
             format!("mlx {}", tensor::info::mlx_build_version()),
             format!("weights {fingerprint}"),
         ])
+    }
+}
+
+/// The processors' family of a model type.
+fn family(config: &ModelConfig) -> ModelFamily {
+    match config.model_type {
+        ModelType::Gemma4 => ModelFamily::Gemma4,
+        ModelType::Gemma4Unified => ModelFamily::Gemma4Unified,
     }
 }
 

@@ -43,6 +43,15 @@ pub enum Error {
     /// An input does not fit the encoder (shape, dtype, count).
     #[error("{what}")]
     Input { what: String },
+    /// A model input (mlx-vlm's `pixel_values`, position ids) of a shape, dtype or kind the
+    /// encoder does not take: `input` names it, `expected` says what it takes.
+    #[error("{input}: expected {expected}, found {found}")]
+    ModelInput { input: &'static str, expected: String, found: String },
+    /// Weights another runtime holds (mlx-vlm's model) are not the checkpoint's the encoder
+    /// loaded: `name` (a sanitized tensor name) is missing on one side, or differs in dtype,
+    /// shape or bytes, as `detail` says.
+    #[error("the model's `{name}` is not the checkpoint's: {detail}")]
+    WeightsDiffer { name: String, detail: String },
     /// The encoder's attention over `what` would need more memory than one process may use
     /// ([`tensor::memory::max_array_bytes`]); refused before anything is allocated.
     #[error("attention over {what} needs about {bytes} bytes, more than the limit of {limit} bytes")]
@@ -102,6 +111,8 @@ impl Error {
             | Error::NoVisionTower { .. }
             | Error::Quantization { .. }
             | Error::Input { .. }
+            | Error::ModelInput { .. }
+            | Error::WeightsDiffer { .. }
             | Error::TooLarge { .. } => ErrorKind::Invalid,
             Error::Preprocess(e) => preprocess_kind(e),
             Error::Checkpoint { path, .. } => match std::fs::symlink_metadata(path) {

@@ -11,6 +11,9 @@
 //! - Checkpoints as published, quantized ones included: the vision modules mlx-vlm runs as
 //!   `nn.QuantizedLinear` are [`layers::QuantizedLinear`]s here ([`QuantizationConfig`]).
 //! - [`Inspection`]: what a loaded encoder is and why an image gives the tokens it gives.
+//! - Inside mlx-vlm: [`ModelInputs`] (the pixel inputs its processors make, images and video
+//!   frames) encoded as its models encode them, and [`HeldTensor`]: the check that the weights
+//!   of its loaded model are the checkpoint's.
 //!
 //! Composition only: blocks come from `layers`, preprocessing from `preprocess`; this crate
 //! knows checkpoints and model families, not FFI.
@@ -22,7 +25,9 @@ mod config;
 mod encoder;
 mod error;
 mod frames;
+mod held_weights;
 mod inspection;
+mod model_inputs;
 mod multimodal_embedder;
 mod patch_embedder;
 mod pooler;
@@ -37,7 +42,9 @@ pub use compute_dtype::{ComputeDtype, UnknownComputeDtype};
 pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
 pub use encoder::{EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
+pub use held_weights::HeldTensor;
 pub use inspection::{Budget, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, QuantizedModule, TensorCounts};
+pub use model_inputs::ModelInputs;
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;

@@ -128,11 +128,19 @@ impl SiglipVisionTower {
     /// patch grid `(col, row)`; nothing is padded.
     pub fn pool_pixels(&self, pixels: &Array, mut trace: Option<&mut Trace>) -> Result<PooledRows> {
         let shape = pixels.shape();
-        let &[batch, _, h, w] = shape.as_slice() else {
-            return Err(Error::input(format!("pixel values must be [B, 3, H, W], found {shape:?}")));
+        let &[batch, 3, h, w] = shape.as_slice() else {
+            return Err(Error::ModelInput {
+                input: "pixel_values",
+                expected: "[B, 3, H, W]".into(),
+                found: format!("{shape:?}"),
+            });
         };
         if pixels.dtype() != Dtype::F32 {
-            return Err(Error::input(format!("pixel values must be float32, found {}", pixels.dtype())));
+            return Err(Error::ModelInput {
+                input: "pixel_values",
+                expected: "float32".into(),
+                found: pixels.dtype().to_string(),
+            });
         }
         let p = self.config.patch_size;
         let (ph, pw) = (h / p, w / p);
@@ -167,7 +175,11 @@ impl SiglipVisionTower {
         let patch_dim = 3 * self.config.patch_size * self.config.patch_size;
         let (patches, positions) = patch_rows(patches, positions, patch_dim)?;
         if patches.dtype() != Dtype::F32 {
-            return Err(Error::input(format!("patches must be float32, found {}", patches.dtype())));
+            return Err(Error::ModelInput {
+                input: "patches",
+                expected: "float32".into(),
+                found: patches.dtype().to_string(),
+            });
         }
         let padding = positions.eq(-1)?.all(&[-1], false)?;
         let host_positions = positions.astype(Dtype::I64)?.to_vec::<i64>()?;

@@ -1,6 +1,6 @@
 //! The gemma4_unified vision embedder: mlx-vlm's `VisionEmbedder` followed by `embed_vision`.
 
-use crate::frames::{keep_leading_rows, patch_rows};
+use crate::frames::{keep_leading_rows, patch_rows, patch_rows_alone};
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, UnifiedConfig};
@@ -80,26 +80,60 @@ impl UnifiedVisionEmbedder {
         self.pos_embedding.dtype()
     }
 
-    /// `get_image_features(patches, positions)`: patches `[B, N, 6912]` (or `[B, T, N, 6912]`,
-    /// flattened to frames) and positions `[B, N, 2]` → features `[Σ real rows, T]`.
-    pub fn encode_patches(&self, patches: &Array, positions: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
+    /// `get_image_features(patches, positions)`: patches `[B, N, 6912]` float32 (or
+    /// `[V, T, N, 6912]` video frames, flattened to `V·T` frames as `get_video_features` does)
+    /// and positions `[…, 2]` → features `[Σ real rows, T]`, the real rows (not `(-1, -1)`) of
+    /// each frame kept from the start. Without positions (`get_image_features(patches)`, as
+    /// mlx-vlm's vision cache calls it): no position term and every row kept, `[B·N, T]`.
+    pub fn encode_patches(
+        &self,
+        patches: &Array,
+        positions: Option<&Array>,
+        mut trace: Option<&mut Trace>,
+    ) -> Result<Array> {
         let patch_dim = self.config.patch_dim();
-        let (patches, positions) = patch_rows(patches, positions, patch_dim)?;
-        let counts = self.real_rows(&positions)?;
+        let (patches, positions) = match positions {
+            Some(positions) => {
+                let (patches, positions) = patch_rows(patches, positions, patch_dim)?;
+                (patches, Some(positions))
+            }
+            None => (patch_rows_alone(patches, patch_dim)?, None),
+        };
+        if patches.dtype() != Dtype::F32 {
+            return Err(Error::ModelInput {
+                input: "patches",
+                expected: "float32".into(),
+                found: patches.dtype().to_string(),
+            });
+        }
+        let counts = positions.as_ref().map(|p| self.real_rows(p)).transpose()?;
         let h = self.patch_ln1.forward(&patches)?;
         record(&mut trace, "patch_ln1", &h);
         let h = self.patch_dense.forward(&h)?;
         record(&mut trace, "patch_dense", &h);
         let h = self.patch_ln2.forward(&h)?;
         record(&mut trace, "patch_ln2", &h);
-        let h = h.add(&self.position_term(&positions, h.dtype())?)?;
+        let h = match &positions {
+            Some(positions) => h.add(&self.position_term(positions, h.dtype())?)?,
+            None => h,
+        };
         record(&mut trace, "positions_added", &h);
         let h = self.pos_norm.forward(&h)?;
         record(&mut trace, "pos_norm", &h);
         let projected = self.embedder.forward(&h)?;
-        let out = keep_leading_rows(&projected, &counts)?;
+        let out = match counts {
+            Some(counts) => keep_leading_rows(&projected, &counts)?,
+            None => projected.reshape(&[-1, projected.dim(-1)?])?,
+        };
         record(&mut trace, "features", &out);
         Ok(out)
+    }
+
+    /// The rows [`encode_patches`](Self::encode_patches) keeps of each frame of `positions`
+    /// (`[B, N, 2]`, or `[V, T, N, 2]`), in order: its real rows.
+    pub fn kept_rows(&self, positions: &Array) -> Result<Vec<usize>> {
+        let n = positions.dim(-2)?;
+        self.real_rows(&positions.reshape(&[-1, n, 2])?)
     }
 
     /// Per batch row, the rows that are not padding (both ids `-1`), read from the host values

@@ -82,7 +82,7 @@ pub fn main(args: &Args) -> Result<()> {
     run(cargo().args(["build", "--release", "-p", "cli"]))?;
     let binary = release_binary("gemma-vision");
     if !args.actors.is_empty() {
-        install_wheel(&dir)?;
+        super::wheel::install_release_wheel(&dir)?;
     }
 
     let model = model_dir(&args.model)?;
@@ -175,25 +175,6 @@ pub fn main(args: &Args) -> Result<()> {
     write_section("embed", &section)?;
     eprintln!("bench embed: wrote the `embed` section of BENCHMARKS.md");
     Ok(())
-}
-
-/// Builds the release wheel and installs it into `.deps/venv`.
-fn install_wheel(dir: &Path) -> Result<()> {
-    eprintln!("bench embed: building and installing the release wheel");
-    let wheels = dir.join("wheels");
-    let _ = fs::remove_dir_all(&wheels);
-    let mut build = cmd(python(), &["-m", "maturin", "build", "--release"]);
-    run(build
-        .args(["--manifest-path", "crates/python/Cargo.toml", "--interpreter"])
-        .arg(python())
-        .arg("--out")
-        .arg(&wheels))?;
-    let wheel = fs::read_dir(&wheels)
-        .map_err(|e| format!("{}: {e}", wheels.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or("maturin wrote no wheel")?;
-    run(cmd(python(), &["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps"]).arg(wheel))
 }
 
 /// The model directory: a checkpoint of `bench_e2e.py make`, or the tiny fixture.

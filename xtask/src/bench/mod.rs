@@ -1,10 +1,11 @@
-//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed>`: our timings beside the reference's (and
+//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed|mlx-vlm>`: our timings beside the reference's (and
 //! other implementations'), in one run, written into `BENCHMARKS.md`: each suite owns one marked
 //! section of that file, whose prose is its template under `bench/templates/`.
 //!
 //! Shared by the suites: [`machine`] (what the machine is and how loaded), [`criterion`]
 //! (reading criterion's results), [`gemm_peak`] (the machine's float32 GEMM peak), [`formula`]
-//! (FLOP formulas printed and evaluated from one text) and [`template`].
+//! (FLOP formulas printed and evaluated from one text), [`template`] and [`wheel`] (the
+//! release wheel of the Python package).
 
 mod criterion;
 mod e2e;
@@ -13,9 +14,11 @@ mod formula;
 mod gemm_peak;
 mod kernels;
 mod machine;
+mod mlx_vlm;
 mod ops;
 mod preprocess;
 mod template;
+mod wheel;
 
 use crate::project::{Result, root};
 use clap::{Parser, Subcommand};
@@ -42,6 +45,10 @@ enum Suite {
     /// Corpus jobs: `gemma-vision embed` and the Ray Data job (images/s), and embed's peak RSS by
     /// corpus size
     Embed(embed::Args),
+    /// mlx-vlm's own generation, stock against accelerated: time to first token, decode rate,
+    /// identical tokens
+    #[command(name = "mlx-vlm")]
+    MlxVlm(mlx_vlm::Args),
 }
 
 pub fn main(args: &[String]) -> Result<()> {
@@ -60,6 +67,7 @@ pub fn main(args: &[String]) -> Result<()> {
         Suite::E2e(args) => e2e::main(&args),
         Suite::Kernels(args) => kernels::main(&args),
         Suite::Embed(args) => embed::main(&args),
+        Suite::MlxVlm(args) => mlx_vlm::main(&args),
     }
 }
 

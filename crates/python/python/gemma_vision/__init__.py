@@ -18,6 +18,9 @@
   wheel beside it, opened at import; another MLX release than the one the package was built
   against is refused there with an ImportError naming both.
 - ``gemma_vision.ray_embed``: the same job over a Ray cluster (``python -m gemma_vision.ray_embed``).
+- ``gemma_vision.mlx_vlm``: mlx-vlm's own generate loop, vision cache and server on this encoder
+  (``accelerate(model)``; ``python -m gemma_vision.mlx_vlm.server``); ``Encoder.encode_pixel_values``
+  gives ``cached_image_features`` for mlx-vlm's lower levels.
 """
 
 from ._mlx import mlx_library, mlx_version

@@ -1,7 +1,9 @@
 """Type stubs of the native extension (crates/python/src)."""
 
 import os
-from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Literal, Optional, Sequence, Tuple, Union
+
+import mlx.core as mx
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +77,51 @@ class Encoder:
         budget too small for an image), TypeError (an object that is none of these). The
         message is the one ``gemma-vision encode`` prints for the same file.
         """
+
+    @staticmethod
+    def matching(
+        model_dir: Union[str, "os.PathLike[str]"],
+        parameters: Iterable[Tuple[str, "mx.array"]],
+    ) -> "Encoder":
+        """The encoder of ``model_dir`` whose vision weights are exactly ``parameters`` (every
+        vision parameter of an mlx-vlm model loaded from it, by sanitized name), compared in place:
+        names, dtype, shape, bytes. A model cast to float32 as a whole gets an "f32" encoder.
+
+        Raises ValueError naming the first parameter that differs; FileNotFoundError, OSError
+        and ValueError as the constructor does.
+        """
+
+    def encode_pixel_values(
+        self,
+        pixel_values: Union["mx.array", npt.NDArray[np.float32], Sequence[Any]],
+        position_ids: Union["mx.array", npt.NDArray[np.integer], Sequence[Any], None] = None,
+    ) -> "mx.array":
+        """What mlx-vlm's model computes from its processor's pixel inputs, as an mx.array (pass it
+        as ``cached_image_features`` / ``cached_video_features``):
+
+        - gemma4: ``Model.encode_image(pixel_values, position_ids)``, ``[1, Σ soft tokens, D]``:
+          pixels ``[B, 3, H, W]`` float32 or a list of images of different sizes; patch rows
+          ``[B, L, 3p²]`` or video frames ``[B, T, L, 3p²]`` with int position ids ``[..., 2]``
+          (or lists of them, one per video);
+        - gemma4_unified: ``Model.get_image_features``, ``[Σ soft tokens, D]``: model patches
+          ``[B, N, 3P²]`` or video frames ``[V, T, N, 3P²]`` (flattened as
+          ``get_video_features`` does), with position ids or without (no position term, every row).
+
+        Bit for bit mlx-vlm's values, in its dtype. Raises ValueError for inputs of another shape,
+        dtype or family. The GIL is released while encoding.
+        """
+
+    def encode_video(
+        self,
+        frames: Union[Sequence[Image], npt.NDArray[np.uint8]],
+        max_soft_tokens: Optional[int] = None,
+        as_float32: bool = False,
+    ) -> list[npt.NDArray[np.generic]]:
+        """One ``[n_i, D]`` array per kept frame of one video: what mlx-vlm's video processor and
+        video path compute. ``frames``: images as ``encode`` takes them, all of one size (or a
+        uint8 array ``[T, H, W, 3]``); at most the video processor's ``num_frames`` (32) are
+        kept, sampled uniformly. ``max_soft_tokens``: the budget per frame, 70, 140, 280, 560 or
+        1120 (default: the checkpoint's video processor's, else 70)."""
 
     def inspect(
         self,

@@ -1,0 +1,173 @@
+"""mlx-vlm's Gemma 4 models on gemma_vision's encoder: the same features, hence the same tokens.
+
+>>> from mlx_vlm import load, generate
+>>> from gemma_vision.mlx_vlm import accelerate
+>>> model, processor = load("path/to/gemma-4-e2b")
+>>> acceleration = accelerate(model)      # checks the weights, then swaps the vision modules
+>>> generate(model, processor, prompt, image=["cat.jpg"])  # mlx-vlm's own loop, our encoder
+>>> acceleration.restore()                # mlx-vlm's own modules back
+
+``accelerate(model, model_dir=None)`` takes a model from mlx-vlm's ``load`` / ``load_model``
+(gemma4 or gemma4_unified) and the directory it was loaded from (default: the ``model_path``
+``load_model`` records). It compares every vision parameter the model holds with the
+checkpoint's (names, dtypes, shapes, bytes; a model cast to float32 as a whole is served in
+float32) and refuses, leaving the model as it was, a model it cannot serve. Then:
+
+- gemma4: ``model.vision_tower`` becomes a module computing the tower *and* the projector on our
+  encoder, ``model.embed_vision`` the identity, so that mlx-vlm's ``get_input_embeddings``
+  (images, video frames, lists of images of different sizes), ``encode_image`` and with it the
+  vision cache run on ours, with mlx-vlm's own code around them;
+- gemma4_unified: the model's ``get_image_features``, which ``get_video_features``,
+  ``encode_image`` and ``get_input_embeddings`` call, is ours.
+
+A second ``accelerate`` of the same model returns its acceleration; ``restore`` undoes it.
+``python -m gemma_vision.mlx_vlm.server`` is mlx-vlm's server with every model it loads
+accelerated.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten
+
+from .._native import Encoder
+
+__all__ = ["Acceleration", "accelerate", "acceleration_of", "restore"]
+
+_ATTRIBUTE = "_gemma_vision_acceleration"
+# The modules holding each family's vision parameters, under their sanitized names.
+_VISION_MODULES = {
+    "gemma4": ("vision_tower", "embed_vision"),
+    "gemma4_unified": ("vision_embedder", "embed_vision"),
+}
+
+
+class EncoderVisionTower(nn.Module):
+    """Stands in for a gemma4 model's ``vision_tower``: returns what ``vision_tower`` followed by
+    ``embed_vision`` returns (``[1, Σ soft tokens, text_hidden]``), computed by our encoder from
+    the same inputs (pixels, a list of images, patch rows or video frames with their ids). The
+    model's ``embed_vision`` is the identity meanwhile."""
+
+    def __init__(self, encoder: Encoder, stock: nn.Module):
+        super().__init__()
+        self._encoder = encoder
+        self.config = getattr(stock, "config", None)
+        self.model_type = getattr(stock, "model_type", None)
+
+    def __call__(self, pixel_values: Any, pixel_position_ids: Any = None) -> mx.array:
+        return self._encoder.encode_pixel_values(pixel_values, pixel_position_ids)
+
+
+@dataclass
+class Acceleration:
+    """What ``accelerate`` changed on a model: the encoder it installed and the model's own
+    attributes, put back by ``restore``."""
+
+    model: nn.Module
+    encoder: Encoder
+    model_dir: Path
+    _stock: dict = field(repr=False)
+
+    def restore(self) -> None:
+        """Puts the model's own vision modules (or method) back; the model is then exactly as
+        mlx-vlm loaded it. A second call does nothing."""
+        if getattr(self.model, _ATTRIBUTE, None) is not self:
+            return
+        for name, value in self._stock.items():
+            if value is _ABSENT:
+                delattr(self.model, name)
+            else:
+                setattr(self.model, name, value)
+        delattr(self.model, _ATTRIBUTE)
+
+
+_ABSENT = object()
+
+
+def acceleration_of(model: nn.Module) -> Optional[Acceleration]:
+    """The model's acceleration, or None."""
+    return getattr(model, _ATTRIBUTE, None)
+
+
+def restore(model: nn.Module) -> None:
+    """Undoes ``accelerate`` on ``model`` (nothing if it is not accelerated)."""
+    acceleration = acceleration_of(model)
+    if acceleration is not None:
+        acceleration.restore()
+
+
+def accelerate(model: nn.Module, model_dir: Union[str, "os.PathLike[str]", None] = None) -> Acceleration:
+    """Runs ``model``'s vision encoder on gemma_vision's, bit for bit. See the module docs.
+
+    ``model_dir`` is the checkpoint the model was loaded from (default: ``model.model_path``,
+    which mlx-vlm's ``load_model`` sets). Raises ValueError, leaving the model as it was, for a
+    model that is not gemma4 / gemma4_unified, has no vision tower, or whose vision weights are
+    not that checkpoint's (naming the first that differs); FileNotFoundError for a missing
+    directory.
+    """
+    model_type = getattr(model, "model_type", None) or getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in _VISION_MODULES:
+        raise ValueError(f"gemma_vision accelerates gemma4 and gemma4_unified models; this one is {model_type!r}")
+    current = acceleration_of(model)
+    stock = current._stock if current is not None else _stock_attributes(model, model_type)
+    modules = {name: stock.get(name, getattr(model, name, None)) for name in _VISION_MODULES[model_type]}
+    missing = [name for name, module in modules.items() if module is None]
+    if missing:
+        raise ValueError(f"the {model_type} model has no vision tower: {', '.join(missing)} is None")
+    if model_dir is None:
+        model_dir = getattr(model, "model_path", None)
+        if model_dir is None:
+            raise ValueError("the model does not say where it was loaded from: pass model_dir")
+    model_dir = Path(model_dir)
+    if current is not None and _same_directory(current.model_dir, model_dir):
+        return current
+
+    parameters = [
+        (f"{name}.{key}", value) for name, module in modules.items() for key, value in tree_flatten(module.parameters())
+    ]
+    encoder = Encoder.matching(model_dir, parameters)
+    if encoder.model_type != model_type:
+        raise ValueError(f"{model_dir} holds a {encoder.model_type} checkpoint; the model is {model_type}")
+
+    if current is not None:
+        current.restore()
+    acceleration = Acceleration(model=model, encoder=encoder, model_dir=model_dir, _stock=stock)
+    for name, value in _accelerated_attributes(model_type, encoder, modules).items():
+        setattr(model, name, value)
+    setattr(model, _ATTRIBUTE, acceleration)
+    return acceleration
+
+
+def _stock_attributes(model: nn.Module, model_type: str) -> dict:
+    """The attributes ``accelerate`` replaces, as the model holds them (``_ABSENT``: no instance
+    attribute, the class's method)."""
+    if model_type == "gemma4":
+        return {name: getattr(model, name, None) for name in _VISION_MODULES[model_type]}
+    return {"get_image_features": model.__dict__.get("get_image_features", _ABSENT)}
+
+
+def _accelerated_attributes(model_type: str, encoder: Encoder, modules: dict) -> dict:
+    if model_type == "gemma4":
+        return {"vision_tower": EncoderVisionTower(encoder, modules["vision_tower"]), "embed_vision": nn.Identity()}
+    return {"get_image_features": _image_features(encoder)}
+
+
+def _image_features(encoder: Encoder) -> Callable[..., mx.array]:
+    def get_image_features(pixel_values: mx.array, image_position_ids: Optional[mx.array] = None) -> mx.array:
+        """gemma4_unified's ``Model.get_image_features`` on gemma_vision's encoder."""
+        return encoder.encode_pixel_values(pixel_values, image_position_ids)
+
+    return get_image_features
+
+
+def _same_directory(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -1,0 +1,195 @@
+//! [`ModelInputs`]: the pixel inputs of mlx-vlm's Gemma 4 models as its processors make them,
+//! and [`VisionEncoder::encode_model_inputs`], which encodes them as the models do.
+
+use crate::encoder::Model;
+use crate::{Error, Features, PooledRows, Result, SiglipVisionTower, VisionEncoder};
+use tensor::{Array, Dtype};
+
+/// The pixel inputs of one call of a Gemma 4 model's vision path in mlx-vlm (`pixel_values` or
+/// `pixel_values_videos`, with their position ids), as its processors make them. The
+/// constructors check ranks, dtypes and that position ids match their patches;
+/// [`VisionEncoder::encode_model_inputs`] checks what each family takes beyond that.
+#[derive(Debug, Clone)]
+pub enum ModelInputs {
+    /// gemma4's image path: `[B, 3, H, W]` float32 pixels, images of one size
+    /// (`Gemma4ImageProcessor`'s stacked `pixel_values`).
+    Pixels(Array),
+    /// gemma4: images of different sizes, each `[3, H, W]` or `[B, 3, H, W]` float32, encoded
+    /// one by one and concatenated (the list `Gemma4ImageProcessor` returns for them).
+    PixelList(Vec<Array>),
+    /// Patch rows, float32, with integer position ids `(x, y)` (`(-1, -1)` for padding):
+    /// - gemma4's position-id path: `[B, L, 3·p²]`, or video frames `[B, T, L, 3·p²]`
+    ///   (`Gemma4VideoProcessor`), with ids `[B, L, 2]` / `[B, T, L, 2]`;
+    /// - gemma4_unified: `[B, N, 3·P²]` model patches, or video frames `[V, T, N, 3·P²]`
+    ///   flattened to `V·T` frames as `get_video_features` does, with ids of the same leading
+    ///   extents; or without ids (`get_image_features(pixel_values)`, as mlx-vlm's vision cache
+    ///   calls it): no position term, every row kept.
+    Patches { patches: Array, positions: Option<Array> },
+    /// gemma4: the videos of one call when their frame counts differ (the list
+    /// `Gemma4VideoProcessor` returns), each patch rows `[T, L, 3·p²]` with ids `[T, L, 2]`.
+    PatchList(Vec<(Array, Array)>),
+}
+
+impl ModelInputs {
+    /// gemma4 pixels `[B, 3, H, W]` float32.
+    pub fn pixels(pixels: Array) -> Result<ModelInputs> {
+        check_pixels("pixel_values", &pixels, &[4])?;
+        Ok(ModelInputs::Pixels(pixels))
+    }
+
+    /// gemma4 images of different sizes, each `[3, H, W]` (given a leading axis) or
+    /// `[B, 3, H, W]` float32; at least one.
+    pub fn pixel_list(images: Vec<Array>) -> Result<ModelInputs> {
+        if images.is_empty() {
+            return Err(model_input("pixel_values", "at least one image", "an empty list".into()));
+        }
+        let images = images
+            .into_iter()
+            .map(|image| {
+                check_pixels("pixel_values[i]", &image, &[3, 4])?;
+                Ok(if image.ndim() == 3 { image.expand_dims(0)? } else { image })
+            })
+            .collect::<Result<_>>()?;
+        Ok(ModelInputs::PixelList(images))
+    }
+
+    /// Patch rows `[B, L, D]` or `[B, T, L, D]` float32 with, if any, integer position ids of
+    /// the same leading extents and a last extent of 2.
+    pub fn patches(patches: Array, positions: Option<Array>) -> Result<ModelInputs> {
+        check_patches(&patches, positions.as_ref())?;
+        Ok(ModelInputs::Patches { patches, positions })
+    }
+
+    /// Several videos' patch rows with their position ids (see [`patches`](Self::patches));
+    /// at least one.
+    pub fn patch_list(videos: Vec<(Array, Array)>) -> Result<ModelInputs> {
+        if videos.is_empty() {
+            return Err(model_input("pixel_values_videos", "at least one video", "an empty list".into()));
+        }
+        for (patches, positions) in &videos {
+            check_patches(patches, Some(positions))?;
+        }
+        Ok(ModelInputs::PatchList(videos))
+    }
+}
+
+fn model_input(input: &'static str, expected: &str, found: String) -> Error {
+    Error::ModelInput { input, expected: expected.to_owned(), found }
+}
+
+fn check_pixels(input: &'static str, pixels: &Array, ranks: &[usize]) -> Result<()> {
+    let shape = pixels.shape();
+    if !ranks.contains(&shape.len()) || shape[shape.len().saturating_sub(3)] != 3 {
+        let expected = if ranks.len() == 1 { "[B, 3, H, W]" } else { "[3, H, W] or [B, 3, H, W]" };
+        return Err(model_input(input, expected, format!("{shape:?}")));
+    }
+    if pixels.dtype() != Dtype::F32 {
+        return Err(model_input(input, "float32", pixels.dtype().to_string()));
+    }
+    Ok(())
+}
+
+fn check_patches(patches: &Array, positions: Option<&Array>) -> Result<()> {
+    let shape = patches.shape();
+    if !(3..=4).contains(&shape.len()) {
+        return Err(model_input("patches", "[B, L, D] or [B, T, L, D]", format!("{shape:?}")));
+    }
+    if patches.dtype() != Dtype::F32 {
+        return Err(model_input("patches", "float32", patches.dtype().to_string()));
+    }
+    let Some(positions) = positions else { return Ok(()) };
+    let ids = positions.shape();
+    let leading = &shape[..shape.len() - 1];
+    if ids.len() != shape.len() || &ids[..ids.len() - 1] != leading || ids[ids.len() - 1] != 2 {
+        let expected = format!("{:?} (the patches' leading extents, then 2)", [leading, &[2]].concat());
+        return Err(Error::ModelInput { input: "position ids", expected, found: format!("{ids:?}") });
+    }
+    if !matches!(positions.dtype(), Dtype::I32 | Dtype::I64) {
+        return Err(model_input("position ids", "int32 or int64", positions.dtype().to_string()));
+    }
+    Ok(())
+}
+
+impl VisionEncoder {
+    /// What mlx-vlm's model computes from its processor's pixel inputs: gemma4
+    /// `Model.encode_image(pixel_values, position_ids)` (its vision tower, then
+    /// `embed_vision`; the same function encodes `pixel_values_videos`), gemma4_unified
+    /// `Model.get_image_features` (or `get_video_features` for `[V, T, N, D]` frames).
+    /// `features` is `[Σ rows, text_hidden]` (gemma4's `[1, Σ, text_hidden]` without its
+    /// leading axis), bit for bit, in the dtype mlx-vlm returns; `soft_tokens` counts the rows
+    /// of each image or frame in order (each batch row's `N` for unified patches without ids).
+    ///
+    /// Fails with [`Error::ModelInput`] on inputs of the other family or of the wrong patch
+    /// width, and with [`Error::TooLarge`] before a batch whose attention would not fit.
+    pub fn encode_model_inputs(&self, inputs: &ModelInputs) -> Result<Features> {
+        let (features, soft_tokens) = match (self.model(), inputs) {
+            (Model::Siglip(tower), inputs) => {
+                let pooled = match inputs {
+                    ModelInputs::Pixels(pixels) => vec![pool_pixel_batch(tower, pixels)?],
+                    ModelInputs::PixelList(images) => {
+                        images.iter().map(|image| pool_pixel_batch(tower, image)).collect::<Result<_>>()?
+                    }
+                    ModelInputs::Patches { patches, positions: Some(positions) } => {
+                        vec![pool_patch_batch(tower, patches, positions)?]
+                    }
+                    ModelInputs::Patches { positions: None, .. } => {
+                        return Err(model_input(
+                            "position ids",
+                            "position ids with gemma4 patch rows (its tower reads inputs without ids as pixels)",
+                            "none".into(),
+                        ));
+                    }
+                    ModelInputs::PatchList(videos) => videos
+                        .iter()
+                        .map(|(patches, positions)| pool_patch_batch(tower, patches, positions))
+                        .collect::<Result<_>>()?,
+                };
+                let soft_tokens = pooled.iter().flat_map(|p| p.counts.iter().copied()).collect();
+                let rows: Vec<&Array> = pooled.iter().map(|p| &p.rows).collect();
+                let rows = if rows.len() == 1 { rows[0].clone() } else { Array::concatenate(&rows, 0)? };
+                (tower.project(&rows, None)?, soft_tokens)
+            }
+            (Model::Unified(embedder), ModelInputs::Patches { patches, positions }) => {
+                let soft_tokens = match positions {
+                    Some(positions) => embedder.kept_rows(positions)?,
+                    None => {
+                        let shape = patches.shape();
+                        let frames = shape[..shape.len() - 2].iter().product::<i32>();
+                        vec![shape[shape.len() - 2] as usize; frames as usize]
+                    }
+                };
+                (embedder.encode_patches(patches, positions.as_ref(), None)?, soft_tokens)
+            }
+            (Model::Unified(_), _) => {
+                return Err(model_input(
+                    "pixel_values",
+                    "gemma4_unified model patches [B, N, D] (or video frames [V, T, N, D])",
+                    "gemma4 pixels or a list".into(),
+                ));
+            }
+        };
+        let features = self.scaled_features(features)?;
+        Ok(Features { features, soft_tokens })
+    }
+}
+
+/// The tower's pooled rows of one pixel batch `[B, 3, H, W]`, after the attention check.
+fn pool_pixel_batch(tower: &SiglipVisionTower, pixels: &Array) -> Result<PooledRows> {
+    let shape = pixels.shape();
+    let patch = tower.config().patch_size.max(1);
+    let patches = (shape[2] / patch).max(0) as usize * (shape[3] / patch).max(0) as usize;
+    tower.check_attention(shape[0] as usize, patches, || {
+        format!("a batch of {} image(s) of {patches} patches", shape[0])
+    })?;
+    tower.pool_pixels(pixels, None)
+}
+
+/// The tower's pooled rows of one batch of patch rows (`[B, L, D]` or frames `[B, T, L, D]`),
+/// after the attention check.
+fn pool_patch_batch(tower: &SiglipVisionTower, patches: &Array, positions: &Array) -> Result<PooledRows> {
+    let shape = patches.shape();
+    let rows = shape[..shape.len() - 2].iter().product::<i32>() as usize;
+    let len = shape[shape.len() - 2] as usize;
+    tower.check_attention(rows, len, || format!("a batch of {rows} frame(s) of {len} patches"))?;
+    tower.pool_patches(patches, positions, None)
+}
