@@ -2,7 +2,7 @@
 
     mlx_primitives.py OP:DTYPE:SHAPE...
 
-OP is one of the keys of PRIMITIVES, DTYPE float32, bfloat16 or float32+bf16w (float32
+OP is one of the keys of PRIMITIVES or `quantized_matmul_<quantization>` (see quantized_matmul), DTYPE float32, bfloat16 or float32+bf16w (float32
 activations, bfloat16 weights), SHAPE the dimensions joined by `x` in the order each function's
 arguments give. Each spec builds seeded random inputs once, then times
 `mx.eval` of one call the way criterion samples: a warm-up, then samples of as many calls as
@@ -48,6 +48,27 @@ def addmm(dtype, m, k, n):
     xd, wd = weight_dtype(dtype)
     b, x, w = random((n,), wd, 3), random((m, k), xd, 1), random((n, k), wd, 2)
     return [b, x, w], lambda: mx.addmm(b, x, w.T)
+
+
+def quantized_matmul(quantization, dtype, m, k, n):
+    """x [M, K] · Wᵀ with W [N, K] quantized by mx.quantize as `quantization` names it
+    (`affine<bits>g<group>`, `mxfp4`, `nvfp4`, `mxfp8`): `mx.quantized_matmul(transpose=True)`,
+    as nn.QuantizedLinear runs it. The dense weights are bfloat16 (affine scales and biases
+    follow them); x is in the product's dtype (float32+bf16w: float32)."""
+    xd = mx.float32 if dtype == "float32+bf16w" else getattr(mx, dtype)
+    if quantization.startswith("affine"):
+        bits, group = (int(v) for v in quantization.removeprefix("affine").split("g"))
+        mode = "affine"
+    else:
+        mode, bits, group = quantization, {"mxfp4": 4, "nvfp4": 4, "mxfp8": 8}[quantization], \
+            {"mxfp4": 32, "nvfp4": 16, "mxfp8": 32}[quantization]
+    x, w = random((m, k), xd, 1), random((n, k), mx.bfloat16, 2)
+    parts = mx.quantize(w, group_size=group, bits=bits, mode=mode)
+    wq, scales = parts[0], parts[1]
+    biases = parts[2] if mode == "affine" else None
+    inputs = [x, wq, scales] + ([biases] if biases is not None else [])
+    return inputs, lambda: mx.quantized_matmul(x, wq, scales, biases, transpose=True, group_size=group, bits=bits,
+                                               mode=mode)
 
 
 def sdpa(dtype, heads, tokens, width):
@@ -153,10 +174,14 @@ def time_call(call):
 def main():
     for spec in sys.argv[1:]:
         op, dtype, shape = spec.split(":")
-        if op not in PRIMITIVES:
-            raise SystemExit(f"unknown primitive `{op}` (choose among {', '.join(PRIMITIVES)})")
         dims = [int(d) for d in shape.split("x")]
-        inputs, call = PRIMITIVES[op](dtype, *dims)
+        if op.startswith("quantized_matmul_"):
+            inputs, call = quantized_matmul(op.removeprefix("quantized_matmul_"), dtype, *dims)
+        elif op in PRIMITIVES:
+            inputs, call = PRIMITIVES[op](dtype, *dims)
+        else:
+            raise SystemExit(f"unknown primitive `{op}` (choose among {', '.join(PRIMITIVES)}, "
+                             "quantized_matmul_<affine<bits>g<group>|mxfp4|nvfp4|mxfp8>)")
         mx.eval(inputs)
         median, fastest, samples = time_call(call)
         print(json.dumps(dict(spec=spec, median=median, fastest=fastest, samples=samples)), flush=True)

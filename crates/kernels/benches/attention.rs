@@ -5,8 +5,8 @@
 //! - 31b-shaped: 16 heads, D = 72;
 //!
 //! each in bf16 and float32, with gemma4's `[1, 1, L, L]` additive mask (always passed by the
-//! tower) and without. `GEMM_KERNEL=portable` benches the portable kernels; `RAYON_NUM_THREADS`
-//! sets the threads.
+//! tower) and without. `GEMM_KERNEL=portable` benches the portable kernels, `GEMM_KERNEL=avx2`
+//! the AVX2 ones; `RAYON_NUM_THREADS` sets the threads.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
@@ -21,6 +21,7 @@ const TOKENS: usize = 2394;
 fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
         Ok("portable") => MicroKernel::Portable,
+        Ok("avx2") => MicroKernel::Avx2,
         _ => MicroKernel::detect(),
     }
 }

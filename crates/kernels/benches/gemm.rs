@@ -9,7 +9,8 @@
 //!
 //! Each shape runs as `bf16` (bf16 × bf16 → bf16), `f32` (f32 × f32 → f32) and `f32+bf16w`
 //! (f32 activations, bf16 weights → f32). `GEMM_KERNEL=portable` benches the portable
-//! micro-kernel instead of the AVX2 one; `RAYON_NUM_THREADS` sets the threads.
+//! micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one;
+//! `RAYON_NUM_THREADS` sets the threads.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
@@ -49,6 +50,7 @@ fn values<T: Float>(len: usize, seed: u64) -> Vec<T> {
 fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
         Ok("portable") => MicroKernel::Portable,
+        Ok("avx2") => MicroKernel::Avx2,
         _ => MicroKernel::detect(),
     }
 }

@@ -9,10 +9,12 @@
 //! - `e2b/projector`: 266 × 768 → 1536, bf16 `x`: affine 4 bits / 64 (bf16 scales) and mxfp4.
 //! - `e2b/tower`: 2394 × 768 → 3072, bf16 `x`, affine 4 bits / 64.
 //!
-//! Labels: `affine4g64`, `mxfp4` (the quantized product); `gemm-bf16` (bf16 × bf16 → bf16),
-//! `gemm-f32+bf16w` (float32 `x`, bf16 weights → float32), `gemm-f32`. `GEMM_KERNEL=portable`
-//! benches the portable micro-kernel instead of the AVX2 one; `RAYON_NUM_THREADS` sets the
-//! threads.
+//! Ids `quantized/<model>/<module>/<dtype> <product>/MxKxN`, the dtype that of `x` and the
+//! product (`bf16`, `f32`, or `f32+bf16w`: float32 `x` by bf16 weights), the product
+//! `affine4g64` or `mxfp4` (`quantized_matmul`) or `dense` (`gemm` with the dense weights: bf16
+//! for a bf16 `x`; bf16 or float32 for a float32 one). `GEMM_KERNEL=portable` benches the
+//! portable micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one;
+//! `RAYON_NUM_THREADS` sets the threads.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
@@ -81,6 +83,7 @@ const SHAPES: [Shape; 4] = [
 fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
         Ok("portable") => MicroKernel::Portable,
+        Ok("avx2") => MicroKernel::Avx2,
         _ => MicroKernel::detect(),
     }
 }
@@ -115,7 +118,7 @@ fn bench_quantized<X: Float>(c: &mut Criterion, shape: &Shape, quantization: Qua
     let mut bench_group = c.benchmark_group(format!("quantized/{group}/{name}"));
     bench_group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
     bench_group.throughput(Throughput::Elements((2 * m * n * k) as u64));
-    bench_group.bench_function(BenchmarkId::new(format!("{label}/{dtype}"), format!("{m}x{k}x{n}")), |bencher| {
+    bench_group.bench_function(BenchmarkId::new(format!("{dtype} {label}"), format!("{m}x{k}x{n}")), |bencher| {
         bencher.iter(|| quantized_matmul_with(kernel, blocking, a, &w, &mut out, &GemmOptions::default()).unwrap())
     });
     bench_group.finish();
@@ -149,9 +152,9 @@ fn bench(c: &mut Criterion) {
                     };
                     if bf16_x { bench_quantized::<bf16>(c, shape, q) } else { bench_quantized::<f32>(c, shape, q) }
                 }
-                Product::GemmBf16 => bench_gemm::<bf16, bf16, bf16>(c, shape, "gemm-bf16"),
-                Product::GemmF32Bf16w => bench_gemm::<f32, bf16, f32>(c, shape, "gemm-f32+bf16w"),
-                Product::GemmF32 => bench_gemm::<f32, f32, f32>(c, shape, "gemm-f32"),
+                Product::GemmBf16 => bench_gemm::<bf16, bf16, bf16>(c, shape, "bf16 dense"),
+                Product::GemmF32Bf16w => bench_gemm::<f32, bf16, f32>(c, shape, "f32+bf16w dense"),
+                Product::GemmF32 => bench_gemm::<f32, f32, f32>(c, shape, "f32 dense"),
             }
         }
     }

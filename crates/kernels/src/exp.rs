@@ -173,6 +173,48 @@ pub(crate) mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx512 {
+    //! [`exp`](super::exp) on 16 float32 lanes with AVX-512F: the operations of
+    //! [`avx2::exp8`](super::avx2::exp8) on wider registers, the same bits.
+
+    use super::{LIMIT, LOG2_E, POLY};
+    use std::arch::x86_64::*;
+
+    /// [`exp`](super::exp) of each of 16 lanes, the same bits.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) fn exp16(x: __m512) -> __m512 {
+        let r = exp16_nonpositive(x);
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), r, x);
+        let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_set1_ps(LIMIT));
+        _mm512_mask_blend_ps(above, r, _mm512_set1_ps(f32::INFINITY))
+    }
+
+    /// [`exp`](super::exp) of each of 16 lanes that are all `≤ 0` or `−∞` (no NaN), the same
+    /// bits: [`exp16`] without the NaN and overflow cases, computed as
+    /// [`avx2::exp8_nonpositive`](super::avx2::exp8_nonpositive) computes it.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) fn exp16_nonpositive(x: __m512) -> __m512 {
+        let y = _mm512_mul_ps(x, _mm512_set1_ps(LOG2_E));
+        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(_mm512_add_ps(
+            y,
+            _mm512_set1_ps(0.5),
+        ));
+        let f = _mm512_sub_ps(y, n);
+        let mut p = _mm512_set1_ps(POLY[0]);
+        for &c in &POLY[1..] {
+            p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c));
+        }
+        let biased = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
+        let two_to_n = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(biased));
+        let r = _mm512_mul_ps(two_to_n, p);
+        let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(-LIMIT));
+        _mm512_mask_blend_ps(below, r, _mm512_setzero_ps())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +337,35 @@ mod tests {
         let mut all = xs.clone();
         exp_in_place(&mut all);
         assert_eq!(bits(&all), bits(&want));
+    }
+
+    /// The 16-lane functions on the edge cases and a sweep of bit patterns: `exp16` everywhere,
+    /// `exp16_nonpositive` on its domain (`≤ 0` or `−∞`).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_16_lane_functions_agree_with_the_twin() {
+        if !crate::cpu::has_avx512f() {
+            return;
+        }
+        use std::arch::x86_64::*;
+        let mut xs = edge_cases();
+        xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099 + (i & 7))));
+        let chunks = xs.len() / 16;
+        for c in 0..chunks {
+            let lanes = &xs[c * 16..c * 16 + 16];
+            let (mut all, mut nonpositive) = ([0f32; 16], [0f32; 16]);
+            let domain: Vec<f32> = lanes.iter().map(|&x| if x <= 0.0 { x } else { -x.abs() }).collect();
+            let domain: Vec<f32> = domain.iter().map(|&x| if x.is_nan() { f32::NEG_INFINITY } else { x }).collect();
+            // SAFETY: AVX-512F is available (checked above); each slice holds 16 floats.
+            unsafe {
+                _mm512_storeu_ps(all.as_mut_ptr(), avx512::exp16(_mm512_loadu_ps(lanes.as_ptr())));
+                _mm512_storeu_ps(nonpositive.as_mut_ptr(), avx512::exp16_nonpositive(_mm512_loadu_ps(domain.as_ptr())));
+            }
+            let want: Vec<f32> = lanes.iter().map(|&x| exp(x)).collect();
+            assert_eq!(bits(&all), bits(&want), "exp16 of {lanes:?}");
+            let want: Vec<f32> = domain.iter().map(|&x| exp(x)).collect();
+            assert_eq!(bits(&nonpositive), bits(&want), "exp16_nonpositive of {domain:?}");
+        }
     }
 
     /// A structured sweep: every 1009th float32 bit pattern (all exponents, both signs, NaNs).

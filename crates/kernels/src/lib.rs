@@ -7,8 +7,9 @@
 //! product rounded before it is added. A kernel here keeps each output's own order of
 //! operations and vectorises across outputs or rows, never along one reduction; that is
 //! what lets it be exact and fast at once. Every kernel runs over all cores (rayon), with
-//! AVX2 + FMA where the CPU has it (detected at run time, [`cpu`]) and a portable loop
-//! otherwise; both give the same bits.
+//! AVX2 + FMA where the CPU has it (detected at run time, [`cpu`]; the matrix products' tiles
+//! also in AVX-512 where the CPU has that) and a portable loop otherwise; all give the same
+//! bits.
 //!
 //! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound.
 #![allow(unsafe_code, reason = "SIMD intrinsics (std::arch) behind run-time CPU feature checks")]

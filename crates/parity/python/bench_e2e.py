@@ -2,14 +2,16 @@
 
 Three commands (all write under --out):
 
-- `make`: the seeded checkpoints (published layout, `model.`-prefixed keys, bf16) and the images
+- `make`: the seeded checkpoints (published layout, `model.`-prefixed keys, bf16; the quantized
+  ones as checkpoints.py writes published quants) and the images
   (two photographs, and 8 same-size ones for the throughput case),
   created once and reused while their definition is unchanged. Checkpoints are written with
   vision.py's functions (the reference's own modules give names and shapes). Prints one JSON line
   per model with the dimensions the harness counts matmul FLOPs from, and one per image.
 - `run --model DIR --image FILE --budget N --dtype bfloat16|float32 --runs N [--save FILE]`:
   builds the reference Model, loads the checkpoint the reference's way (read, Model.sanitize,
-  load_weights; for float32 every parameter is then cast with Module.set_dtype) — timed as
+  load_weights, or for a quantized checkpoint mlx-vlm's load_model_weights; for float32 every
+  parameter is then cast with Module.set_dtype) — timed as
   `load_seconds` — then times `--runs` runs of mlx_vlm.utils.load_image → the reference image
   processor (Gemma4ImageProcessor / Gemma4UnifiedImageProcessor.preprocess) →
   Model.encode_image (gemma4) / Model.get_image_features (gemma4_unified) → mx.eval. Prints
@@ -59,7 +61,7 @@ QK_NORM_EXPONENT = -0.25
 # Checkpoints. The e2b tower has its real dimensions but no clipped linears, so candle's
 # VisionTower (which has none) computes the same function; the 26B-A4B / 31B-shaped tower has
 # their width, head_dim 72 and standardization with few layers; the unified embedder has the
-# 12B dimensions (its defaults).
+# 12B dimensions (its defaults). The quantized models (`quant`, see QUANTIZED below) come after.
 MODELS = [
     dict(name="e2b", model_type="gemma4", dtype="bfloat16", text_hidden=1536, layout="raw",
          vision=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=16, num_attention_heads=12,
@@ -70,6 +72,36 @@ MODELS = [
     dict(name="unified-12b", model_type="gemma4_unified", dtype="bfloat16", text_hidden=3840, layout="raw",
          vision=dict()),
 ]
+
+PROJECTOR = "embed_vision.embedding_projection"
+PATCH_DENSE = "vision_embedder.patch_dense"
+
+
+def quantized(base, name, quant):
+    """`base` (a model above, the same seeded weights) with the modules of `quant` quantized by
+    MLX's `nn.quantize` as checkpoints.py writes published quants (`modules`: module paths, or
+    checkpoints.TOWER for every clippable linear of the tower; `overrides`: per-module bits,
+    group size or mode)."""
+    case = next(m for m in MODELS if m["name"] == base)
+    return dict(case, name=name, base=base, quant=quant)
+
+
+def quant(mode, group_size, bits, modules, overrides=None):
+    return dict(mode=mode, group_size=group_size, bits=bits, modules=modules, overrides=overrides or {})
+
+
+# The quantized layouts of the issue's targets, each beside its bf16 model: the unified
+# embedder in the legacy mlx-community layout (patch_dense affine 4-bit with groups of 64, the
+# projector mxfp4), e2b with the legacy converters' quantized projector (affine 4-bit, groups of
+# 64), and e2b with every tower linear (and the projector) affine 4-bit as third-party
+# conversions have it. Only ours and mlx-vlm in the checkpoint's dtype run them.
+QUANTIZED = [
+    quantized("unified-12b", "unified-12b-legacy-q4",
+              quant("affine", 64, 4, [PATCH_DENSE, PROJECTOR], {PROJECTOR: {"mode": "mxfp4", "group_size": 32}})),
+    quantized("e2b", "e2b-q4-projector", quant("affine", 64, 4, [PROJECTOR])),
+    quantized("e2b", "e2b-q4-tower", quant("affine", 64, 4, [vision.TOWER, PROJECTOR])),
+]
+MODELS += QUANTIZED
 
 # Images: photographs (scikit-image's astronaut resized with Pillow's BICUBIC, seeded noise, as
 # the preprocess bench makes them), saved as JPEG quality 90 (4:2:0); the throughput case's 8
@@ -89,7 +121,10 @@ def make(out):
             print(f"bench_e2e.py: writing {directory}", file=sys.stderr, flush=True)
             weights = vision.random_weights(vision.vision_parameters(model), case["dtype"], SEED)
             weights = condition_attention(weights, case)
-            vision.save_checkpoint(directory, config, weights, case["layout"], 280)
+            if case.get("quant"):
+                vision.write_quantized_checkpoint(case, config, directory, SEED, weights=weights, budget=280)
+            else:
+                vision.save_checkpoint(directory, config, weights, case["layout"], 280)
             with open(stamp_path, "w") as f:
                 f.write(stamp)
         print(json.dumps(dimensions(case, model, directory)), flush=True)
@@ -113,6 +148,8 @@ def condition_attention(weights, case):
 def dimensions(case, model, directory):
     """What the harness needs to count matmul FLOPs, from the reference model's config."""
     entry = dict(model=case["name"], model_type=case["model_type"], dir=directory, text_hidden=case["text_hidden"])
+    if case.get("quant"):
+        entry.update(base=case["base"], quantization=describe_quant(case["quant"]))
     v = model.config.vision_config
     if case["model_type"] == "gemma4":
         entry.update(hidden=v.hidden_size, intermediate=v.intermediate_size, layers=v.num_hidden_layers,
@@ -122,6 +159,17 @@ def dimensions(case, model, directory):
         patch = v.patch_size * v.pooling_kernel_size
         entry.update(patch_dim=3 * patch**2, embed=v.mm_embed_dim, output=v.output_proj_dims)
     return entry
+
+
+def describe_quant(q):
+    """`module: mode bits/group, …` of a `quant` (what the e2e table says of the model)."""
+    def one(settings):
+        mode = settings.get("mode", q["mode"])
+        if mode != "affine":
+            return mode
+        return f"affine {settings.get('bits', q['bits'])}-bit g{settings.get('group_size', q['group_size'])}"
+    names = {PATCH_DENSE: "patch_dense", PROJECTOR: "projector", vision.TOWER: "tower linears"}
+    return ", ".join(f"{names.get(m, m)} {one(q['overrides'].get(m, {}))}" for m in q["modules"])
 
 
 def peak_rss_bytes():
@@ -137,7 +185,10 @@ def run(args):
     with open(os.path.join(args.model, "config.json")) as f:
         config = json.load(f)
     model = vision.build_reference_model(config)
-    vision.load_reference(model, args.model)
+    if config.get("quantization"):
+        vision.load_quantized_reference(model, args.model)
+    else:
+        vision.load_reference(model, args.model)
     if args.dtype == "float32":
         model.set_dtype(mx.float32)
         mx.eval(model.parameters())

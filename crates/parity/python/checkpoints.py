@@ -176,12 +176,14 @@ def writer_predicate(case):
     return predicate
 
 
-def write_quantized_checkpoint(case, config, directory, seed):
-    """The reference model with seeded vision weights, quantized by `nn.quantize`, every
-    parameter saved in the case's layout."""
+def write_quantized_checkpoint(case, config, directory, seed, weights=None, budget=None):
+    """The reference model with seeded vision weights (or `weights`, by sanitized name),
+    quantized by `nn.quantize`, every parameter saved in the case's layout with a processor
+    config for `budget` (default: the case's first run's)."""
     mx.random.seed(seed)
     model = build_reference_model(config)
-    weights = random_weights(vision_parameters(model), case["dtype"], seed)
+    if weights is None:
+        weights = random_weights(vision_parameters(model), case["dtype"], seed)
     model.load_weights(list(weights.items()), strict=False)
     model.set_dtype(getattr(mx, case["dtype"]))
     q = case["quant"]
@@ -189,7 +191,7 @@ def write_quantized_checkpoint(case, config, directory, seed):
                 class_predicate=writer_predicate(case))
     params = dict(tree_flatten(model.parameters()))
     mx.eval(list(params.values()))
-    save_checkpoint(directory, config, params, case["layout"], case["runs"][0]["budget"])
+    save_checkpoint(directory, config, params, case["layout"], budget or case["runs"][0]["budget"])
 
 
 def find_weight_files(directory):

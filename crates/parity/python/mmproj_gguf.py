@@ -1,6 +1,6 @@
 """GGUF mmproj of a gemma4 or gemma4_unified checkpoint, for llama.cpp's mtmd (clip) vision encoder.
 
-    mmproj_gguf.py --model DIR --out FILE.gguf --dtype f32|f16 [--activation reference|converter]
+    mmproj_gguf.py --model DIR --out FILE.gguf --dtype f32|f16|q8_0 [--activation reference|converter]
 
 Writes, with the `gguf` package alone, what llama.cpp's own converter writes for the vision
 part of these checkpoints (`conversion/gemma.py`, `Gemma4VisionAudioModel` and
@@ -18,8 +18,13 @@ imports torch, this does not. Read off it:
   kernel `[D, 3, p, p]`; the unified patch projection's columns and patch_ln1 reordered from
   (y, x, channel) to (channel, y, x), the order of ggml's im2col; the unified position table
   `[T, 2, E]` transposed to `[2, T, E]`; scalars as 1-element vectors;
-- types: f32 writes every tensor in float32; f16 writes matrices in float16 and keeps vectors,
-  norms, position tables and non-`.weight` tensors in float32 (the converter's rules);
+- types (the converter's `--outtype`, `ModelBase.prepare_tensors` with the `tensor_force_quant`
+  of `MmprojModel` and `Gemma4VisionAudioModel`): f32 writes every tensor in float32; f16 and
+  q8_0 keep vectors (scalars and clip bounds included), norms, position tables and
+  non-`.weight` tensors in float32, and write the patch projection (`v.patch_embd.weight`) in
+  float16 for f16 but float32 for q8_0; every other matrix is float16 (f16) or Q8_0 (q8_0:
+  blocks of 32 along its rows, quantized by the `gguf` package's `quants.quantize`, which
+  falls back to float16 for a matrix whose rows are not a multiple of 32);
 - metadata: `general.architecture = clip`, `general.type = mmproj`, `general.file_type`,
   `clip.has_vision_encoder`, `clip.vision.{projector_type, projection_dim, image_size (224),
   patch_size, embedding_length, feed_forward_length, block_count, attention.head_count,
@@ -143,10 +148,30 @@ def unified_tensors(weights, v):
 
 
 def stored_type(name, array, dtype):
-    """The converter's choice for one tensor: float16 for matrices in an f16 file, else float32."""
-    keep_f32 = (array.ndim <= 1 or name.endswith("_norm.weight") or name == "v.position_embd.weight"
-                or not name.endswith(".weight"))
-    return np.float16 if dtype == "f16" and not keep_f32 else np.float32
+    """The converter's type for one tensor in a file of `dtype` (see the module doc)."""
+    types = gguf.GGMLQuantizationType
+    if dtype == "f32" or array.ndim <= 1 or name.endswith("_norm.weight"):
+        return types.F32
+    if name == "v.patch_embd.weight":
+        return types.F16 if dtype == "f16" else types.F32
+    if name == "v.position_embd.weight" or not name.endswith(".weight"):
+        return types.F32
+    return types.F16 if dtype == "f16" else types.Q8_0
+
+
+def stored(name, array, dtype):
+    """(data, type) of one tensor as the converter writes it: Q8_0 as the quantizer's bytes."""
+    qtype = stored_type(name, array, dtype)
+    data = np.ascontiguousarray(array, dtype=np.float32)
+    try:
+        return gguf.quants.quantize(data, qtype), qtype
+    except gguf.quants.QuantError:
+        # The converter's fallback for rows the blocks do not divide.
+        return gguf.quants.quantize(data, gguf.GGMLQuantizationType.F16), gguf.GGMLQuantizationType.F16
+
+
+# `general.file_type` of each `--dtype` (gguf's LlamaFileType).
+FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7}  # ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
 
 
 def write(args):
@@ -163,7 +188,7 @@ def write(args):
     writer = gguf.GGUFWriter(args.out, "clip")
     writer.add_type("mmproj")
     writer.add_name(os.path.basename(os.path.normpath(args.model)))
-    writer.add_file_type(1 if args.dtype == "f16" else 0)  # MOSTLY_F16 / ALL_F32
+    writer.add_file_type(FILE_TYPES[args.dtype])
     writer.add_bool("clip.has_vision_encoder", True)
     writer.add_uint32("clip.vision.projection_dim", config["text_config"]["hidden_size"])
     writer.add_uint32("clip.vision.image_size", IMAGE_SIZE)
@@ -186,21 +211,24 @@ def write(args):
     writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
     if args.activation == "reference":
         writer.add_bool("clip.use_gelu", True)
+    types = {}
     for name, array in tensors:
-        writer.add_tensor(name, np.ascontiguousarray(array.astype(stored_type(name, array, args.dtype))))
+        data, qtype = stored(name, array, args.dtype)
+        types[qtype.name] = types.get(qtype.name, 0) + 1
+        writer.add_tensor(name, data, raw_dtype=qtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     print(json.dumps(dict(gguf=args.out, dtype=args.dtype, activation=args.activation, tensors=len(tensors),
-                          projector="gemma4uv" if unified else "gemma4v")), flush=True)
+                          types=types, projector="gemma4uv" if unified else "gemma4v")), flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--dtype", choices=("f32", "f16"), required=True)
+    parser.add_argument("--dtype", choices=tuple(FILE_TYPES), required=True)
     parser.add_argument("--activation", choices=("reference", "converter"), default="reference")
     write(parser.parse_args())
 

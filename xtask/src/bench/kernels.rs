@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use std::fs;
 
 /// Kernels whose declared throughput counts FLOPs (2 per multiply-add).
-pub const FLOP_KERNELS: &[&str] = &["gemm", "attention"];
+pub const FLOP_KERNELS: &[&str] = &["gemm", "attention", "quantized"];
 
 /// Attention benches' heads and head width by the model their group names.
 const ATTENTION_SHAPES: &[(&str, u64, u64)] = &[("e2b", 12, 64), ("31b", 16, 72)];
@@ -37,6 +37,11 @@ const ATTENTION_SHAPES: &[(&str, u64, u64)] = &[("e2b", 12, 64), ("31b", 16, 72)
 /// names it, for the table's header.
 const PRIMITIVES: &[(&str, &str)] = &[
     ("gemm", "`matmul` (x·Wᵀ; `addmm` with the unified embedder's bias)"),
+    (
+        "quantized",
+        "`quantized_matmul` (x·Wᵀ, `transpose=True` as `nn.QuantizedLinear` runs it, on `W` quantized by \
+         `mx.quantize` with the row's mode, bits and group; `dense` rows: `matmul` with the dense weights)",
+    ),
     ("attention", "`fast.scaled_dot_product_attention` (scale 1, with and without the tower's mask)"),
     ("exp", "`exp`"),
     ("tanh", "`tanh`"),
@@ -141,6 +146,13 @@ fn mlx_spec(row: &Row, function_head: &str) -> Option<String> {
         "gemm" => {
             let op = if family == Some("unified") { "addmm" } else { "matmul" };
             (op, x_dims(row.ours.value.as_deref()?)?)
+        }
+        "quantized" => {
+            // `<dtype> <product>`: `affine<bits>g<group>`, `mxfp4`, … or `dense`.
+            let product = function_head.split_whitespace().nth(1)?;
+            let op = if product == "dense" { "matmul".to_owned() } else { format!("quantized_matmul_{product}") };
+            let dims: Vec<String> = x_dims(row.ours.value.as_deref()?)?.iter().map(u64::to_string).collect();
+            return Some(format!("{op}:{dtype}:{}", dims.join("x")));
         }
         "attention" => {
             let (_, heads, width) = ATTENTION_SHAPES.iter().find(|(f, _, _)| Some(*f) == family)?;
@@ -300,6 +312,25 @@ mod tests {
             1.0e6,
             &elements(4 * 12 * 2394 * 2394 * 64),
         );
+        let q = 2 * 280 * 6912 * 3840u64;
+        write_benchmark(
+            &home,
+            ("quantized/unified/patch_dense", Some("f32 affine4g64"), Some("280x6912x3840")),
+            5.0e6,
+            &elements(q),
+        );
+        write_benchmark(
+            &home,
+            ("quantized/e2b/projector", Some("bf16 mxfp4"), Some("266x768x1536")),
+            1.0e6,
+            &elements(1),
+        );
+        write_benchmark(
+            &home,
+            ("quantized/e2b/projector", Some("bf16 dense"), Some("266x768x1536")),
+            1.0e6,
+            &elements(1),
+        );
         write_benchmark(&home, ("exp", Some("float32"), None), 500.0e3, &elements(1_000_000));
         write_benchmark(&home, ("exp", Some("float32/scalar twin"), None), 900.0e3, &elements(1_000_000));
         write_benchmark(&home, ("layer_norm", Some("float32 [280, 6912]"), None), 1.0e3, &elements(280 * 6912));
@@ -318,6 +349,18 @@ mod tests {
         assert_eq!(spec("rms_norm/bfloat16").as_deref(), Some("rms_norm:bfloat16:2394x768"));
         assert_eq!(spec("vision_rms_norm/float32").as_deref(), Some("vision_rms_norm:float32:28728x64"));
         assert_eq!(spec("other"), None);
+        assert_eq!(
+            spec("quantized/unified/patch_dense/f32 affine4g64/280x6912x3840").as_deref(),
+            Some("quantized_matmul_affine4g64:float32:280x6912x3840")
+        );
+        assert_eq!(
+            spec("quantized/e2b/projector/bf16 mxfp4/266x768x1536").as_deref(),
+            Some("quantized_matmul_mxfp4:bfloat16:266x768x1536")
+        );
+        assert_eq!(
+            spec("quantized/e2b/projector/bf16 dense/266x768x1536").as_deref(),
+            Some("matmul:bfloat16:266x768x1536")
+        );
 
         for row in rows.iter_mut().filter(|r| r.ours.group == "gemm/e2b") {
             row.mlx = Some(Timing { median: 120.0e-3, fastest: 100.0e-3 });
@@ -336,6 +379,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| other | — | 0.0 | — | — |"), "{text}");
+        assert!(
+            text.contains(
+                "| quantized/unified/patch_dense/f32 affine4g64/280x6912x3840 | float32 | 5000.0 | 2972.7 GFLOP/s |"
+            ),
+            "{text}"
+        );
         fs::remove_dir_all(&home).unwrap();
     }
 }

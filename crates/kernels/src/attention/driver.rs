@@ -17,7 +17,7 @@ use super::softmax::Lanes;
 use super::{AttentionInputs, AttentionShape, MaskRef};
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
-use crate::gemm::microkernel::TileKernel;
+use crate::gemm::microkernel::{Steps, TileKernel};
 use crate::gemm::tile::{MR, NR, TILE};
 use crate::scratch::{with_scratch, with_shared};
 use crate::{DType, Float};
@@ -29,6 +29,11 @@ const QUERY_PANELS: usize = 2;
 
 /// Keys per k block of `p · v` (a `KEY_BLOCK × NR` slice of `pᵀ` stays in L1).
 const KEY_BLOCK: usize = 256;
+
+/// How a product's k steps round: FMA where every product is exact.
+fn steps(exact: bool) -> Steps {
+    if exact { Steps::Fused } else { Steps::Separate }
+}
 
 /// [`attention_with`](super::attention_with) on checked inputs and a nonempty output.
 pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>, out: &mut [T]) {
@@ -44,14 +49,14 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
     // and its adds.
     let mask = mask.filter(|mask| !mask.is_zero());
     let tile = kernel.resolve();
-    let lanes = Lanes::new(kernel == MicroKernel::Avx2);
+    let lanes = Lanes::new(kernel);
     let key_panels = keys.div_ceil(MR);
     let dim_panels = head_dim.div_ceil(MR);
     let keys_len = key_panels * head_dim * MR;
     let values_len = dim_panels * keys * MR;
     // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
     // every product exact (see `gemm::magnitudes`).
-    let exact_possible = T::DTYPE == DType::Bf16 && kernel == MicroKernel::Avx2;
+    let exact_possible = T::DTYPE == DType::Bf16 && kernel.simd();
     let groups = batch * kv_heads;
     with_shared(groups * (keys_len + values_len), |buffer| {
         let (packed_keys, packed_values) = buffer.split_at_mut(groups * keys_len);
@@ -168,18 +173,35 @@ impl<T: Float> Task<'_, T> {
                 }
                 // sᵀ = k · q'ᵀ, each key panel serving every query panel while in L1; each
                 // tile's scores are finished (rounded, masked, into the maximum) right away.
+                // (Key panels two at a time: the tiles of panels `p` and `p + 1` are consecutive
+                // keys in the score buffer, and both products share the query panel.)
                 let mut maximum = [[f32::NEG_INFINITY; NR]; QUERY_PANELS];
-                for (p, key_panel) in packed_keys.chunks_exact(head_dim * MR).enumerate() {
-                    let rows = MR.min(keys - p * MR);
+                let key_panel = |p: usize| &packed_keys[p * head_dim * MR..][..head_dim * MR];
+                let mut p = 0;
+                while p < key_panels {
+                    let count = if p + 1 < key_panels { 2 } else { 1 };
+                    let first_key = p * MR;
+                    let rows = (count * MR).min(keys - first_key);
                     let panels = scores.chunks_exact_mut(scores_len).zip(query_panels.chunks_exact(query_len));
                     for (qp, (scores, query_panel)) in panels.enumerate() {
-                        let tile = &mut scores.as_chunks_mut::<TILE>().0[p];
-                        self.tile.run(exact_scores[qp], head_dim, (key_panel, query_panel), tile, false, &[]);
+                        let tiles = &mut scores.as_chunks_mut::<TILE>().0[p..p + count];
+                        let exact = exact_scores[qp];
+                        match tiles.first_chunk_mut::<2>() {
+                            Some(pair) => {
+                                let panels = ([key_panel(p), key_panel(p + 1)], query_panel);
+                                self.tile.run_pair(steps(exact), head_dim, panels, pair, false, &[]);
+                            }
+                            None => {
+                                self.tile.run(exact, head_dim, (key_panel(p), query_panel), &mut tiles[0], false, &[])
+                            }
+                        }
+                        let block = &mut tiles.as_flattened_mut()[..rows * NR];
                         let mask_rows = self
                             .mask
-                            .map(|_| &mask_t[qp * mask_len + p * MR * NR..qp * mask_len + (p * MR + rows) * NR]);
-                        self.lanes.scores::<T>(&mut tile[..rows * NR], mask_rows, &mut maximum[qp]);
+                            .map(|_| &mask_t[qp * mask_len + first_key * NR..qp * mask_len + (first_key + rows) * NR]);
+                        self.lanes.scores::<T>(block, mask_rows, &mut maximum[qp]);
                     }
+                    p += count;
                 }
                 let mut inverse = [[0.0f32; NR]; QUERY_PANELS];
                 for (qp, scores) in scores.chunks_exact_mut(scores_len).enumerate() {
@@ -202,9 +224,23 @@ impl<T: Float> Task<'_, T> {
                     let panels = scores.chunks_exact(scores_len).zip(tiles.chunks_exact_mut(tiles_len));
                     for (qp, (probabilities, tiles)) in panels.enumerate() {
                         let p_block = &probabilities[j0 * NR..][..kc * NR];
-                        for (dp, tile) in tiles.as_chunks_mut::<TILE>().0.iter_mut().enumerate() {
-                            let next = if dp + 1 < dim_panels { v_block(dp + 1) } else { &[] };
-                            self.tile.run(exact_values[qp], kc, (v_block(dp), p_block), tile, j0 > 0, next);
+                        let tiles = tiles.as_chunks_mut::<TILE>().0;
+                        let mut dp = 0;
+                        while dp < dim_panels {
+                            match tiles[dp..].first_chunk_mut::<2>() {
+                                Some(pair) => {
+                                    let next = if dp + 2 < dim_panels { v_block(dp + 2) } else { &[] };
+                                    let panels = ([v_block(dp), v_block(dp + 1)], p_block);
+                                    self.tile.run_pair(steps(exact_values[qp]), kc, panels, pair, j0 > 0, next);
+                                    dp += 2;
+                                }
+                                None => {
+                                    let next = if dp + 1 < dim_panels { v_block(dp + 1) } else { &[] };
+                                    let tile = &mut tiles[dp];
+                                    self.tile.run(exact_values[qp], kc, (v_block(dp), p_block), tile, j0 > 0, next);
+                                    dp += 1;
+                                }
+                            }
                         }
                     }
                 }

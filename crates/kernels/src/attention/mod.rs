@@ -70,11 +70,12 @@ impl<'a, T: Float> MaskRef<'a, T> {
     }
 
     /// Whether every value is `±0` (a single image's padding-free mask: adding it changes no
-    /// score, see the driver). Scans the data, in parallel, until the first nonzero value.
+    /// score, see the driver). Scans the data in parallel chunks (each without a branch per
+    /// value), until the first chunk with a nonzero value.
     pub(crate) fn is_zero(&self) -> bool {
         use rayon::prelude::*;
         const CHUNK: usize = 1 << 14;
-        self.data.par_chunks(CHUNK).all(|chunk| chunk.iter().all(|x| x.to_f32() == 0.0))
+        self.data.par_chunks(CHUNK).all(|chunk| chunk.iter().fold(true, |zero, x| zero & (x.to_f32() == 0.0)))
     }
 
     /// Whether every query head sees the same mask.

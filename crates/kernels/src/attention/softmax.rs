@@ -9,13 +9,16 @@
 //!    `p = T(e · (1 / sum))` (bf16 recomputes `e` in MLX, which gives the same `e`).
 
 use crate::exp::exp;
+use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::Magnitudes;
 use crate::gemm::tile::NR;
 use crate::{DType, Float};
 
-/// Which code runs the lanes: AVX2 + FMA (MLX's `exp` polynomial uses `fma`) or portable.
+/// Which code runs the lanes: AVX-512F (the 16 lanes in one register), AVX2 + FMA (MLX's
+/// `exp` polynomial uses `fma`) or portable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lanes {
+    Avx512,
     Avx2,
     Portable,
 }
@@ -33,8 +36,13 @@ fn maximum(x: f32, m: f32) -> f32 {
 }
 
 impl Lanes {
-    pub(crate) fn new(avx2: bool) -> Lanes {
-        if avx2 && crate::cpu::has_avx2_fma() { Lanes::Avx2 } else { Lanes::Portable }
+    /// The lanes the micro-kernel `kernel`'s instruction set runs, where the CPU has it.
+    pub(crate) fn new(kernel: MicroKernel) -> Lanes {
+        match kernel {
+            MicroKernel::Avx512 if crate::cpu::has_avx512f() => Lanes::Avx512,
+            MicroKernel::Avx512 | MicroKernel::Avx2 if crate::cpu::has_avx2_fma() => Lanes::Avx2,
+            _ => Lanes::Portable,
+        }
     }
 
     /// Step 1 on `rows` (`k × NR`, the raw sums of `k` consecutive keys): each becomes
@@ -42,6 +50,12 @@ impl Lanes {
     /// holds the same `k × NR` values of `T`.
     #[inline]
     pub(crate) fn scores<T: Float>(self, rows: &mut [f32], mask: Option<&[f32]>, maximum: &mut [f32; NR]) {
+        #[cfg(target_arch = "x86_64")]
+        if self == Lanes::Avx512 && crate::cpu::has_avx512f() {
+            // SAFETY: AVX-512F is available (checked just above).
+            unsafe { avx512::scores::<T>(rows, mask, maximum) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked just above).
@@ -65,6 +79,11 @@ impl Lanes {
     #[inline]
     pub(crate) fn exponentials(self, scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
         #[cfg(target_arch = "x86_64")]
+        if self == Lanes::Avx512 && crate::cpu::has_avx512f() {
+            // SAFETY: AVX-512F is available (checked just above).
+            return unsafe { avx512::exponentials(scores, maximum) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked just above).
             return unsafe { avx2::exponentials(scores, maximum) };
@@ -87,6 +106,11 @@ impl Lanes {
     /// `sum ≥ 1`, as the maximum's `e` is 1), so only the smallest nonzero `p` is computed.
     #[inline]
     pub(crate) fn normalize<T: Float>(self, rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
+        #[cfg(target_arch = "x86_64")]
+        if self == Lanes::Avx512 && crate::cpu::has_avx512f() {
+            // SAFETY: AVX-512F is available (checked just above).
+            return unsafe { avx512::normalize::<T>(rows, inverse) };
+        }
         #[cfg(target_arch = "x86_64")]
         if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked just above).
@@ -212,6 +236,125 @@ mod avx2 {
         // SAFETY: `lanes` holds 8 lanes of 32 bits.
         unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), least) };
         let least = lanes.into_iter().min().unwrap_or(u32::MAX).wrapping_add(1);
+        let min = if least < f32::INFINITY.to_bits() { f32::from_bits(least) } else { f32::INFINITY };
+        Magnitudes { max: 1.0, min }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! The steps on one vector of 16 lanes per key, the same bits as the portable loops.
+
+    use super::NR;
+    use crate::exp::avx512::{exp16, exp16_nonpositive};
+    use crate::gemm::magnitudes::Magnitudes;
+    use crate::{DType, Float};
+    use std::arch::x86_64::*;
+
+    const _: () = assert!(NR == 16);
+
+    /// The 16 lanes of `row`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load(row: &[f32]) -> __m512 {
+        let row = &row[..NR];
+        // SAFETY: `row` holds 16 floats.
+        unsafe { _mm512_loadu_ps(row.as_ptr()) }
+    }
+
+    /// Stores 16 lanes into `row`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn store(row: &mut [f32], lanes: __m512) {
+        let row = &mut row[..NR];
+        // SAFETY: `row` holds 16 floats.
+        unsafe { _mm512_storeu_ps(row.as_mut_ptr(), lanes) }
+    }
+
+    /// Each lane rounded to `T` and widened back, as [`lanes::round8`](crate::lanes::round8):
+    /// the identity for float32; bf16's round-to-nearest-even with every NaN made `0x7FC0`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn round<T: Float>(v: __m512) -> __m512 {
+        if T::DTYPE == DType::F32 {
+            return v;
+        }
+        let u = _mm512_castps_si512(v);
+        let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(u), _mm512_set1_epi32(1));
+        let rounded = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF)));
+        let upper = _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(0xFFFF_0000_u32 as i32)));
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        _mm512_mask_blend_ps(nan, upper, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC0_0000)))
+    }
+
+    /// MLX's `maximum(x, m)` per lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn maximum(x: __m512, m: __m512) -> __m512 {
+        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, m) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+        _mm512_mask_blend_ps(take, m, x)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn scores<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
+        let mut m = load(maximum_lanes);
+        match mask {
+            None => {
+                for row in rows.chunks_exact_mut(NR) {
+                    let x = round::<T>(load(row));
+                    store(row, x);
+                    m = maximum(x, m);
+                }
+            }
+            Some(mask) => {
+                for (row, add) in rows.chunks_exact_mut(NR).zip(mask.chunks_exact(NR)) {
+                    let x = round::<T>(_mm512_add_ps(round::<T>(load(row)), load(add)));
+                    store(row, x);
+                    m = maximum(x, m);
+                }
+            }
+        }
+        store(maximum_lanes, m);
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+        let m = load(maximum);
+        // Where every lane's maximum is finite, no score is NaN (a NaN would be the maximum)
+        // and none exceeds it: every `s − m` is `≤ 0` or `−∞`.
+        let magnitude = _mm512_abs_ps(m);
+        let bounded = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(magnitude, _mm512_set1_ps(f32::INFINITY)) == 0xFFFF;
+        let mut sum = _mm512_setzero_ps();
+        for row in scores.chunks_exact_mut(NR) {
+            let x = _mm512_sub_ps(load(row), m);
+            let e = if bounded { exp16_nonpositive(x) } else { exp16(x) };
+            sum = _mm512_add_ps(sum, e);
+            store(row, e);
+        }
+        let mut out = [0.0f32; NR];
+        store(&mut out, sum);
+        out
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
+        let inv = load(inverse);
+        let bounded = T::DTYPE == DType::Bf16;
+        // The smallest nonzero finite `p`, as the AVX2 lanes find it: `bits − 1` as unsigned
+        // puts the zeros last and the NaNs above `+∞`.
+        let one = _mm512_set1_epi32(1);
+        let mut least = _mm512_set1_epi32(-1);
+        for row in rows.chunks_exact_mut(NR) {
+            let p = round::<T>(_mm512_mul_ps(load(row), inv));
+            if bounded {
+                least = _mm512_min_epu32(least, _mm512_sub_epi32(_mm512_castps_si512(p), one));
+            }
+            store(row, p);
+        }
+        if !bounded {
+            return Magnitudes::UNBOUNDED;
+        }
+        let least = _mm512_reduce_min_epu32(least).wrapping_add(1);
         let min = if least < f32::INFINITY.to_bits() { f32::from_bits(least) } else { f32::INFINITY };
         Magnitudes { max: 1.0, min }
     }

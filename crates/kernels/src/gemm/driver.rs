@@ -101,7 +101,7 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
     let kc = k.div_ceil(k_blocks).next_multiple_of(group.unwrap_or(1));
     let nc = blocking.nc.min(n.next_multiple_of(NR));
     let groups_len = group.map_or(0, |group| k / group * NR);
-    let simd = kernel == MicroKernel::Avx2;
+    let simd = kernel.simd();
     let tile_kernel = kernel.resolve();
     // FMA may replace the separate multiply and add where both operands hold bf16 values and
     // their magnitudes make every product exact (see `magnitudes`). A bf16 `a` clipped to a
@@ -239,30 +239,64 @@ fn row_block<A: Float, R: RightOperand, O: Float>(
                 let b_panel = &block.packed_b[jp * k * NR + p0 * NR..][..kcur * NR];
                 let next = next_b(jp);
                 let share = next.len().div_ceil(row_panels).next_multiple_of(LINE);
-                for ip in 0..row_panels {
-                    let tile = &mut tiles[jp * row_panels + ip];
-                    let a_panel = &packed_a[ip * kcur * MR..];
-                    let next = next.get(ip * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
-                    match block.groups {
-                        None => {
-                            let accumulate = !first || epilogue.init(jg, cols, tile);
-                            kernel.run_steps(steps, kcur, (a_panel, b_panel), tile, accumulate, next);
-                        }
-                        Some((scales, group)) => {
-                            if first {
-                                // The accumulator starts at +0, before the first group joins it.
-                                tile.fill(0.0);
+                // Row panels two at a time where the k-sum is one sum (both tiles share `b`'s
+                // panel), one at a time otherwise and for the last of an odd count.
+                let mut ip = 0;
+                while ip < row_panels {
+                    let a_panel = |ip: usize| &packed_a[ip * kcur * MR..];
+                    let next_of = |ip: usize, count: usize| {
+                        next.get(ip * share..).map_or(&[][..], |rest| &rest[..(count * share).min(rest.len())])
+                    };
+                    let first_tile = jp * row_panels + ip;
+                    let pair = match block.groups {
+                        None if ip + 1 < row_panels => tiles[first_tile..].first_chunk_mut::<2>(),
+                        _ => None,
+                    };
+                    let count = if let Some(pair) = pair {
+                        let [t0, t1] = &mut *pair;
+                        let accumulate = !first || (epilogue.init(jg, cols, t0) & epilogue.init(jg, cols, t1));
+                        let panels = ([a_panel(ip), a_panel(ip + 1)], b_panel);
+                        kernel.run_pair(steps, kcur, panels, pair, accumulate, next_of(ip, 2));
+                        2
+                    } else {
+                        let tile = &mut tiles[first_tile];
+                        let (a_panel, next) = (a_panel(ip), next_of(ip, 1));
+                        match block.groups {
+                            None => {
+                                let accumulate = !first || epilogue.init(jg, cols, tile);
+                                kernel.run_steps(steps, kcur, (a_panel, b_panel), tile, accumulate, next);
                             }
-                            let scales = &scales[jp * (k / group) * NR + p0 / group * NR..];
-                            let kinds = (steps, product.arithmetic);
-                            let simd = epilogue.simd;
-                            accumulate_groups(kernel, kinds, group, kcur, (a_panel, b_panel), scales, tile, next, simd);
+                            Some((scales, group)) => {
+                                if first {
+                                    // The accumulator starts at +0, before the first group joins it.
+                                    tile.fill(0.0);
+                                }
+                                let scales = &scales[jp * (k / group) * NR + p0 / group * NR..];
+                                let kinds = (steps, product.arithmetic);
+                                let simd = epilogue.simd;
+                                accumulate_groups(
+                                    kernel,
+                                    kinds,
+                                    group,
+                                    kcur,
+                                    (a_panel, b_panel),
+                                    scales,
+                                    tile,
+                                    next,
+                                    simd,
+                                );
+                            }
+                        }
+                        1
+                    };
+                    if last {
+                        for ip in ip..ip + count {
+                            let r0 = ip * MR;
+                            let tile = &tiles[jp * row_panels + ip];
+                            epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);
                         }
                     }
-                    if last {
-                        let r0 = ip * MR;
-                        epilogue.store(tile, MR.min(rows - r0), jg, cols, &mut out[r0 * n + jg..], n);
-                    }
+                    ip += count;
                 }
             }
         }

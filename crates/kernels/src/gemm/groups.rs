@@ -122,7 +122,7 @@ mod tests {
             let steps = if arithmetic == Arithmetic::Bf16 { Steps::Bf16 } else { Steps::Separate };
             for kernel in MicroKernel::available() {
                 let mut tile = start;
-                let simd = kernel == MicroKernel::Avx2;
+                let simd = kernel.simd();
                 accumulate_groups(
                     kernel.resolve(),
                     (steps, arithmetic),

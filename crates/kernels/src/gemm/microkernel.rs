@@ -6,15 +6,19 @@
 //! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
 //! exact, see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
 //! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
-//! bf16.
+//! bf16. Where two tiles share their panel of `b`, [`TileKernel::run_pair`] computes both at
+//! once (the AVX-512 kernel's twelve 16-lane accumulators), with the bits of two single tiles.
 
-use super::tile::{GroupedTileFn, MR, NR, TILE, TileFn};
-use super::{microkernel_avx2, microkernel_bf16, microkernel_portable};
+use super::tile::{GroupedTileFn, MR, NR, PairTileFn, TILE, TileFn};
+use super::{microkernel_avx2, microkernel_avx512, microkernel_bf16, microkernel_portable};
 use std::fmt;
 
 /// Which micro-kernel computes the tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MicroKernel {
+    /// AVX-512F intrinsics for pairs of tiles (`_mm512_mul_ps` then `_mm512_add_ps`, or FMA
+    /// where exact), the AVX2 kernels for single tiles and bf16 arithmetic.
+    Avx512,
     /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`, or FMA where exact).
     Avx2,
     /// Plain Rust over fixed-size arrays (auto-vectorised at the baseline target).
@@ -22,9 +26,16 @@ pub enum MicroKernel {
 }
 
 impl MicroKernel {
-    /// AVX2 when [`cpu::has_avx2_fma`](crate::cpu::has_avx2_fma) allows it, else portable.
+    /// AVX-512 when [`cpu::has_avx512f`](crate::cpu::has_avx512f) allows it, else AVX2 when
+    /// [`cpu::has_avx2_fma`](crate::cpu::has_avx2_fma) does, else portable.
     pub fn detect() -> MicroKernel {
-        if crate::cpu::has_avx2_fma() { MicroKernel::Avx2 } else { MicroKernel::Portable }
+        if crate::cpu::has_avx512f() {
+            MicroKernel::Avx512
+        } else if crate::cpu::has_avx2_fma() {
+            MicroKernel::Avx2
+        } else {
+            MicroKernel::Portable
+        }
     }
 
     /// Every kernel this CPU can run (the portable one always).
@@ -32,8 +43,17 @@ impl MicroKernel {
         let mut kernels = vec![MicroKernel::Portable];
         if microkernel_avx2::tiles().is_some() {
             kernels.push(MicroKernel::Avx2);
+            if microkernel_avx512::pair_tiles().is_some() {
+                kernels.push(MicroKernel::Avx512);
+            }
         }
         kernels
+    }
+
+    /// Whether the vector helpers around the tiles (packing, stores, softmax lanes) may use
+    /// AVX2: every kernel but the portable one.
+    pub(crate) fn simd(self) -> bool {
+        self != MicroKernel::Portable
     }
 
     /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
@@ -44,16 +64,23 @@ impl MicroKernel {
             bf16: microkernel_bf16::tile_portable,
             grouped_separate: microkernel_portable::tile_grouped,
             grouped_fused: microkernel_portable::tile_grouped,
+            pairs: None,
+        };
+        let avx2 = || match (microkernel_avx2::tiles(), microkernel_bf16::avx2(), microkernel_avx2::grouped_tiles()) {
+            (Some((separate, fused)), Some(bf16), Some((grouped_separate, grouped_fused))) => {
+                TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None }
+            }
+            _ => portable,
         };
         match self {
-            MicroKernel::Avx2 => {
-                match (microkernel_avx2::tiles(), microkernel_bf16::avx2(), microkernel_avx2::grouped_tiles()) {
-                    (Some((separate, fused)), Some(bf16), Some((grouped_separate, grouped_fused))) => {
-                        TileKernel { separate, fused, bf16, grouped_separate, grouped_fused }
-                    }
-                    _ => portable,
+            MicroKernel::Avx512 => {
+                let single = avx2();
+                match (microkernel_avx512::pair_tiles(), microkernel_avx2::tiles()) {
+                    (Some(pairs), Some(_)) => TileKernel { pairs: Some(pairs), ..single },
+                    _ => single,
                 }
             }
+            MicroKernel::Avx2 => avx2(),
             MicroKernel::Portable => portable,
         }
     }
@@ -85,6 +112,8 @@ pub(crate) struct TileKernel {
     bf16: TileFn,
     grouped_separate: GroupedTileFn,
     grouped_fused: GroupedTileFn,
+    /// `(separate, fused)` pair-tile functions, where the kernel has them.
+    pairs: Option<(PairTileFn, PairTileFn)>,
 }
 
 impl TileKernel {
@@ -129,6 +158,49 @@ impl TileKernel {
         // `kc · MR` and `kc · NR` values and `tile` `MR · NR`, the extents the function reads
         // and writes; `next` is only prefetched.
         unsafe { f(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate, next.as_ptr(), next.len()) }
+    }
+
+    /// [`TileKernel::run_steps`] on two tiles that share the panel `b`: `tiles[t]` from the
+    /// panel `a[t]` (each at least `kc · MR` values), with the same bits as two calls. `next`
+    /// is prefetched over both.
+    #[inline(always)]
+    pub(crate) fn run_pair(
+        self,
+        steps: Steps,
+        kc: usize,
+        (a, b): ([&[f32]; 2], &[f32]),
+        tiles: &mut [[f32; TILE]; 2],
+        accumulate: bool,
+        next: &[f32],
+    ) {
+        let pair = match (steps, self.pairs) {
+            (Steps::Separate, Some((separate, _))) => Some(separate),
+            (Steps::Fused, Some((_, fused))) => Some(fused),
+            _ => None,
+        };
+        let Some(f) = pair else {
+            let (first, second) = next.split_at(next.len() / 2);
+            let [t0, t1] = tiles;
+            self.run_steps(steps, kc, (a[0], b), t0, accumulate, first);
+            self.run_steps(steps, kc, (a[1], b), t1, accumulate, second);
+            return;
+        };
+        let (a0, a1, b) = (&a[0][..kc * MR], &a[1][..kc * MR], &b[..kc * NR]);
+        let [t0, t1] = tiles;
+        // SAFETY: the function runs on this CPU (see the type's contract); the slices above hold
+        // `kc · MR`, `kc · MR` and `kc · NR` values and the two distinct tiles `MR · NR` each, the
+        // extents the function reads and writes; `next` is only prefetched.
+        unsafe {
+            f(
+                kc,
+                [a0.as_ptr(), a1.as_ptr()],
+                b.as_ptr(),
+                [t0.as_mut_ptr(), t1.as_mut_ptr()],
+                accumulate,
+                next.as_ptr(),
+                next.len(),
+            )
+        }
     }
 
     /// `tile = tile + round(scales[g] · P_g)` for the `kc / group` groups in order, each `P_g`

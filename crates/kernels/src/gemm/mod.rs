@@ -8,7 +8,8 @@
 //! vectorises across the outputs of a tile, never along k; between k blocks the accumulators
 //! pass through an `f32` buffer, which changes no bit. Where both operands hold bf16 values
 //! whose products are all exact in `f32`, an FMA gives the same bits with fewer instructions,
-//! and the AVX2 kernel uses one (checked per block of the product, `magnitudes`).
+//! and the AVX2 and AVX-512 kernels use one (checked per block of the product, `magnitudes`).
+//! The AVX-512 kernel computes two tiles that share a panel of `b` at once.
 //!
 //! The driver also serves [`quantized`](crate::quantized): a right operand dequantized while
 //! it is packed (`right_operand`), a k-sum in bf16 arithmetic (`microkernel_bf16`: every
@@ -20,8 +21,8 @@
 //! - [`reference`](reference()): the scalar twin that defines the bits.
 //! - `tile`, `right_operand`, `pack`, `microkernel_*`, `magnitudes`, `groups`, `epilogue`,
 //!   `driver`: the fast path (the register tile, the right operand, packing to `f32` panels,
-//!   the AVX2 and portable micro-kernels, when FMA is exact, grouped k-sums, the store, the
-//!   cache blocking and threads).
+//!   the AVX2, AVX-512 and portable micro-kernels, when FMA is exact, grouped k-sums, the
+//!   store, the cache blocking and threads).
 
 pub(crate) mod arithmetic;
 pub(crate) mod driver;
@@ -31,6 +32,7 @@ pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
 mod microkernel_avx2;
+mod microkernel_avx512;
 mod microkernel_bf16;
 mod microkernel_portable;
 mod pack;
@@ -117,7 +119,7 @@ pub fn gemm_with<A: Float, B: Float, O: Float>(
         bias: options.bias,
         placement: BiasPlacement::for_product::<O, B>(&b),
         out_clip: options.out_clip,
-        simd: kernel == MicroKernel::Avx2,
+        simd: kernel.simd(),
     };
     let right = Dense::<B, O>::new(b);
     let product = Product { a, a_clip: options.a_clip, b: &right, arithmetic: Arithmetic::F32, epilogue };

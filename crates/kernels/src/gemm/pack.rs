@@ -39,6 +39,12 @@ pub(crate) fn pack_a<A: Float, O: Float>(
                 &a.data()[start..start + kc]
             };
             let src: [&[A]; MR] = std::array::from_fn(row);
+            #[cfg(target_arch = "x86_64")]
+            if crate::cpu::has_avx2_fma() {
+                // SAFETY: AVX2 and FMA are available (checked just above).
+                unsafe { avx2::gather_rows::<A, O>(&src, out, clip) };
+                continue;
+            }
             match clip {
                 None => gather_rows::<A, O>(&src, out, None),
                 Some(bounds) => gather_rows::<A, O>(&src, out, Some(bounds)),
@@ -135,10 +141,62 @@ pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, col
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{NR, operand};
+    use super::{MR, NR, operand};
     use crate::Float;
     use crate::lanes::{load8, round8, transpose8};
     use std::arch::x86_64::*;
+
+    /// [`super::gather_rows`] 8 k at a time: the `MR` rows' 8 values (clipped, cast to `O`,
+    /// widened: [`operand`]) transposed 8 × 8 with two rows of zeros, each k's `MR` values
+    /// stored by an 8-lane store whose last 2 lanes the next k's store overwrites (the last
+    /// k of each 8 stored as 4 + 2 lanes); the k past the last multiple of 8 one by one.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn gather_rows<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
+        const _: () = assert!(MR == 6);
+        let len = out.len() / MR;
+        let src = src.map(|row| &row[..len]);
+        let full = len / 8 * 8;
+        // MLX's clip (`maximum` then `minimum`, a NaN kept, a NaN bound taken), as `clip_f32`.
+        let clip8 = |v: __m256, (lo, hi): (f32, f32)| {
+            let keep = |take: __m256| _mm256_or_ps(take, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+            let v = _mm256_blendv_ps(_mm256_set1_ps(lo), v, keep(_mm256_cmp_ps::<_CMP_GT_OQ>(v, _mm256_set1_ps(lo))));
+            let keep =
+                _mm256_or_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(v, _mm256_set1_ps(hi)), _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+            _mm256_blendv_ps(_mm256_set1_ps(hi), v, keep)
+        };
+        for k0 in (0..full).step_by(8) {
+            let mut rows = [_mm256_setzero_ps(); 8];
+            for (row, values) in rows.iter_mut().zip(src) {
+                let values = &values[k0..k0 + 8];
+                // SAFETY: `values` holds 8 values.
+                let v = unsafe { load8::<A>(values.as_ptr()) };
+                *row = round8::<O>(match clip {
+                    Some(bounds) => clip8(v, bounds),
+                    None => v,
+                });
+            }
+            let columns = transpose8(rows);
+            let chunk = &mut out[k0 * MR..(k0 + 8) * MR];
+            for (i, column) in columns.iter().enumerate().take(7) {
+                let dst = &mut chunk[i * MR..i * MR + 8];
+                // SAFETY: `dst` holds 8 floats (the 2 past this k's `MR` belong to the next k,
+                // which is stored after).
+                unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), *column) };
+            }
+            let last = &mut chunk[7 * MR..8 * MR];
+            // SAFETY: `last` holds 6 floats: 4 from the low half, 2 from the high half.
+            unsafe {
+                _mm_storeu_ps(last.as_mut_ptr(), _mm256_castps256_ps128(columns[7]));
+                let high = _mm_castps_si128(_mm256_extractf128_ps::<1>(columns[7]));
+                _mm_storel_epi64(last.as_mut_ptr().add(4).cast(), high);
+            }
+        }
+        for k in full..len {
+            for (d, row) in out[k * MR..(k + 1) * MR].iter_mut().zip(src) {
+                *d = operand::<A, O>(row[k], clip);
+            }
+        }
+    }
 
     /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, 8 columns × 8 k
     /// per transpose, the k past the last multiple of 8 one by one.

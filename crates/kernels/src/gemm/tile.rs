@@ -22,3 +22,8 @@ pub(crate) type TileFn = unsafe fn(usize, *const f32, *const f32, *mut f32, bool
 /// `next_len` floats at `next` (a hint, never read).
 pub(crate) type GroupedTileFn =
     unsafe fn(usize, usize, *const f32, *const f32, *const f32, *mut f32, *const f32, usize);
+
+/// The signature of a pair-tile function: `f(kc, [a0, a1], b, [c0, c1], accumulate, next,
+/// next_len)` is [`TileFn`] on the tiles `c0` (panel `a0`) and `c1` (panel `a1`), which share
+/// the panel `b`: the same bits as two calls of a tile function.
+pub(crate) type PairTileFn = unsafe fn(usize, [*const f32; 2], *const f32, [*mut f32; 2], bool, *const f32, usize);

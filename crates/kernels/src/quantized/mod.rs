@@ -100,7 +100,7 @@ pub fn quantized_matmul_with<X: Float, O: Float>(
         // `y + bias` after the product: the accumulator holds `y` exactly (an `O` value).
         placement: BiasPlacement::AfterSum,
         out_clip: options.out_clip,
-        simd: kernel == MicroKernel::Avx2,
+        simd: kernel.simd(),
     };
     let arithmetic = match O::DTYPE {
         DType::F32 => Arithmetic::F32,

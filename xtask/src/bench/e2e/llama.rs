@@ -8,8 +8,8 @@
 //!   static, CPU backend) configured with cmake into `.deps/llama.cpp-build/` and built there;
 //! - the `gguf` package ([`GGUF`]), installed apart into `.deps/gguf-<version>/` (on
 //!   PYTHONPATH for the mmproj writer only, so the reference's venv stays as pip installs it);
-//! - the GGUF mmproj files of each checkpoint, f32 and f16 (`mmproj_gguf.py`), rewritten when
-//!   the checkpoint or the writer changes.
+//! - the GGUF mmproj files of each checkpoint, f32, f16 and Q8_0 (`mmproj_gguf.py`), rewritten
+//!   when the checkpoint or the writer changes.
 
 use super::Model;
 use crate::bench::machine::cores;
@@ -73,9 +73,9 @@ impl Llama {
         self.build.join("encode_image")
     }
 
-    /// The GGUF mmproj of `model` (f16 or f32) under `dir`, written if missing or stale.
-    pub fn mmproj(&self, model: &Model, f16: bool, dir: &Path) -> Result<PathBuf> {
-        let dtype = if f16 { "f16" } else { "f32" };
+    /// The GGUF mmproj of `model` in `dtype` (`f32`, `f16` or `q8_0`, as `mmproj_gguf.py
+    /// --dtype` names it) under `dir`, written if missing or stale.
+    pub fn mmproj(&self, model: &Model, dtype: &str, dir: &Path) -> Result<PathBuf> {
         let path = dir.join(format!("{}-{dtype}.gguf", model.name));
         let script = root().join("crates/parity/python/mmproj_gguf.py");
         // The checkpoint's own stamp (`bench_e2e.py make`) and the writer's text.

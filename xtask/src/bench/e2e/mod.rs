@@ -51,7 +51,8 @@ pub struct Args {
     /// Only the budget-70 case (same as `--cases photo_640x480@70`)
     #[arg(long, conflicts_with = "cases")]
     quick: bool,
-    /// Models to run [default: all]: e2b, 31b-shaped, unified-12b
+    /// Models to run [default: all]: e2b, 31b-shaped, unified-12b, and the quantized
+    /// unified-12b-legacy-q4, e2b-q4-projector, e2b-q4-tower
     #[arg(long, value_delimiter = ',')]
     models: Vec<String>,
     /// Timed encodes per side (after loading)
@@ -110,6 +111,7 @@ pub fn main(args: &Args) -> Result<()> {
             return Err(format!("--models: unknown model `{name}` (choose among {})", model_order.join(", ")));
         }
     }
+    let all_models: Vec<&Model> = models.iter().collect();
     let models: Vec<&Model> =
         models.iter().filter(|m| args.models.is_empty() || args.models.contains(&m.name)).collect();
 
@@ -145,7 +147,7 @@ pub fn main(args: &Args) -> Result<()> {
     info.mlx = runner.mlx_version().unwrap_or_else(|| "?".to_owned());
     store.put_run(info);
     store.save(&dir)?;
-    let section = render::section(&store, &model_order)?;
+    let section = render::section(&store, &model_order, &render::Quantized::of(&all_models))?;
     println!("{section}");
     write_section("e2e", &section)?;
     eprintln!("bench e2e: wrote the `e2e` section of BENCHMARKS.md");

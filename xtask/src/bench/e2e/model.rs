@@ -12,6 +12,12 @@ pub struct Model {
     pub dir: PathBuf,
     #[serde(rename = "model_type", deserialize_with = "is_unified")]
     pub unified: bool,
+    /// For a quantized checkpoint, which modules are quantized how (`bench_e2e.py`'s
+    /// `describe_quant`), and the bf16 model it quantizes.
+    #[serde(default)]
+    pub quantization: Option<String>,
+    #[serde(default)]
+    pub base: Option<String>,
     /// Every numeric field of the line (hidden, layers, heads, …).
     #[serde(flatten)]
     pub dims: std::collections::BTreeMap<String, serde_json::Value>,

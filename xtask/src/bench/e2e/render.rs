@@ -10,8 +10,30 @@ use std::fmt::Write as _;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// The filled template; models appear in `model_order`, then any other stored model.
-pub fn section(store: &Store, model_order: &[String]) -> Result<String> {
+/// A quantized checkpoint of the bench, beside the bf16 model it quantizes.
+#[derive(Debug, Clone)]
+pub struct Quantized {
+    pub name: String,
+    pub base: String,
+    /// Which modules are quantized how.
+    pub description: String,
+}
+
+impl Quantized {
+    /// The quantized models among `models`.
+    pub fn of(models: &[&super::Model]) -> Vec<Quantized> {
+        models
+            .iter()
+            .filter_map(|m| {
+                Some(Quantized { name: m.name.clone(), base: m.base.clone()?, description: m.quantization.clone()? })
+            })
+            .collect()
+    }
+}
+
+/// The filled template; models appear in `model_order`, then any other stored model;
+/// `quantized` lists the quantized models, each compared with its bf16 model.
+pub fn section(store: &Store, model_order: &[String], quantized: &[Quantized]) -> Result<String> {
     let mut models: Vec<String> = model_order.to_vec();
     for m in &store.measurements {
         if !models.contains(&m.model) {
@@ -31,6 +53,7 @@ pub fn section(store: &Store, model_order: &[String]) -> Result<String> {
             ("gguf", GGUF.to_owned()),
             ("table", table(store, &models)),
             ("throughput", throughput(store, &models)),
+            ("quantized", quantized_table(store, quantized)),
         ],
     )
 }
@@ -138,6 +161,45 @@ fn table(store: &Store, models: &[String]) -> String {
     out.trim_end().to_owned()
 }
 
+/// Each quantized model's single-image rows beside the same side's row of its bf16 model.
+fn quantized_table(store: &Store, quantized: &[Quantized]) -> String {
+    let mut out = String::from(
+        "| model | quantized | image | budget | side | median (s) | bf16 model's median (s) | × bf16 model | \
+         peak RSS (MiB) | bf16 model's peak RSS (MiB) | rel. RMSE, r = bf16 | run |\n\
+         |---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut rows = 0;
+    for q in quantized {
+        for case in CASES.iter().filter(|c| !c.is_throughput()) {
+            for m in row(store, &q.name, case.id) {
+                let base = store.find(&q.base, case.id, m.side);
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} | {} | {} | {} |",
+                    q.name,
+                    q.description,
+                    case.image,
+                    case.budget,
+                    m.side.label(),
+                    m.median,
+                    optional(base.map(|b| b.median), |t| format!("{t:.3}")),
+                    optional(base.map(|b| m.median / b.median), |r| format!("{r:.2}")),
+                    mib(m.peak_rss_bytes),
+                    mib(base.and_then(|b| b.peak_rss_bytes)),
+                    comparison(m.versus_bf16.as_ref()),
+                    m.run,
+                );
+                rows += 1;
+            }
+        }
+    }
+    if rows == 0 {
+        return "Not measured in the stored runs (`--models unified-12b-legacy-q4,e2b-q4-projector,e2b-q4-tower`)."
+            .to_owned();
+    }
+    out.trim_end().to_owned()
+}
+
 /// The throughput cases: several same-size images per call, in images per second.
 fn throughput(store: &Store, models: &[String]) -> String {
     let mut out = String::from(
@@ -200,7 +262,16 @@ mod tests {
         batch.images = 8;
         store.insert(batch);
         store.put_run(run_info(1));
-        let text = section(&store, &["e2b".to_owned()]).unwrap();
+        let mut quantized = measurement("e2b-q", "photo_640x480@70", Side::OursNative, 1, 3.0);
+        quantized.versus_bf16 = Some(Comparison::Exact);
+        store.insert(quantized);
+        store.insert(measurement("e2b", "photo_640x480@70", Side::OursNative, 1, 2.0));
+        let q = Quantized { name: "e2b-q".to_owned(), base: "e2b".to_owned(), description: "projector q".to_owned() };
+        let text = section(&store, &["e2b".to_owned()], &[q]).unwrap();
+        assert!(
+            text.contains("| e2b-q | projector q | photo_640x480 | 70 | ours, native (bf16) | 3.000 | 2.000 | 1.50 |"),
+            "{text}"
+        );
         assert!(
             text.contains("| e2b | photo_640x480 | 70 | 2394 | ours, f32 | 3 | 2.000 | 0.25 | 500.0 | 417% |"),
             "{text}"

@@ -35,11 +35,7 @@ impl Tools {
                 .arg("--target-dir")
                 .arg(target_dir()))?;
         }
-        let llama = if sides.iter().any(|s| matches!(s, Side::LlamaF32 | Side::LlamaF16)) {
-            Some(llama::Llama::build()?)
-        } else {
-            None
-        };
+        let llama = if sides.iter().any(|s| s.gguf_type().is_some()) { Some(llama::Llama::build()?) } else { None };
         Ok(Tools {
             ours: release_binary("examples/bench_encode"),
             candle: release_binary("candle-gemma4-bench"),
@@ -107,10 +103,10 @@ impl<'a> Runner<'a> {
                 c.arg("--model").arg(&model.dir).arg("--save").arg(&features);
                 c
             }
-            Side::LlamaF32 | Side::LlamaF16 => {
+            Side::LlamaF32 | Side::LlamaF16 | Side::LlamaQ8 => {
                 let llama = self.tools.llama.as_ref().ok_or("llama.cpp was not built")?;
-                let f16 = side == Side::LlamaF16;
-                let gguf = llama.mmproj(model, f16, &self.dir.join("gguf"))?;
+                let gguf_type = side.gguf_type().ok_or("a llama.cpp side without a GGUF type")?;
+                let gguf = llama.mmproj(model, gguf_type, &self.dir.join("gguf"))?;
                 let mut c = Command::new(llama.driver());
                 c.arg("--mmproj").arg(gguf).args(["--threads", &cores().to_string()]).arg("--out").arg(&features);
                 for image in &images {
@@ -119,7 +115,7 @@ impl<'a> Runner<'a> {
                 c
             }
         };
-        if !matches!(side, Side::LlamaF32 | Side::LlamaF16) {
+        if side.gguf_type().is_none() {
             for image in &images {
                 command.arg("--image").arg(image);
             }
@@ -243,7 +239,8 @@ fn parse_measurement(
         median: number("median")?,
         load_seconds: number("load_seconds")?,
         first: seconds.first().copied().unwrap_or(f64::NAN),
-        peak_rss_bytes: json["peak_rss_bytes"].as_f64(),
+        // (llama.cpp's driver prints -1 when it cannot read VmHWM.)
+        peak_rss_bytes: json["peak_rss_bytes"].as_f64().filter(|bytes| *bytes >= 0.0),
         mlx_peak_bytes: json["mlx_peak_bytes"].as_f64(),
         soft_tokens,
         images: case.images.len(),

@@ -19,6 +19,9 @@ pub enum Side {
     LlamaF32,
     /// llama.cpp's mtmd encoder on an f16 GGUF mmproj.
     LlamaF16,
+    /// llama.cpp's mtmd encoder on a Q8_0 GGUF mmproj (what its converter's `--outtype q8_0`
+    /// writes).
+    LlamaQ8,
     /// mlx-vlm, stock wheels, weights cast to float32.
     MlxF32,
     /// mlx-vlm, stock wheels, the checkpoint's bf16.
@@ -27,8 +30,16 @@ pub enum Side {
 
 /// Every side, in the order each row runs them: sides compared with one another run back to
 /// back (the float32 ones, then the bf16 pair), as this machine's speed drifts over minutes.
-pub const SIDES: [Side; 7] =
-    [Side::OursF32, Side::Candle, Side::LlamaF32, Side::LlamaF16, Side::MlxF32, Side::OursNative, Side::MlxBf16];
+pub const SIDES: [Side; 8] = [
+    Side::OursF32,
+    Side::Candle,
+    Side::LlamaF32,
+    Side::LlamaF16,
+    Side::LlamaQ8,
+    Side::MlxF32,
+    Side::OursNative,
+    Side::MlxBf16,
+];
 
 impl Side {
     pub fn id(self) -> &'static str {
@@ -38,6 +49,7 @@ impl Side {
             Side::Candle => "candle",
             Side::LlamaF32 => "llama-f32",
             Side::LlamaF16 => "llama-f16",
+            Side::LlamaQ8 => "llama-q8",
             Side::MlxF32 => "mlx-f32",
             Side::MlxBf16 => "mlx-bf16",
         }
@@ -50,6 +62,7 @@ impl Side {
             Side::Candle => "candle, f32",
             Side::LlamaF32 => "llama.cpp, f32",
             Side::LlamaF16 => "llama.cpp, f16",
+            Side::LlamaQ8 => "llama.cpp, Q8_0",
             Side::MlxF32 => "mlx-vlm, f32",
             Side::MlxBf16 => "mlx-vlm, bf16",
         }
@@ -59,7 +72,7 @@ impl Side {
     pub fn reference(self) -> Option<Side> {
         match self {
             Side::OursNative => Some(Side::MlxBf16),
-            Side::OursF32 | Side::Candle | Side::LlamaF32 | Side::LlamaF16 => Some(Side::MlxF32),
+            Side::OursF32 | Side::Candle | Side::LlamaF32 | Side::LlamaF16 | Side::LlamaQ8 => Some(Side::MlxF32),
             Side::MlxBf16 | Side::MlxF32 => None,
         }
     }
@@ -68,8 +81,23 @@ impl Side {
         matches!(self, Side::MlxBf16 | Side::MlxF32)
     }
 
-    /// Whether the side can encode `model` (candle has the gemma4 tower only).
+    /// The GGUF mmproj type of a llama.cpp side (`mmproj_gguf.py --dtype`).
+    pub fn gguf_type(self) -> Option<&'static str> {
+        match self {
+            Side::LlamaF32 => Some("f32"),
+            Side::LlamaF16 => Some("f16"),
+            Side::LlamaQ8 => Some("q8_0"),
+            _ => None,
+        }
+    }
+
+    /// Whether the side can encode `model`: candle has the gemma4 tower only; a quantized
+    /// checkpoint runs on ours and mlx-vlm in its own dtype only (candle's tower and the GGUF
+    /// writer read dense weights, and the targets compare the checkpoint's dtype).
     pub fn supports(self, model: &Model) -> bool {
+        if model.quantization.is_some() {
+            return matches!(self, Side::OursNative | Side::MlxBf16);
+        }
         !(model.unified && self == Side::Candle)
     }
 

@@ -1,0 +1,119 @@
+//! The AVX-512 micro-kernels: two 6 × 16 register tiles that share their panel of `b`, each
+//! row of a tile one `__m512` accumulator (twelve in all). Per k step one load of `b`, twelve
+//! broadcasts of `a` (six from each panel) and for each accumulator a `_mm512_mul_ps` then a
+//! `_mm512_add_ps` (the product rounded before the add, as MLX's CPU matmul rounds it), or,
+//! where every product is exact, one `_mm512_fmadd_ps`. Each lane computes what a lane of the
+//! AVX2 kernel computes, in the same order, so the bits are the AVX2 kernel's.
+//!
+//! The k loop runs four steps per iteration and prefetches into L1 both panels of `a` a few
+//! iterations ahead and, one cache line per iteration, the memory the caller reads next.
+
+use super::tile::PairTileFn;
+
+/// The AVX-512 pair-tile functions, `(separate, fused)`, when [`crate::cpu::has_avx512f`].
+pub(crate) fn pair_tiles() -> Option<(PairTileFn, PairTileFn)> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx512f() {
+        return Some((x86::pair_6x16::<false>, x86::pair_6x16::<true>));
+    }
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::super::tile::{MR, NR};
+    use std::arch::x86_64::*;
+
+    /// k steps per iteration of the main loop.
+    const UNROLL: usize = 4;
+    /// How far ahead of the current k step `a` is prefetched, in floats (32 steps).
+    const A_AHEAD: usize = 32 * MR;
+    /// Floats per cache line.
+    const LINE: usize = 16;
+
+    /// [`PairTileFn`](super::super::tile::PairTileFn)'s contract for two 6 × 16 tiles; `FUSED`
+    /// uses `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product
+    /// is exact, which the caller checks).
+    ///
+    /// # Safety
+    /// AVX-512F must be available; `a[0]` and `a[1]` must be valid for `kc · MR` reads, `b` for
+    /// `kc · NR` reads, `c[0]` and `c[1]` for `MR · NR` reads and writes each (two distinct
+    /// tiles). `next` (`next_len` floats) is only prefetched, never read: any address is sound.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pair_6x16<const FUSED: bool>(
+        kc: usize,
+        a: [*const f32; 2],
+        b: *const f32,
+        c: [*mut f32; 2],
+        accumulate: bool,
+        next: *const f32,
+        next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: every pointer offset below that is read stays within the extents the caller
+        // guarantees (`a[t]` below `kc · MR`, `b` below `kc · NR`, `c[t]` below `MR · NR`); the
+        // prefetches (`a` ahead, `next`) are hints that never fault, computed with
+        // `wrapping_add` so that they need not lie inside any allocation.
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); MR]; 2];
+            if accumulate {
+                for (tile, c) in acc.iter_mut().zip(c) {
+                    for (i, row) in tile.iter_mut().enumerate() {
+                        *row = _mm512_loadu_ps(c.add(i * NR));
+                    }
+                }
+            }
+            // One k step: `acc[t][i] += a[t][i] · b[·]`, `a` and `b` pointing at the step's values.
+            macro_rules! step {
+                ($a:expr, $b:expr) => {{
+                    let (a, b): ([*const f32; 2], *const f32) = ($a, $b);
+                    let bv = _mm512_loadu_ps(b);
+                    for (tile, a) in acc.iter_mut().zip(a) {
+                        for (i, row) in tile.iter_mut().enumerate() {
+                            let x = _mm512_set1_ps(*a.add(i));
+                            *row = if FUSED {
+                                _mm512_fmadd_ps(x, bv, *row)
+                            } else {
+                                _mm512_add_ps(*row, _mm512_mul_ps(x, bv))
+                            };
+                        }
+                    }
+                }};
+            }
+            let (mut a0, mut a1, mut b) = (a[0], a[1], b);
+            // Without a `next`, the prefetches touch the current panel of `b` (in L1 already).
+            // The last line is prefetched again once `next` is covered (no branch in the loop).
+            let (mut next, last) =
+                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let mut k = kc;
+            while k >= UNROLL {
+                // Four steps read 24 floats of each panel of `a`: one or two lines each.
+                _mm_prefetch::<_MM_HINT_T0>(a0.wrapping_add(A_AHEAD).cast());
+                _mm_prefetch::<_MM_HINT_T0>(a0.wrapping_add(A_AHEAD + LINE).cast());
+                _mm_prefetch::<_MM_HINT_T0>(a1.wrapping_add(A_AHEAD).cast());
+                _mm_prefetch::<_MM_HINT_T0>(a1.wrapping_add(A_AHEAD + LINE).cast());
+                _mm_prefetch::<_MM_HINT_T0>(next.cast());
+                next = if next < last { next.wrapping_add(LINE) } else { last };
+                for u in 0..UNROLL {
+                    step!([a0.add(u * MR), a1.add(u * MR)], b.add(u * NR));
+                }
+                a0 = a0.add(UNROLL * MR);
+                a1 = a1.add(UNROLL * MR);
+                b = b.add(UNROLL * NR);
+                k -= UNROLL;
+            }
+            while k > 0 {
+                step!([a0, a1], b);
+                a0 = a0.add(MR);
+                a1 = a1.add(MR);
+                b = b.add(NR);
+                k -= 1;
+            }
+            for (tile, c) in acc.iter().zip(c) {
+                for (i, row) in tile.iter().enumerate() {
+                    _mm512_storeu_ps(c.add(i * NR), *row);
+                }
+            }
+        }
+    }
+}
