@@ -17,7 +17,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MicroKernel {
     /// AVX-512F intrinsics for pairs of tiles (`_mm512_mul_ps` then `_mm512_add_ps`, or FMA
-    /// where exact), the AVX2 kernels for single tiles and bf16 arithmetic.
+    /// where exact) and for the tiles of bf16 arithmetic, the AVX2 kernels for single tiles of
+    /// float32 arithmetic.
     Avx512,
     /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`, or FMA where exact).
     Avx2,
@@ -75,8 +76,8 @@ impl MicroKernel {
         match self {
             MicroKernel::Avx512 => {
                 let single = avx2();
-                match (microkernel_avx512::pair_tiles(), microkernel_avx2::tiles()) {
-                    (Some(pairs), Some(_)) => TileKernel { pairs: Some(pairs), ..single },
+                match (microkernel_avx512::pair_tiles(), microkernel_avx2::tiles(), microkernel_bf16::avx512()) {
+                    (Some(pairs), Some(_), Some(bf16)) => TileKernel { pairs: Some(pairs), bf16, ..single },
                     _ => single,
                 }
             }

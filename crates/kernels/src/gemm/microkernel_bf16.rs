@@ -9,7 +9,11 @@
 //! the multiply and the add: the AVX2 kernel does five integer operations per rounding
 //! (shift, and, two adds, and), twelve vector operations per eight multiply-adds, and runs the
 //! tile as two halves of three rows so that the six accumulators, the two vectors of `b` and
-//! the rounding's constants and temporaries fit in the sixteen registers.
+//! the rounding's constants and temporaries fit in the sixteen registers. The AVX-512 kernel
+//! holds each row of the tile in one 16-lane accumulator and rounds in four operations (bit 16
+//! tested into a mask register, the add of `0x7FFF`, the add of 1 in the masked lanes, the
+//! and): ten vector operations per sixteen multiply-adds, the same integer rule lane by lane,
+//! so its bits are the other kernels'.
 
 use super::arithmetic::round_bf16;
 use super::tile::{MR, NR, TILE};
@@ -59,6 +63,89 @@ pub(crate) fn avx2() -> Option<super::tile::TileFn> {
         return Some(x86::tile_6x16);
     }
     None
+}
+
+/// The AVX-512 kernel when [`crate::cpu::has_avx512f`] allows it.
+pub(crate) fn avx512() -> Option<super::tile::TileFn> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::has_avx512f() {
+        return Some(x86_avx512::tile_6x16);
+    }
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86_avx512 {
+    use super::{MR, NR};
+    use std::arch::x86_64::*;
+
+    /// Floats per cache line.
+    const LINE: usize = 16;
+
+    /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile in bf16
+    /// arithmetic, one `__m512` accumulator per row.
+    ///
+    /// # Safety
+    /// AVX-512F must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR`
+    /// reads, `c` for `MR · NR` reads and writes. `next` (`next_len` floats) is only
+    /// prefetched, never read: any address is sound.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tile_6x16(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        accumulate: bool,
+        next: *const f32,
+        next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: every read and write below stays within the extents the caller guarantees
+        // (`a` below `kc · MR`, `b` below `kc · NR`, `c` below `MR · NR`); the prefetches are
+        // hints that never fault, computed with `wrapping_add`.
+        unsafe {
+            let mut acc = [_mm512_setzero_ps(); MR];
+            if accumulate {
+                for (i, row) in acc.iter_mut().enumerate() {
+                    *row = _mm512_loadu_ps(c.add(i * NR));
+                }
+            }
+            // Without a `next`, the prefetches touch the current panel of `b` (in L1 already).
+            let (mut next, last) =
+                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let (mut a, mut b) = (a, b);
+            let mut k = kc;
+            while k > 0 {
+                if k.is_multiple_of(2) {
+                    _mm_prefetch::<_MM_HINT_T0>(next.cast());
+                    next = if next < last { next.wrapping_add(LINE) } else { last };
+                }
+                let bv = _mm512_loadu_ps(b);
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let x = _mm512_set1_ps(*a.add(i));
+                    *row = round(_mm512_add_ps(*row, round(_mm512_mul_ps(x, bv))));
+                }
+                a = a.add(MR);
+                b = b.add(NR);
+                k -= 1;
+            }
+            for (i, row) in acc.iter().enumerate() {
+                _mm512_storeu_ps(c.add(i * NR), *row);
+            }
+        }
+    }
+
+    /// `x` rounded to bf16 (`round_bf16` on each lane): `u + 0x7FFF`, plus 1 in the lanes whose
+    /// bit 16 is set, with the low 16 bits cleared.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn round(x: __m512) -> __m512 {
+        let u = _mm512_castps_si512(x);
+        let odd = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x1_0000));
+        let half = _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF));
+        let rounded = _mm512_mask_add_epi32(half, odd, half, _mm512_set1_epi32(1));
+        _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(0xFFFF_0000_u32 as i32)))
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
