@@ -57,7 +57,6 @@ fn build() -> Result<(), String> {
     let version = mlx.version()?;
 
     let mlx_c = mlx_c_sources(&out)?;
-    println!("cargo:rerun-if-changed={}", mlx_c.join("mlx/c").display());
     let compat = manifest.join("csrc/mlx_compat.h");
     println!("cargo:rerun-if-changed={}", compat.display());
 
@@ -161,6 +160,9 @@ fn mlx_c_sources(out: &Path) -> Result<PathBuf, String> {
     if let Some(dir) = env::var_os("MLX_C_DIR") {
         let dir = PathBuf::from(dir);
         return if dir.join("mlx/c/mlx.h").is_file() {
+            // A tree of the user's can change under the same name; the copy unpacked below
+            // cannot (it is named by its archive, and watching it would see its own unpacking).
+            println!("cargo:rerun-if-changed={}", dir.join("mlx/c").display());
             dir.canonicalize().map_err(|e| format!("MLX_C_DIR={}: {e}", dir.display()))
         } else {
             Err(format!("MLX_C_DIR={} has no mlx/c/mlx.h", dir.display()))
