@@ -1,6 +1,6 @@
 //! The image processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{Error, Result};
+use crate::{Error, Result, SoftTokenBudget};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -67,7 +67,7 @@ pub struct ProcessorConfig {
     pub pooling_kernel_size: u32,
     /// The soft-token budget per image (280; presets 70/140/280/560/1120, any positive value
     /// works for images).
-    pub max_soft_tokens: u32,
+    pub max_soft_tokens: SoftTokenBudget,
     /// Where `max_soft_tokens` came from (not a setting: left out of the serialised form).
     #[serde(skip)]
     pub budget_source: BudgetSource,
@@ -84,7 +84,7 @@ impl Default for ProcessorConfig {
             image_std: None,
             patch_size: 16,
             pooling_kernel_size: 3,
-            max_soft_tokens: 280,
+            max_soft_tokens: SoftTokenBudget::DEFAULT,
             budget_source: BudgetSource::Default,
         }
     }
@@ -176,7 +176,7 @@ impl ProcessorConfig {
 
     /// The same settings with the caller's budget, if any (the processor's `max_soft_tokens`
     /// keyword argument), recorded as [`BudgetSource::Flag`].
-    pub fn with_max_soft_tokens(mut self, budget: Option<u32>) -> Self {
+    pub fn with_max_soft_tokens(mut self, budget: Option<SoftTokenBudget>) -> Self {
         if let Some(budget) = budget {
             self.max_soft_tokens = budget;
             self.budget_source = BudgetSource::Flag;
@@ -188,7 +188,7 @@ impl ProcessorConfig {
     /// (saturating at `u64::MAX`, which [`Preprocessor::new`](crate::Preprocessor::new) refuses).
     pub fn max_patches(&self) -> u64 {
         let pool = u64::from(self.pooling_kernel_size);
-        u64::from(self.max_soft_tokens).saturating_mul(pool).saturating_mul(pool)
+        u64::from(self.max_soft_tokens.get()).saturating_mul(pool).saturating_mul(pool)
     }
 
     /// `patch_size * pooling_kernel_size` (48): the side of one soft token in pixels, and the
@@ -202,13 +202,13 @@ impl ProcessorConfig {
         (channels_f32(self.image_mean.as_deref()), channels_f32(self.image_std.as_deref()))
     }
 
-    /// Checks what the pipeline needs: positive sizes and budget, three means and stds when
-    /// normalising.
+    /// Checks what the pipeline needs: positive sizes, three means and stds when normalising
+    /// (the budget is a [`SoftTokenBudget`], positive by construction).
     pub fn validated(self) -> std::result::Result<Self, String> {
-        if self.patch_size == 0 || self.pooling_kernel_size == 0 || self.max_soft_tokens == 0 {
+        if self.patch_size == 0 || self.pooling_kernel_size == 0 {
             return Err(format!(
-                "patch_size ({}), pooling_kernel_size ({}) and max_soft_tokens ({}) must be positive",
-                self.patch_size, self.pooling_kernel_size, self.max_soft_tokens
+                "patch_size ({}) and pooling_kernel_size ({}) must be positive",
+                self.patch_size, self.pooling_kernel_size
             ));
         }
         for (name, values) in [("image_mean", &self.image_mean), ("image_std", &self.image_std)] {

@@ -16,6 +16,7 @@
 //! depends on MLX: outputs are plain `Vec<f32>` / `Vec<i64>` with documented shapes.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod budget;
 mod buffer_pool;
 mod config;
 mod decode;
@@ -32,6 +33,7 @@ mod target_size;
 mod video_config;
 mod video_preprocessor;
 
+pub use budget::{BudgetError, SoftTokenBudget};
 pub use config::{BudgetSource, ModelFamily, ProcessorConfig};
 pub use decode::{DecodeOptions, Format, decode, open};
 pub use error::{Error, Result};

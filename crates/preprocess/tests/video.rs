@@ -2,7 +2,9 @@
 //! long video (against values NumPy printed for `np.linspace(0, T - 1, n).round()`), and the
 //! per-frame inputs of both encoders.
 
-use preprocess::{Error, ModelFamily, RgbImage, VIDEO_BUDGETS, VideoPreprocessor, VideoProcessorConfig};
+use preprocess::{
+    BudgetError, Error, ModelFamily, RgbImage, SoftTokenBudget, VIDEO_BUDGETS, VideoPreprocessor, VideoProcessorConfig,
+};
 
 fn gradient(width: u32, height: u32) -> RgbImage {
     let data = (0..height)
@@ -54,7 +56,10 @@ fn settings_are_read_where_each_family_reads_them() {
     // gemma4 without a video section: the processor's defaults, whatever the images use.
     let images_only = r#"{"image_processor": {"patch_size": 4, "max_soft_tokens": 6, "do_normalize": true}}"#;
     let gemma4 = VideoProcessorConfig::from_json(images_only, ModelFamily::Gemma4).unwrap();
-    assert_eq!((gemma4.frame.patch_size, gemma4.frame.pooling_kernel_size, gemma4.frame.max_soft_tokens), (16, 3, 70));
+    assert_eq!(
+        (gemma4.frame.patch_size, gemma4.frame.pooling_kernel_size, gemma4.frame.max_soft_tokens.get()),
+        (16, 3, 70)
+    );
     assert_eq!((gemma4.num_frames, gemma4.model_patch_size), (32, 48));
     assert!(!gemma4.frame.do_normalize);
     assert_eq!(
@@ -63,24 +68,28 @@ fn settings_are_read_where_each_family_reads_them() {
     );
     // gemma4_unified without one: the image processor's patch and normalisation, the video budget.
     let unified = VideoProcessorConfig::from_json(images_only, ModelFamily::Gemma4Unified).unwrap();
-    assert_eq!((unified.frame.patch_size, unified.frame.max_soft_tokens, unified.model_patch_size), (4, 70, 12));
+    assert_eq!((unified.frame.patch_size, unified.frame.max_soft_tokens.get(), unified.model_patch_size), (4, 70, 12));
     assert!(unified.frame.do_normalize);
     // A video section wins in both; the unified one reads `num_soft_tokens` as the budget.
     let video = r#"{"image_processor": {"patch_size": 4},
                     "video_processor": {"patch_size": 8, "pooling_kernel_size": 2, "num_soft_tokens": 140,
                                         "num_frames": 4, "image_mean": null}}"#;
     let gemma4 = VideoProcessorConfig::from_json(video, ModelFamily::Gemma4).unwrap();
-    assert_eq!((gemma4.frame.patch_size, gemma4.frame.max_soft_tokens, gemma4.num_frames), (8, 70, 4));
+    assert_eq!((gemma4.frame.patch_size, gemma4.frame.max_soft_tokens.get(), gemma4.num_frames), (8, 70, 4));
     let unified = VideoProcessorConfig::from_json(video, ModelFamily::Gemma4Unified).unwrap();
-    assert_eq!((unified.frame.max_soft_tokens, unified.model_patch_size), (140, 16));
+    assert_eq!((unified.frame.max_soft_tokens.get(), unified.model_patch_size), (140, 16));
     assert_eq!(unified.frame.image_mean.as_deref(), Some(&[0.0; 3][..]));
 }
 
 #[test]
 fn budgets_outside_the_video_processors_set_are_refused() {
-    for budget in [1, 69, 71, 281, 2240] {
+    for tokens in [1, 69, 71, 281, 2240] {
+        let budget = SoftTokenBudget::new(tokens).unwrap();
         let err = defaults(ModelFamily::Gemma4).with_max_soft_tokens(Some(budget)).validated().unwrap_err();
-        assert!(matches!(&err, Error::InvalidArgument { what: "max_soft_tokens", .. }), "{err:?}");
+        assert!(
+            matches!(&err, Error::Budget(BudgetError::NotAVideoBudget { budget, .. }) if *budget == tokens),
+            "{err:?}"
+        );
         assert!(err.to_string().contains(&format!("{VIDEO_BUDGETS:?}")), "{err}");
     }
     let text = r#"{"video_processor": {"max_soft_tokens": 100}}"#;
@@ -88,6 +97,7 @@ fn budgets_outside_the_video_processors_set_are_refused() {
     let none_kept = r#"{"video_processor": {"num_frames": 0}}"#;
     assert!(VideoProcessorConfig::from_json(none_kept, ModelFamily::Gemma4).is_err());
     for budget in VIDEO_BUDGETS {
+        let budget = SoftTokenBudget::new(budget).unwrap();
         assert!(VideoPreprocessor::new(defaults(ModelFamily::Gemma4).with_max_soft_tokens(Some(budget))).is_ok());
     }
 }

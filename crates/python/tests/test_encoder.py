@@ -177,7 +177,7 @@ def test_bad_inputs_are_value_or_type_errors():
         encoder.encode([42])
     with pytest.raises(TypeError, match="a list of images"):
         encoder.encode(good)
-    with pytest.raises(ValueError, match="max_soft_tokens must be positive"):
+    with pytest.raises(ValueError, match="max_soft_tokens: a budget of 0 soft tokens: it must be at least 1"):
         encoder.encode([good], max_soft_tokens=0)
     with pytest.raises(ValueError, match="dtype must be"):
         gemma_vision.Encoder(model("tiny-clipped"), dtype="f16")

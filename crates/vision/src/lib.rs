@@ -48,7 +48,7 @@ pub use model_inputs::ModelInputs;
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
-pub use preprocess::BudgetSource;
+pub use preprocess::{BudgetError, BudgetSource, SoftTokenBudget};
 pub use quantization::{ModuleQuantization, QuantizationConfig};
 pub use sanitized_store::SanitizedStore;
 pub use siglip_tower::{PooledRows, SiglipVisionTower};

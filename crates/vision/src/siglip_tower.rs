@@ -189,15 +189,19 @@ impl SiglipVisionTower {
     /// [`tensor::memory::max_array_bytes`]; otherwise [`Error::TooLarge`] with `what()` naming
     /// the input.
     pub fn check_attention(&self, batch: usize, patches: usize, what: impl FnOnce() -> String) -> Result<()> {
-        let size = self.dtype().size() as u128;
-        let heads = self.config.num_attention_heads.max(1) as u128;
-        let (batch, patches) = (batch as u128, patches as u128);
-        let bytes = batch.saturating_mul(patches.saturating_mul(patches)).saturating_mul(1 + size + heads * size);
-        let limit = tensor::memory::max_array_bytes();
+        let (bytes, limit) = (self.attention_bytes(batch as u128, patches as u128), tensor::memory::max_array_bytes());
         if bytes > limit as u128 {
             return Err(Error::TooLarge { what: what(), bytes, limit });
         }
         Ok(())
+    }
+
+    /// `B · L² · (1 + s + H · s)`: the bytes of the mask and scores of [`check_attention`](Self::check_attention)
+    /// for `batch` images of `patches` patches (saturating).
+    pub(crate) fn attention_bytes(&self, batch: u128, patches: u128) -> u128 {
+        let size = self.dtype().size() as u128;
+        let heads = self.config.num_attention_heads.max(1) as u128;
+        batch.saturating_mul(patches.saturating_mul(patches)).saturating_mul(1 + size + heads * size)
     }
 
     /// `pooling_kernel_size²`; an error for a hand-built config whose kernel is not positive
