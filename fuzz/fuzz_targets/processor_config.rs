@@ -7,11 +7,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use preprocess::{ModelFamily, Preprocessor, ProcessorConfig};
+use preprocess::{ModelType, Preprocessor, ProcessorConfig};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for family in [ModelFamily::Gemma4, ModelFamily::Gemma4Unified] {
+    for family in [ModelType::Gemma4, ModelType::Gemma4Unified] {
         let Ok(config) = ProcessorConfig::from_json(text, family) else { continue };
         let Ok(processor) = Preprocessor::new(config) else { continue };
         let c = processor.config();

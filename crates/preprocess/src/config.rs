@@ -1,18 +1,8 @@
 //! The image processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{Error, Result, SoftTokenBudget};
+use crate::{Error, ModelType, Result, SoftTokenBudget};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// Which reference processor a checkpoint's settings are read for: they differ in where they
-/// look in `processor_config.json` (see [`ProcessorConfig::from_json`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelFamily {
-    /// `gemma4` (`Gemma4Processor.from_pretrained`, `processing_gemma4.py`).
-    Gemma4,
-    /// `gemma4_unified` (`processing_gemma4_unified.py`).
-    Gemma4Unified,
-}
 
 /// Where a soft-token budget came from, in the order they are consulted: the caller, the
 /// checkpoint's `processor_config.json`, its `preprocessor_config.json`, the default (280).
@@ -117,12 +107,12 @@ impl ProcessorConfig {
     /// A budget found there is recorded as [`BudgetSource::ProcessorConfig`] (the file the
     /// reference reads first; [`from_checkpoint_dir`](Self::from_checkpoint_dir) names the
     /// file it read).
-    pub fn from_json(text: &str, family: ModelFamily) -> std::result::Result<Self, serde_json::Error> {
+    pub fn from_json(text: &str, family: ModelType) -> std::result::Result<Self, serde_json::Error> {
         let file: serde_json::Value = serde_json::from_str(text)?;
         let nested = file.get("image_processor").filter(|v| v.is_object()).cloned();
         let mut settings = match (nested, family) {
             (Some(nested), _) => nested,
-            (None, ModelFamily::Gemma4)
+            (None, ModelType::Gemma4)
                 if file.get("image_processor_type").is_none()
                     && ["patch_size", "max_soft_tokens", "pooling_kernel_size"]
                         .iter()
@@ -135,7 +125,7 @@ impl ProcessorConfig {
         };
         if let serde_json::Value::Object(map) = &mut settings {
             let alias = map.get("num_soft_tokens").filter(|v| !v.is_null()).cloned();
-            if let (ModelFamily::Gemma4Unified, false, Some(n)) = (family, map.contains_key("max_soft_tokens"), alias) {
+            if let (ModelType::Gemma4Unified, false, Some(n)) = (family, map.contains_key("max_soft_tokens"), alias) {
                 map.insert("max_soft_tokens".to_owned(), n);
             }
             // `x or default` in the reference: null and empty lists mean the default.
@@ -150,7 +140,7 @@ impl ProcessorConfig {
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
     /// [`budget_source`](Self::budget_source) naming the file the budget came from.
-    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
         for (name, source) in [
             ("processor_config.json", BudgetSource::ProcessorConfig),
             ("preprocessor_config.json", BudgetSource::PreprocessorConfig),

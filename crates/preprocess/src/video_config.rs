@@ -1,6 +1,6 @@
 //! The video processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{BudgetError, BudgetSource, Error, ModelFamily, ProcessorConfig, Result, SoftTokenBudget};
+use crate::{BudgetError, BudgetSource, Error, ModelType, ProcessorConfig, Result, SoftTokenBudget};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -86,14 +86,14 @@ impl VideoProcessorConfig {
     ///   stands for `max_soft_tokens` when the latter is absent.
     ///
     /// Then validated ([`validated`](Self::validated)).
-    pub fn from_json(text: &str, family: ModelFamily) -> Result<Self> {
+    pub fn from_json(text: &str, family: ModelType) -> Result<Self> {
         let file: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::invalid("video processor config", e))?;
         let object = |key: &str| file.get(key).and_then(serde_json::Value::as_object).cloned();
         let mut settings = match (object("video_processor"), family) {
             (Some(video), _) => video,
-            (None, ModelFamily::Gemma4) => serde_json::Map::new(),
-            (None, ModelFamily::Gemma4Unified) => {
+            (None, ModelType::Gemma4) => serde_json::Map::new(),
+            (None, ModelType::Gemma4Unified) => {
                 let image = object("image_processor").unwrap_or_default();
                 image.into_iter().filter(|(k, _)| UNIFIED_IMAGE_KEYS.contains(&k.as_str())).collect()
             }
@@ -108,7 +108,7 @@ impl VideoProcessorConfig {
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json` (the file the reference reads the image settings from), else
     /// the defaults; the frame settings' `budget_source` names the file a budget came from.
-    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
         for (name, source) in [
             ("processor_config.json", BudgetSource::ProcessorConfig),
             ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
@@ -130,10 +130,10 @@ impl VideoProcessorConfig {
         Self::from_settings(VideoSettings::default(), family)?.validated()
     }
 
-    fn from_settings(s: VideoSettings, family: ModelFamily) -> Result<Self> {
+    fn from_settings(s: VideoSettings, family: ModelType) -> Result<Self> {
         let budget = match family {
-            ModelFamily::Gemma4 => s.max_soft_tokens,
-            ModelFamily::Gemma4Unified => s.max_soft_tokens.or(s.num_soft_tokens),
+            ModelType::Gemma4 => s.max_soft_tokens,
+            ModelType::Gemma4Unified => s.max_soft_tokens.or(s.num_soft_tokens),
         };
         let or_default = |values: Option<Vec<f64>>, default: f64| {
             Some(values.filter(|v| !v.is_empty()).unwrap_or_else(|| vec![default; 3]))

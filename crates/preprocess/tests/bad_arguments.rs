@@ -4,7 +4,7 @@
 
 use preprocess::resize::{Coefficients, resize_bicubic_reference};
 use preprocess::{
-    BudgetError, Error, Limits, ModelFamily, Patches, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget,
+    BudgetError, Error, Limits, ModelType, Patches, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget,
     resize_bicubic,
 };
 
@@ -39,7 +39,7 @@ fn budgets_whose_images_exceed_the_pixel_limit_are_refused() {
     let wide = ProcessorConfig { patch_size: 1 << 20, ..ProcessorConfig::default() };
     assert!(matches!(Preprocessor::new(wide), Err(Error::Budget(BudgetError::Pixels { .. }))));
     // Found by fuzz/fuzz_targets/processor_config.rs: 280 · 3888888888² overflowed u64.
-    for family in [ModelFamily::Gemma4, ModelFamily::Gemma4Unified] {
+    for family in [ModelType::Gemma4, ModelType::Gemma4Unified] {
         let text = r#"{"image_processor": {"max_soft_tokens": 280, "pooling_kernel_size": 3888888888}}"#;
         let config = ProcessorConfig::from_json(text, family).unwrap();
         assert_eq!(config.max_patches(), u64::MAX, "saturates");
@@ -48,7 +48,7 @@ fn budgets_whose_images_exceed_the_pixel_limit_are_refused() {
     let zero = budget(0).unwrap_err();
     assert!(matches!(zero, Error::Budget(BudgetError::NotPositive { budget: 0 })), "{zero:?}");
     assert_eq!(zero.to_string(), "a budget of 0 soft tokens: it must be at least 1");
-    let zero = ProcessorConfig::from_json(r#"{"image_processor": {"max_soft_tokens": 0}}"#, ModelFamily::Gemma4);
+    let zero = ProcessorConfig::from_json(r#"{"image_processor": {"max_soft_tokens": 0}}"#, ModelType::Gemma4);
     assert!(zero.unwrap_err().to_string().contains("a budget of 0 soft tokens: it must be at least 1"));
 }
 

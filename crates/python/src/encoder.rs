@@ -192,10 +192,7 @@ impl Encoder {
     /// "gemma4" or "gemma4_unified".
     #[getter]
     fn model_type(&self) -> &'static str {
-        match self.inner.config().model_type {
-            ModelType::Gemma4 => "gemma4",
-            ModelType::Gemma4Unified => "gemma4_unified",
-        }
+        self.inner.config().model_type.as_str()
     }
 
     /// D: the columns of every feature array (the language model's hidden size).

@@ -6,8 +6,8 @@ use crate::unified_embedder::UnifiedVisionEmbedder;
 use crate::{Checkpoint, ComputeDtype, Error, ModelConfig, ModelType, Result, VisionConfig};
 use layers::{WeightStore, Weights};
 use preprocess::{
-    BudgetError, ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget,
-    VideoPreprocessor, VideoProcessorConfig,
+    BudgetError, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget, VideoPreprocessor,
+    VideoProcessorConfig,
 };
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -106,7 +106,7 @@ impl VisionEncoder {
     /// Loads the encoder of an opened [`Checkpoint`] (see [`VisionEncoder::load`]).
     pub fn from_checkpoint(checkpoint: Checkpoint, options: EncoderOptions) -> Result<VisionEncoder> {
         let config = checkpoint.config().clone();
-        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family(&config))?;
+        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), config.model_type)?;
         let store = checkpoint.store();
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
@@ -206,7 +206,7 @@ impl VisionEncoder {
     /// this family), else 70; checked for this encoder as [`preprocessor`](Self::preprocessor)
     /// checks an image's.
     pub fn video_preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<VideoPreprocessor> {
-        let config = VideoProcessorConfig::from_checkpoint_dir(self.checkpoint.dir(), family(&self.config))?;
+        let config = VideoProcessorConfig::from_checkpoint_dir(self.checkpoint.dir(), self.config.model_type)?;
         let video = VideoPreprocessor::new(config.with_max_soft_tokens(budget))?;
         self.check_attention_budget(&video.config().frame)?;
         Ok(video)
@@ -380,14 +380,6 @@ impl VisionEncoder {
             format!("mlx {}", tensor::info::mlx_build_version()),
             format!("weights {fingerprint}"),
         ])
-    }
-}
-
-/// The processors' family of a model type.
-fn family(config: &ModelConfig) -> ModelFamily {
-    match config.model_type {
-        ModelType::Gemma4 => ModelFamily::Gemma4,
-        ModelType::Gemma4Unified => ModelFamily::Gemma4Unified,
     }
 }
 
