@@ -1,8 +1,8 @@
 //! The gemma4 vision encoder: mlx-vlm's `VisionModel` followed by `embed_vision`.
 
-use crate::frames::{keep_leading_rows, patch_rows};
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::patch_embedder::PatchEmbedder;
+use crate::patch_rows::{keep_leading_rows, patch_rows};
 use crate::pooler::Pooler;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, SiglipConfig};
@@ -83,20 +83,6 @@ impl SiglipVisionTower {
     /// The dtype of the hidden states (the patch projection's weight dtype).
     pub fn dtype(&self) -> Dtype {
         self.patch_embedder.dtype()
-    }
-
-    /// Image path, whole encoder: `pixels` `[B, 3, H, W]` float32 in [0, 1] (H, W multiples of
-    /// the patch size) → features `[B · n, text_hidden]` with `n = (H/p)(W/p) / k²` per image,
-    /// images in order (`Model.encode_image`).
-    pub fn encode_pixels(&self, pixels: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
-        let pooled = self.pool_pixels(pixels, trace.as_deref_mut())?;
-        self.project(&pooled.rows, trace)
-    }
-
-    /// Position-id path, whole encoder: see [`pool_patches`](Self::pool_patches).
-    pub fn encode_patches(&self, patches: &Array, positions: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
-        let pooled = self.pool_patches(patches, positions, trace.as_deref_mut())?;
-        self.project(&pooled.rows, trace)
     }
 
     /// `embed_vision`: pooled (and standardized) soft tokens `[N, D]` → features

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{assert_finite, budget_of, current_rss_kb, fixture, image, load, peak_rss_kb, reset_peak_rss, serial};
+use common::{assert_finite, budget_of, current_rss_kb, fixture, load, peak_rss_kb, reset_peak_rss, serial};
 use preprocess::RgbImage;
 use std::fs;
 use std::path::Path;
