@@ -200,7 +200,7 @@ def test_encode_video_is_the_commands_frames(cli, tmp_path, case):
     # A uint8 array [T, H, W, 3] is the same video.
     video = np.stack([np.asarray(Image.open(p).convert("RGB")) for p in frames])
     assert b"".join(bits(f) for f in encoder.encode_video(video)) == bits(expected["features"])
-    with pytest.raises(ValueError, match=r"must be one of \[70, 140, 280, 560, 1120\], got 6"):
+    with pytest.raises(ValueError, match=r"a video's budget of 6 soft tokens per frame: it must be one of \[70, 140, 280, 560, 1120\]"):
         encoder.encode_video(frames, max_soft_tokens=6)
     with pytest.raises(ValueError, match="share one size"):
         encoder.encode_video([frames[0], image(case, "checker-20x30.png")])
