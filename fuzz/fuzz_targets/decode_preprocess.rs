@@ -7,12 +7,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use preprocess::{DecodeOptions, Limits, Preprocessor, ProcessorConfig, decode};
+use preprocess::{DecodeOptions, Limits, Preprocessor, ProcessorConfig, SoftTokenBudget, decode};
 
 fuzz_target!(|data: &[u8]| {
     let options = DecodeOptions { limits: Limits { max_pixels: 1 << 22 }, apply_exif_orientation: true };
     let Ok(image) = decode(data, &options) else { return };
-    let budget = data.last().map_or(1, |&b| u32::from(b % 32) + 1);
+    let Ok(budget) = SoftTokenBudget::new(data.last().map_or(1, |&b| u32::from(b % 32) + 1)) else { return };
     let Ok(processor) = Preprocessor::new(ProcessorConfig::default().with_max_soft_tokens(Some(budget))) else {
         return;
     };

@@ -7,15 +7,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use preprocess::{ModelFamily, Preprocessor, ProcessorConfig};
+use preprocess::{ModelType, Preprocessor, ProcessorConfig};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for family in [ModelFamily::Gemma4, ModelFamily::Gemma4Unified] {
+    for family in [ModelType::Gemma4, ModelType::Gemma4Unified] {
         let Ok(config) = ProcessorConfig::from_json(text, family) else { continue };
         let Ok(processor) = Preprocessor::new(config) else { continue };
         let c = processor.config();
-        assert!(c.patch_size > 0 && c.pooling_kernel_size > 0 && c.max_soft_tokens > 0);
+        assert!(c.patch_size > 0 && c.pooling_kernel_size > 0 && c.max_soft_tokens.get() > 0);
         let sizes = [(1, 1), (13, 21), (1, 10_000), (10_000, 1), (4032, 3024), (len_of(data), 7)];
         for (height, width) in sizes {
             if let Ok((h, w)) = processor.target_size(height, width) {

@@ -1,7 +1,8 @@
 //! Repository hygiene, checked on every `cargo xtask test` (as rust-analyzer's `tidy.rs` does):
 //! no build output is tracked, every source file opens with a module doc, no source file is
 //! over [`MAX_LINES`] lines unless listed in [`LONG_FILES`], and no text file has trailing
-//! whitespace. Reads the files git tracks (`git ls-files`), so untracked scratch is ignored.
+//! whitespace; the xtask help names every command and ARCHITECTURE.md every crate and top-level
+//! module. Reads the files git tracks (`git ls-files`), so untracked scratch is ignored.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -122,4 +123,89 @@ fn build_output_is_recognised() {
     assert!(is_build_output("crates/python/python/gemma_vision/__pycache__/x.cpython-311.pyc"));
     assert!(!is_build_output("crates/preprocess/src/target_size.rs"));
     assert!(!is_build_output("crates/preprocess/tests/target_size.rs"));
+}
+
+/// The commands `xtask/src/main.rs` dispatches: the string patterns of its `match command`
+/// arms, read from the source, so a new arm is seen without editing this test.
+fn dispatched_commands() -> Vec<String> {
+    let main = read("xtask/src/main.rs");
+    let start = main.find("match command {").expect("xtask/src/main.rs dispatches with `match command {`");
+    let body = &main[start..];
+    let body = &body[..body.find("\n    };").expect("the dispatch ends with `    };`")];
+    let mut commands = Vec::new();
+    for arm in body.lines().filter_map(|line| line.split_once("=>").map(|(patterns, _)| patterns)) {
+        for pattern in arm.split('|').map(str::trim).filter(|p| p.starts_with('"')) {
+            commands.push(pattern.trim_matches('"').to_owned());
+        }
+    }
+    commands.retain(|c| !matches!(c.as_str(), "help" | "--help" | "-h"));
+    assert!(commands.len() > 5, "read too few commands from xtask/src/main.rs: {commands:?}");
+    commands
+}
+
+#[test]
+fn the_xtask_help_names_every_command() {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).arg("help").output().expect("xtask runs");
+    let help = String::from_utf8(out.stdout).expect("UTF-8 help");
+    let listed: Vec<&str> =
+        help.lines().filter_map(|line| line.strip_prefix("  ")?.split_whitespace().next()).collect();
+    let missing: Vec<String> = dispatched_commands().into_iter().filter(|c| !listed.contains(&c.as_str())).collect();
+    assert!(
+        missing.is_empty(),
+        "`cargo xtask help` does not list {missing:?}: add a line `  <command> …` with what it does to HELP in \
+         xtask/src/main.rs"
+    );
+}
+
+/// The section of ARCHITECTURE.md about `krate`: from its bullet ``- **`krate`**`` to the next
+/// crate's bullet.
+fn architecture_section<'a>(architecture: &'a str, krate: &str) -> Option<&'a str> {
+    let start = architecture.find(&format!("- **`{krate}`**"))?;
+    let rest = &architecture[start + 1..];
+    Some(&rest[..rest.find("\n- **`").unwrap_or(rest.len())])
+}
+
+/// `(crate name, its directory)` for every crate under `crates/`, and xtask.
+fn crates() -> Vec<(String, PathBuf)> {
+    let mut crates: Vec<(String, PathBuf)> = std::fs::read_dir(root().join("crates"))
+        .expect("crates/ is listed")
+        .map(|entry| entry.expect("crates/ entry").path())
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .map(|dir| (dir.file_name().expect("a name").to_string_lossy().into_owned(), dir))
+        .collect();
+    crates.push(("xtask".to_owned(), root().join("xtask")));
+    crates.sort();
+    crates
+}
+
+#[test]
+fn the_architecture_names_every_crate_and_top_level_module() {
+    let architecture = read("ARCHITECTURE.md");
+    let mut missing = Vec::new();
+    for (krate, dir) in crates() {
+        let Some(section) = architecture_section(&architecture, &krate) else {
+            missing.push(format!("the crate `{krate}` (a bullet ``- **`{krate}`**: …`` in the layering)"));
+            continue;
+        };
+        let mut modules: Vec<String> = std::fs::read_dir(dir.join("src"))
+            .expect("src/ is listed")
+            .map(|entry| entry.expect("src/ entry").path())
+            .filter_map(|path| {
+                let name = path.file_name()?.to_string_lossy().into_owned();
+                match path.is_dir() {
+                    true => Some(format!("{name}/")),
+                    false => name.ends_with(".rs").then_some(name),
+                }
+            })
+            .filter(|name| !matches!(name.as_str(), "lib.rs" | "main.rs"))
+            .collect();
+        modules.sort();
+        for module in modules {
+            let named = [format!("`{module}"), format!("`src/{module}")];
+            if !named.iter().any(|n| section.contains(n.as_str())) {
+                missing.push(format!("`{krate}`'s module `{module}` (name it in the crate's bullet: what it holds)"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "ARCHITECTURE.md does not name:\n  {}", missing.join("\n  "));
 }

@@ -26,7 +26,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::gemma4::config::Gemma4VisionConfig;
 use candle_transformers::models::gemma4::multimodal_embedding::MultimodalEmbedder;
 use candle_transformers::models::gemma4::vision::VisionTower;
-use preprocess::{Limits, ModelFamily, Preprocessor, ProcessorConfig};
+use preprocess::{Limits, ModelType, Preprocessor, ProcessorConfig, SoftTokenBudget};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,7 +41,7 @@ type Result<T> = std::result::Result<T, String>;
 struct Args {
     model: PathBuf,
     images: Vec<PathBuf>,
-    budget: Option<u32>,
+    budget: Option<SoftTokenBudget>,
     runs: usize,
     out: Option<PathBuf>,
 }
@@ -74,7 +74,7 @@ fn parse(argv: &[String]) -> Result<Args> {
             "--model" => model = Some(PathBuf::from(value()?)),
             "--image" => args.images.push(value()?.into()),
             "--out" => args.out = Some(value()?.into()),
-            "--budget" => args.budget = Some(positive(flag, &value()?)?),
+            "--budget" => args.budget = Some(value()?.parse().map_err(|e| format!("{flag}: {e}"))?),
             "--runs" => args.runs = positive(flag, &value()?)? as usize,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
@@ -195,7 +195,7 @@ fn load(dir: &Path, device: &Device) -> Result<Encoder> {
     let tower = VisionTower::new(&vision, vb.pp("vision_tower")).map_err(candle)?;
     let embedder = MultimodalEmbedder::new(vision.hidden_size, text_hidden, vision.rms_norm_eps, vb.pp("embed_vision"))
         .map_err(candle)?;
-    let processor = ProcessorConfig::from_checkpoint_dir(dir, ModelFamily::Gemma4)
+    let processor = ProcessorConfig::from_checkpoint_dir(dir, ModelType::Gemma4)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(Encoder { tower, embedder, processor })
 }

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use vision::ComputeDtype;
+use vision::{ComputeDtype, SoftTokenBudget};
 
 /// The checkpoint and the soft-token budget.
 #[derive(Debug, Args)]
@@ -12,8 +12,8 @@ pub struct ModelArgs {
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// The soft-token budget per image [default: processor_config.json's, else 280].
-    #[arg(long, value_name = "N", value_parser = positive_budget, allow_negative_numbers = true)]
-    pub max_soft_tokens: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = budget, allow_negative_numbers = true)]
+    pub max_soft_tokens: Option<SoftTokenBudget>,
 }
 
 /// `--dtype`: a [`ComputeDtype`] by its name (`native`, `f32`; `float32` too).
@@ -21,11 +21,7 @@ pub fn compute_dtype(text: &str) -> Result<ComputeDtype, String> {
     text.parse::<ComputeDtype>().map_err(|e| e.to_string())
 }
 
-/// A positive soft-token budget.
-fn positive_budget(text: &str) -> Result<u32, String> {
-    match text.parse::<u32>() {
-        Ok(0) => Err("--max-soft-tokens must be positive".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{text}` is not a positive integer")),
-    }
+/// `--max-soft-tokens`: a [`SoftTokenBudget`] by its decimal value.
+fn budget(text: &str) -> Result<SoftTokenBudget, String> {
+    text.parse::<SoftTokenBudget>().map_err(|e| e.to_string())
 }

@@ -37,11 +37,7 @@ pub fn run(args: &InspectArgs) -> Result<(), crate::Error> {
 /// The human-readable form: one fact per line, a label column then the value.
 fn text(i: &Inspection) -> String {
     let mut lines: Vec<(&str, String)> = Vec::new();
-    let model_type = match i.model_type {
-        vision::ModelType::Gemma4 => "gemma4",
-        vision::ModelType::Gemma4Unified => "gemma4_unified",
-    };
-    lines.push(("model", format!("{} ({model_type})", i.model_dir.display())));
+    lines.push(("model", format!("{} ({})", i.model_dir.display(), i.model_type.as_str())));
     lines.push((
         "vision",
         match &i.vision {

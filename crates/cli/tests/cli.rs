@@ -184,7 +184,7 @@ fn bad_command_lines_fail_with_one_error_line() {
         (vec!["encode", "--model", &m, "--image", &i, "--frames", &i, "--out", out], "cannot be used with"),
         (
             vec!["encode", "--model", &m, "--frames", &i, "--max-soft-tokens", "6", "--out", out],
-            "must be one of [70, 140, 280, 560, 1120], got 6",
+            "a video's budget of 6 soft tokens per frame: it must be one of [70, 140, 280, 560, 1120]",
         ),
         (
             vec!["encode", "--model", &m, "--image", &i, "--max-soft-tokens", "many", "--out", out],
@@ -192,11 +192,11 @@ fn bad_command_lines_fail_with_one_error_line() {
         ),
         (
             vec!["encode", "--model", &m, "--image", &i, "--max-soft-tokens", "-3", "--out", out],
-            "`-3` is not a positive integer",
+            "a budget of -3 soft tokens: it must be at least 1",
         ),
         (
             vec!["encode", "--model", &m, "--image", &i, "--max-soft-tokens", "0", "--out", out],
-            "--max-soft-tokens must be positive",
+            "invalid value '0' for '--max-soft-tokens <N>': a budget of 0 soft tokens: it must be at least 1",
         ),
         (
             vec!["encode", "--model", &m, "--image", &i, "--dtype", "f64", "--out", out],
@@ -271,7 +271,12 @@ fn a_bad_image_fails_with_one_error_line_naming_it() {
     let args =
         ["encode", "--model", &m, "--image", &good, "--max-soft-tokens", "1000000", "--out", out.to_str().unwrap()];
     let line = fails(&args, &dir);
-    assert!(line.starts_with("error: attention over an image of up to 9000000 patches"), "{line}");
+    assert!(
+        line.starts_with(
+            "error: a budget of 1000000 soft tokens needs attention over an image of up to 9000000 patches"
+        ),
+        "{line}"
+    );
 }
 
 #[test]

@@ -43,7 +43,8 @@ fn the_json_form_is_the_library_inspection() {
         }
         let printed = ok(&args);
         let encoder = VisionEncoder::load(&dir, EncoderOptions::default()).unwrap();
-        let expected = Inspection::of(&encoder, budget, size).unwrap();
+        let expected =
+            Inspection::of(&encoder, budget.map(|b| vision::SoftTokenBudget::new(b).unwrap()), size).unwrap();
         assert_eq!(printed, format!("{}\n", expected.to_json()), "{case}");
         let json: serde_json::Value = serde_json::from_str(&printed).unwrap();
         assert_eq!(json["cache_identity"], encoder.cache_identity().unwrap(), "{case}");

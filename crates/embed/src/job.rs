@@ -20,7 +20,7 @@ pub struct JobOptions {
     /// Threads decoding and preparing images.
     pub workers: NonZeroUsize,
     /// The soft-token budget per image; `None`: the checkpoint's (else 280).
-    pub budget: Option<u32>,
+    pub budget: Option<vision::SoftTokenBudget>,
 }
 
 impl Default for JobOptions {
@@ -92,8 +92,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary> {
     let preprocessor = encoder.preprocessor(options.budget)?;
-    encoder.check_budget(&preprocessor)?;
-    let budget = preprocessor.config().max_soft_tokens;
+    let budget = preprocessor.config().max_soft_tokens.get();
     let identity = encoder.cache_identity()?;
 
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;

@@ -114,7 +114,7 @@ fn bench_quantized<X: Float>(c: &mut Criterion, shape: &Shape, quantization: Qua
         kernels::quantized::Mode::Affine => "affine4g64",
         _ => "mxfp4",
     };
-    let dtype = if X::DTYPE == kernels::DType::Bf16 { "bf16" } else { "f32" };
+    let dtype = if X::DTYPE == kernels::ElementType::Bf16 { "bf16" } else { "f32" };
     let mut bench_group = c.benchmark_group(format!("quantized/{group}/{name}"));
     bench_group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
     bench_group.throughput(Throughput::Elements((2 * m * n * k) as u64));

@@ -3,9 +3,11 @@
 use half::bf16;
 use std::fmt;
 
-/// The dtype of a [`Float`].
+/// Which [`Float`] a kernel computes on: `f32` or `bf16`, the element types of the kernels'
+/// slices. Not `tensor::Dtype` (an MLX array's dtype, of which these are two): the kernels know
+/// nothing of MLX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DType {
+pub enum ElementType {
     F32,
     Bf16,
 }
@@ -16,7 +18,7 @@ pub enum DType {
 /// [`bf16_from_f32`] (round to nearest even; every NaN becomes `0x7FC0`), which differs from
 /// `half::bf16::from_f32` on NaNs.
 pub trait Float: Copy + Default + PartialEq + Send + Sync + fmt::Debug + 'static {
-    const DTYPE: DType;
+    const DTYPE: ElementType;
     /// The exact `f32` value.
     fn to_f32(self) -> f32;
     /// MLX's conversion from `f32`.
@@ -24,7 +26,7 @@ pub trait Float: Copy + Default + PartialEq + Send + Sync + fmt::Debug + 'static
 }
 
 impl Float for f32 {
-    const DTYPE: DType = DType::F32;
+    const DTYPE: ElementType = ElementType::F32;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self
@@ -36,7 +38,7 @@ impl Float for f32 {
 }
 
 impl Float for bf16 {
-    const DTYPE: DType = DType::Bf16;
+    const DTYPE: ElementType = ElementType::Bf16;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         f32::from_bits(u32::from(self.to_bits()) << 16)

@@ -40,5 +40,5 @@ pub mod tanh;
 pub mod testing;
 pub mod vision_rms_norm;
 
-pub use element::{DType, Float, bf16_from_f32};
+pub use element::{ElementType, Float, bf16_from_f32};
 pub use error::{Error, Result};

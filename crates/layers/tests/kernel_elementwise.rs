@@ -19,7 +19,7 @@ fn array<T: tensor::Element>(v: &[T]) -> Array {
 
 /// `T` from float32 bits: bf16 by truncation, so NaN payloads survive into bf16 inputs.
 fn to<T: Float>(v: f32) -> T {
-    T::from_f32(f32::from_bits(v.to_bits() & if T::DTYPE == kernels::DType::Bf16 { 0xFFFF_0000 } else { !0 }))
+    T::from_f32(f32::from_bits(v.to_bits() & if T::DTYPE == kernels::ElementType::Bf16 { 0xFFFF_0000 } else { !0 }))
 }
 
 fn compare<T: Float + tensor::Element>(a: &[f32], b: &[f32], s: f32, low: f32, high: f32) {

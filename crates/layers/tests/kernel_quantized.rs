@@ -154,12 +154,12 @@ where
 {
     let affine = case.affine::<S>();
     let clipped = match case.a_clip {
-        Some(_) if <X as Float>::DTYPE != <C as Float>::DTYPE => kernels::DType::F32,
+        Some(_) if <X as Float>::DTYPE != <C as Float>::DTYPE => kernels::ElementType::F32,
         _ => <X as Float>::DTYPE,
     };
     match case.matrix(&affine).product_dtype(clipped) {
-        kernels::DType::F32 => check::<X, S, C, f32>(case),
-        kernels::DType::Bf16 => check::<X, S, C, bf16>(case),
+        kernels::ElementType::F32 => check::<X, S, C, f32>(case),
+        kernels::ElementType::Bf16 => check::<X, S, C, bf16>(case),
     }
 }
 

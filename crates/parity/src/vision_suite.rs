@@ -39,7 +39,7 @@ struct Case {
 struct Run {
     name: String,
     images: Vec<String>,
-    budget: u32,
+    budget: preprocess::SoftTokenBudget,
     padded: Option<usize>,
     /// The images are the frames of one video, through the video processor and video path.
     #[serde(default)]

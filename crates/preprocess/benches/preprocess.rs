@@ -68,8 +68,11 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group("pipeline");
         group.sample_size(10);
         for &budget in BUDGETS {
-            let processor =
-                Preprocessor::new(ProcessorConfig::default().with_max_soft_tokens(Some(budget))).expect("config");
+            let processor = Preprocessor::new(
+                ProcessorConfig::default()
+                    .with_max_soft_tokens(Some(preprocess::SoftTokenBudget::new(budget).expect("budget"))),
+            )
+            .expect("config");
             group.bench_function(format!("{name}_{budget}"), |b| {
                 b.iter(|| {
                     let image = decode(black_box(&bytes), &options).expect("decodes");
@@ -85,8 +88,11 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(decode(black_box(&bytes), &options).expect("decodes")))
         });
         for &budget in BUDGETS {
-            let processor =
-                Preprocessor::new(ProcessorConfig::default().with_max_soft_tokens(Some(budget))).expect("config");
+            let processor = Preprocessor::new(
+                ProcessorConfig::default()
+                    .with_max_soft_tokens(Some(preprocess::SoftTokenBudget::new(budget).expect("budget"))),
+            )
+            .expect("config");
             let (th, tw) = processor.target_size(image.height(), image.width()).expect("size");
             group.bench_function(format!("{name}_resize_{budget}"), |b| {
                 b.iter(|| black_box(resize_bicubic(black_box(&image), tw, th).expect("resize")))

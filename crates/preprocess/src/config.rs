@@ -1,18 +1,8 @@
 //! The image processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{Error, Result};
+use crate::{Error, ModelType, Result, SoftTokenBudget};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// Which reference processor a checkpoint's settings are read for: they differ in where they
-/// look in `processor_config.json` (see [`ProcessorConfig::from_json`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelFamily {
-    /// `gemma4` (`Gemma4Processor.from_pretrained`, `processing_gemma4.py`).
-    Gemma4,
-    /// `gemma4_unified` (`processing_gemma4_unified.py`).
-    Gemma4Unified,
-}
 
 /// Where a soft-token budget came from, in the order they are consulted: the caller, the
 /// checkpoint's `processor_config.json`, its `preprocessor_config.json`, the default (280).
@@ -67,7 +57,7 @@ pub struct ProcessorConfig {
     pub pooling_kernel_size: u32,
     /// The soft-token budget per image (280; presets 70/140/280/560/1120, any positive value
     /// works for images).
-    pub max_soft_tokens: u32,
+    pub max_soft_tokens: SoftTokenBudget,
     /// Where `max_soft_tokens` came from (not a setting: left out of the serialised form).
     #[serde(skip)]
     pub budget_source: BudgetSource,
@@ -84,7 +74,7 @@ impl Default for ProcessorConfig {
             image_std: None,
             patch_size: 16,
             pooling_kernel_size: 3,
-            max_soft_tokens: 280,
+            max_soft_tokens: SoftTokenBudget::DEFAULT,
             budget_source: BudgetSource::Default,
         }
     }
@@ -117,12 +107,12 @@ impl ProcessorConfig {
     /// A budget found there is recorded as [`BudgetSource::ProcessorConfig`] (the file the
     /// reference reads first; [`from_checkpoint_dir`](Self::from_checkpoint_dir) names the
     /// file it read).
-    pub fn from_json(text: &str, family: ModelFamily) -> std::result::Result<Self, serde_json::Error> {
+    pub fn from_json(text: &str, family: ModelType) -> std::result::Result<Self, serde_json::Error> {
         let file: serde_json::Value = serde_json::from_str(text)?;
         let nested = file.get("image_processor").filter(|v| v.is_object()).cloned();
         let mut settings = match (nested, family) {
             (Some(nested), _) => nested,
-            (None, ModelFamily::Gemma4)
+            (None, ModelType::Gemma4)
                 if file.get("image_processor_type").is_none()
                     && ["patch_size", "max_soft_tokens", "pooling_kernel_size"]
                         .iter()
@@ -135,7 +125,7 @@ impl ProcessorConfig {
         };
         if let serde_json::Value::Object(map) = &mut settings {
             let alias = map.get("num_soft_tokens").filter(|v| !v.is_null()).cloned();
-            if let (ModelFamily::Gemma4Unified, false, Some(n)) = (family, map.contains_key("max_soft_tokens"), alias) {
+            if let (ModelType::Gemma4Unified, false, Some(n)) = (family, map.contains_key("max_soft_tokens"), alias) {
                 map.insert("max_soft_tokens".to_owned(), n);
             }
             // `x or default` in the reference: null and empty lists mean the default.
@@ -150,7 +140,7 @@ impl ProcessorConfig {
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
     /// [`budget_source`](Self::budget_source) naming the file the budget came from.
-    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
         for (name, source) in [
             ("processor_config.json", BudgetSource::ProcessorConfig),
             ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
@@ -176,7 +166,7 @@ impl ProcessorConfig {
 
     /// The same settings with the caller's budget, if any (the processor's `max_soft_tokens`
     /// keyword argument), recorded as [`BudgetSource::Flag`].
-    pub fn with_max_soft_tokens(mut self, budget: Option<u32>) -> Self {
+    pub fn with_max_soft_tokens(mut self, budget: Option<SoftTokenBudget>) -> Self {
         if let Some(budget) = budget {
             self.max_soft_tokens = budget;
             self.budget_source = BudgetSource::Flag;
@@ -188,7 +178,7 @@ impl ProcessorConfig {
     /// (saturating at `u64::MAX`, which [`Preprocessor::new`](crate::Preprocessor::new) refuses).
     pub fn max_patches(&self) -> u64 {
         let pool = u64::from(self.pooling_kernel_size);
-        u64::from(self.max_soft_tokens).saturating_mul(pool).saturating_mul(pool)
+        u64::from(self.max_soft_tokens.get()).saturating_mul(pool).saturating_mul(pool)
     }
 
     /// `patch_size * pooling_kernel_size` (48): the side of one soft token in pixels, and the
@@ -202,13 +192,13 @@ impl ProcessorConfig {
         (channels_f32(self.image_mean.as_deref()), channels_f32(self.image_std.as_deref()))
     }
 
-    /// Checks what the pipeline needs: positive sizes and budget, three means and stds when
-    /// normalising.
+    /// Checks what the pipeline needs: positive sizes, three means and stds when normalising
+    /// (the budget is a [`SoftTokenBudget`], positive by construction).
     pub fn validated(self) -> std::result::Result<Self, String> {
-        if self.patch_size == 0 || self.pooling_kernel_size == 0 || self.max_soft_tokens == 0 {
+        if self.patch_size == 0 || self.pooling_kernel_size == 0 {
             return Err(format!(
-                "patch_size ({}), pooling_kernel_size ({}) and max_soft_tokens ({}) must be positive",
-                self.patch_size, self.pooling_kernel_size, self.max_soft_tokens
+                "patch_size ({}) and pooling_kernel_size ({}) must be positive",
+                self.patch_size, self.pooling_kernel_size
             ));
         }
         for (name, values) in [("image_mean", &self.image_mean), ("image_std", &self.image_std)] {

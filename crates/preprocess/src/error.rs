@@ -40,9 +40,12 @@ pub enum Error {
     /// image.")`: the budget is too small for the image's aspect ratio in both directions.
     #[error("{height}x{width} image with a budget of {max_patches} patches would resize to 0x0")]
     ZeroTargetSize { height: u64, width: u64, max_patches: u64 },
-    /// A parameter out of its domain (a zero budget, a zero patch size, a mismatched buffer).
+    /// A parameter out of its domain (a zero patch size, a mismatched buffer).
     #[error("invalid {what}: {detail}")]
     InvalidArgument { what: &'static str, detail: String },
+    /// A soft-token budget out of its bounds ([`BudgetError`](crate::BudgetError) names which).
+    #[error(transparent)]
+    Budget(#[from] crate::BudgetError),
     /// A processor configuration file that cannot be used.
     #[error("{}: {detail}", path.display())]
     Config { path: PathBuf, detail: String },

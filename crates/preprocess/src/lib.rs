@@ -16,11 +16,13 @@
 //! depends on MLX: outputs are plain `Vec<f32>` / `Vec<i64>` with documented shapes.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod budget;
 mod buffer_pool;
 mod config;
 mod decode;
 mod error;
 mod limits;
+mod model_type;
 mod orientation;
 mod patches;
 mod pixel_values;
@@ -32,10 +34,12 @@ mod target_size;
 mod video_config;
 mod video_preprocessor;
 
-pub use config::{BudgetSource, ModelFamily, ProcessorConfig};
+pub use budget::{BudgetError, SoftTokenBudget};
+pub use config::{BudgetSource, ProcessorConfig};
 pub use decode::{DecodeOptions, Format, decode, open};
 pub use error::{Error, Result};
 pub use limits::Limits;
+pub use model_type::{ModelType, UnknownModelType};
 pub use orientation::Orientation;
 pub use patches::Patches;
 pub use pixel_values::PixelValues;

@@ -1,6 +1,8 @@
 //! The processor: an oriented RGB image in, the encoders' inputs out.
 
-use crate::{Error, Limits, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size};
+use crate::{
+    BudgetError, Error, Limits, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size,
+};
 
 /// The reference's image processor steps after loading: budget resize, rescale/normalise, and
 /// the layout each encoder consumes. Cheap to build; holds only the settings.
@@ -25,7 +27,8 @@ impl Preprocessor {
     /// A processor with these settings (budget included; see
     /// [`ProcessorConfig::with_max_soft_tokens`]).
     ///
-    /// Fails on a config [`ProcessorConfig::validated`] rejects, and on a budget whose resized
+    /// Fails on a config [`ProcessorConfig::validated`] rejects, and with
+    /// [`BudgetError::Pixels`] on a budget whose resized
     /// images could exceed [`Limits::PILLOW_BOMB_PIXELS`]: a resized image has at most
     /// `max_soft_tokens · pool² · patch²` pixels, and every buffer the pipeline allocates (the
     /// resized image, the float32 pixels, the unified encoder's padded patches) is proportional
@@ -35,21 +38,16 @@ impl Preprocessor {
         let patch = u128::from(config.patch_size);
         let max_pixels = u128::from(config.max_patches()) * patch * patch;
         if max_pixels > u128::from(Limits::PILLOW_BOMB_PIXELS) {
-            return Err(Error::invalid(
-                "max_soft_tokens",
-                format!(
-                    "a budget of {} soft tokens resizes images to up to {max_pixels} pixels ({} patches of {}x{}), \
-                     more than the limit of {} pixels",
-                    config.max_soft_tokens,
-                    config.max_patches(),
-                    config.patch_size,
-                    config.patch_size,
-                    Limits::PILLOW_BOMB_PIXELS
-                ),
-            ));
+            return Err(BudgetError::Pixels {
+                budget: config.max_soft_tokens.get(),
+                pixels: max_pixels,
+                patches: config.max_patches(),
+                patch_size: config.patch_size,
+                limit: Limits::PILLOW_BOMB_PIXELS,
+            }
+            .into());
         }
-        u32::try_from(config.max_patches())
-            .map_err(|_| Error::invalid("max_soft_tokens", format!("{} is too large", config.max_soft_tokens)))?;
+        // The pixel bound (< u32::MAX, with patches of at least one pixel) bounds the patches.
         Ok(Preprocessor { config })
     }
 
@@ -88,7 +86,7 @@ impl Preprocessor {
     pub fn gemma4_unified_image(&self, image: &RgbImage) -> Result<UnifiedInput> {
         let resized = self.resize(image)?;
         let patch = self.config.model_patch_size() as usize;
-        let patches = Patches::from_image(&resized, patch, self.config.max_soft_tokens as usize, &self.config)?;
+        let patches = Patches::from_image(&resized, patch, self.config.max_soft_tokens.get() as usize, &self.config)?;
         let soft_tokens = patches.grid.0 * patches.grid.1;
         Ok(UnifiedInput { patches, soft_tokens })
     }

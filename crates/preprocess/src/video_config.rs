@@ -1,6 +1,6 @@
 //! The video processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{BudgetSource, Error, ModelFamily, ProcessorConfig, Result};
+use crate::{BudgetError, BudgetSource, Error, ModelType, ProcessorConfig, Result, SoftTokenBudget};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -86,14 +86,14 @@ impl VideoProcessorConfig {
     ///   stands for `max_soft_tokens` when the latter is absent.
     ///
     /// Then validated ([`validated`](Self::validated)).
-    pub fn from_json(text: &str, family: ModelFamily) -> Result<Self> {
+    pub fn from_json(text: &str, family: ModelType) -> Result<Self> {
         let file: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::invalid("video processor config", e))?;
         let object = |key: &str| file.get(key).and_then(serde_json::Value::as_object).cloned();
         let mut settings = match (object("video_processor"), family) {
             (Some(video), _) => video,
-            (None, ModelFamily::Gemma4) => serde_json::Map::new(),
-            (None, ModelFamily::Gemma4Unified) => {
+            (None, ModelType::Gemma4) => serde_json::Map::new(),
+            (None, ModelType::Gemma4Unified) => {
                 let image = object("image_processor").unwrap_or_default();
                 image.into_iter().filter(|(k, _)| UNIFIED_IMAGE_KEYS.contains(&k.as_str())).collect()
             }
@@ -102,13 +102,13 @@ impl VideoProcessorConfig {
         settings.retain(|_, v| !v.is_null());
         let settings: VideoSettings = serde_json::from_value(serde_json::Value::Object(settings))
             .map_err(|e| Error::invalid("video processor config", e))?;
-        Self::from_settings(settings, family).validated()
+        Self::from_settings(settings, family)?.validated()
     }
 
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json` (the file the reference reads the image settings from), else
     /// the defaults; the frame settings' `budget_source` names the file a budget came from.
-    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelFamily) -> Result<Self> {
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
         for (name, source) in [
             ("processor_config.json", BudgetSource::ProcessorConfig),
             ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
@@ -127,13 +127,13 @@ impl VideoProcessorConfig {
                 Err(source) => return Err(Error::Io { path, source }),
             }
         }
-        Self::from_settings(VideoSettings::default(), family).validated()
+        Self::from_settings(VideoSettings::default(), family)?.validated()
     }
 
-    fn from_settings(s: VideoSettings, family: ModelFamily) -> Self {
+    fn from_settings(s: VideoSettings, family: ModelType) -> Result<Self> {
         let budget = match family {
-            ModelFamily::Gemma4 => s.max_soft_tokens,
-            ModelFamily::Gemma4Unified => s.max_soft_tokens.or(s.num_soft_tokens),
+            ModelType::Gemma4 => s.max_soft_tokens,
+            ModelType::Gemma4Unified => s.max_soft_tokens.or(s.num_soft_tokens),
         };
         let or_default = |values: Option<Vec<f64>>, default: f64| {
             Some(values.filter(|v| !v.is_empty()).unwrap_or_else(|| vec![default; 3]))
@@ -147,16 +147,16 @@ impl VideoProcessorConfig {
             image_std: or_default(s.image_std, 1.0),
             patch_size: s.patch_size,
             pooling_kernel_size: s.pooling_kernel_size,
-            max_soft_tokens: budget.unwrap_or(VIDEO_BUDGETS[0]),
+            max_soft_tokens: video_budget(budget.unwrap_or(VIDEO_BUDGETS[0]))?,
             // The file the settings were read from names the budget; absent, the video default.
             budget_source: if budget.is_some() { BudgetSource::ProcessorConfig } else { BudgetSource::Default },
         };
         let model_patch_size = s.model_patch_size.filter(|&m| m > 0).unwrap_or_else(|| frame.model_patch_size());
-        VideoProcessorConfig { frame, num_frames: s.num_frames, model_patch_size }
+        Ok(VideoProcessorConfig { frame, num_frames: s.num_frames, model_patch_size })
     }
 
     /// The same settings with the caller's budget per frame, if any.
-    pub fn with_max_soft_tokens(mut self, budget: Option<u32>) -> Self {
+    pub fn with_max_soft_tokens(mut self, budget: Option<SoftTokenBudget>) -> Self {
         self.frame = self.frame.with_max_soft_tokens(budget);
         self
     }
@@ -164,13 +164,7 @@ impl VideoProcessorConfig {
     /// Checks what the video processors check (a budget among [`VIDEO_BUDGETS`]) and what the
     /// pipeline needs (the frame settings' [`ProcessorConfig::validated`], at least one frame).
     pub fn validated(self) -> Result<Self> {
-        let budget = self.frame.max_soft_tokens;
-        if !VIDEO_BUDGETS.contains(&budget) {
-            return Err(Error::invalid(
-                "max_soft_tokens",
-                format!("a video's budget per frame must be one of {VIDEO_BUDGETS:?}, got {budget}"),
-            ));
-        }
+        video_budget(self.frame.max_soft_tokens.get())?;
         if self.num_frames == 0 {
             return Err(Error::invalid("num_frames", "a video keeps at least one frame"));
         }
@@ -194,5 +188,13 @@ impl VideoProcessorConfig {
         (0..kept)
             .map(|i| if i + 1 == kept { count - 1 } else { (i as f64 * step).round_ties_even() as usize })
             .collect()
+    }
+}
+
+/// `tokens` as a budget per frame: one of [`VIDEO_BUDGETS`], else [`BudgetError::NotAVideoBudget`].
+fn video_budget(tokens: u32) -> Result<SoftTokenBudget> {
+    match SoftTokenBudget::new(tokens) {
+        Ok(budget) if VIDEO_BUDGETS.contains(&tokens) => Ok(budget),
+        _ => Err(BudgetError::NotAVideoBudget { budget: tokens, allowed: &VIDEO_BUDGETS }.into()),
     }
 }

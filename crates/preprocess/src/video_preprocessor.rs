@@ -57,6 +57,6 @@ impl VideoPreprocessor {
     pub fn gemma4_unified_frame(&self, frame: &RgbImage) -> Result<Patches> {
         let resized = self.frame.resize_video_frame(frame)?;
         let c = &self.config;
-        Patches::from_image(&resized, c.model_patch_size as usize, c.frame.max_soft_tokens as usize, &c.frame)
+        Patches::from_image(&resized, c.model_patch_size as usize, c.frame.max_soft_tokens.get() as usize, &c.frame)
     }
 }

@@ -3,7 +3,10 @@
 //! allocated; none panics.
 
 use preprocess::resize::{Coefficients, resize_bicubic_reference};
-use preprocess::{Error, Limits, ModelFamily, Patches, Preprocessor, ProcessorConfig, RgbImage, resize_bicubic};
+use preprocess::{
+    BudgetError, Error, Limits, ModelType, Patches, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget,
+    resize_bicubic,
+};
 
 fn image(width: u32, height: u32) -> RgbImage {
     let data = (0..width as usize * height as usize * 3).map(|i| (i * 7 % 256) as u8).collect();
@@ -11,7 +14,8 @@ fn image(width: u32, height: u32) -> RgbImage {
 }
 
 fn budget(max_soft_tokens: u32) -> preprocess::Result<Preprocessor> {
-    Preprocessor::new(ProcessorConfig::default().with_max_soft_tokens(Some(max_soft_tokens)))
+    let budget = SoftTokenBudget::new(max_soft_tokens)?;
+    Preprocessor::new(ProcessorConfig::default().with_max_soft_tokens(Some(budget)))
 }
 
 #[test]
@@ -22,25 +26,30 @@ fn budgets_whose_images_exceed_the_pixel_limit_are_refused() {
     assert!(budget(largest as u32).is_ok());
     for too_many in [largest as u32 + 1, 1_000_000, u32::MAX] {
         match budget(too_many) {
-            Err(Error::InvalidArgument { what: "max_soft_tokens", detail }) => {
-                assert!(detail.starts_with(&format!("a budget of {too_many} soft tokens")), "{detail}");
-                assert!(detail.contains("more than the limit of 178956970 pixels"), "{detail}");
+            Err(err @ Error::Budget(BudgetError::Pixels { budget, limit: 178_956_970, .. })) => {
+                assert_eq!(budget, too_many);
+                let message = err.to_string();
+                assert!(message.starts_with(&format!("a budget of {too_many} soft tokens")), "{message}");
+                assert!(message.contains("more than the limit of 178956970 pixels"), "{message}");
             }
             other => panic!("budget {too_many}: {other:?}"),
         }
     }
     // A processor config with absurd patches is refused the same way.
     let wide = ProcessorConfig { patch_size: 1 << 20, ..ProcessorConfig::default() };
-    assert!(matches!(Preprocessor::new(wide), Err(Error::InvalidArgument { what: "max_soft_tokens", .. })));
+    assert!(matches!(Preprocessor::new(wide), Err(Error::Budget(BudgetError::Pixels { .. }))));
     // Found by fuzz/fuzz_targets/processor_config.rs: 280 · 3888888888² overflowed u64.
-    for family in [ModelFamily::Gemma4, ModelFamily::Gemma4Unified] {
+    for family in [ModelType::Gemma4, ModelType::Gemma4Unified] {
         let text = r#"{"image_processor": {"max_soft_tokens": 280, "pooling_kernel_size": 3888888888}}"#;
         let config = ProcessorConfig::from_json(text, family).unwrap();
         assert_eq!(config.max_patches(), u64::MAX, "saturates");
-        assert!(matches!(Preprocessor::new(config), Err(Error::InvalidArgument { what: "max_soft_tokens", .. })));
+        assert!(matches!(Preprocessor::new(config), Err(Error::Budget(BudgetError::Pixels { .. }))));
     }
-    let zero = ProcessorConfig::default().with_max_soft_tokens(Some(0));
-    assert!(matches!(Preprocessor::new(zero), Err(Error::InvalidArgument { what: "processor config", .. })));
+    let zero = budget(0).unwrap_err();
+    assert!(matches!(zero, Error::Budget(BudgetError::NotPositive { budget: 0 })), "{zero:?}");
+    assert_eq!(zero.to_string(), "a budget of 0 soft tokens: it must be at least 1");
+    let zero = ProcessorConfig::from_json(r#"{"image_processor": {"max_soft_tokens": 0}}"#, ModelType::Gemma4);
+    assert!(zero.unwrap_err().to_string().contains("a budget of 0 soft tokens: it must be at least 1"));
 }
 
 #[test]

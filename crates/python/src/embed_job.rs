@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use vision::{ComputeDtype, EncoderOptions, VisionEncoder};
+use vision::{EncoderOptions, VisionEncoder};
 
 /// Embeds a corpus of images into shards of soft tokens in `out`, resumably: what
 /// `gemma-vision embed` does (the same job, the same shards, bit for bit). `images` is a
@@ -25,9 +25,7 @@ pub fn embed<'py>(
     shard_size: usize,
     workers: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let compute_dtype: ComputeDtype = dtype
-        .parse()
-        .map_err(|e: vision::UnknownComputeDtype| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    let compute_dtype = crate::encoder::compute_dtype(dtype)?;
     let count = |name: &str, n: usize| {
         NonZeroUsize::new(n).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("{name} must be positive")))
     };

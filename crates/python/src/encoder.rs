@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
-use vision::{Checkpoint, ComputeDtype, EncoderOptions, ModelType, VisionEncoder};
+use vision::{Checkpoint, ComputeDtype, EncoderOptions, ModelType, SoftTokenBudget, VisionEncoder};
 
 /// A Gemma 4 vision encoder loaded once from a model directory.
 ///
@@ -20,8 +20,8 @@ use vision::{Checkpoint, ComputeDtype, EncoderOptions, ModelType, VisionEncoder}
 pub struct Encoder {
     inner: VisionEncoder,
     model_dir: PathBuf,
-    dtype: &'static str,
-    budget: Option<u32>,
+    dtype: ComputeDtype,
+    budget: Option<SoftTokenBudget>,
 }
 
 #[pymethods]
@@ -33,17 +33,13 @@ impl Encoder {
     #[new]
     #[pyo3(signature = (model_dir, dtype = "native", max_soft_tokens = None))]
     fn new(py: Python<'_>, model_dir: PathBuf, dtype: &str, max_soft_tokens: Option<i64>) -> PyResult<Encoder> {
-        let (compute_dtype, dtype) = match dtype {
-            "native" => (ComputeDtype::Native, "native"),
-            "f32" | "float32" => (ComputeDtype::F32, "f32"),
-            other => return Err(PyValueError::new_err(format!("dtype must be \"native\" or \"f32\", got {other:?}"))),
-        };
+        let dtype = compute_dtype(dtype)?;
         let budget = budget(max_soft_tokens)?;
-        let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
+        let options = EncoderOptions { compute_dtype: dtype, ..EncoderOptions::default() };
         let inner = py
             .detach(|| {
                 let encoder = VisionEncoder::load(&model_dir, options)?;
-                encoder.check_budget(&encoder.preprocessor(budget)?)?;
+                encoder.preprocessor(budget)?;
                 Ok(encoder)
             })
             .map_err(to_python)?;
@@ -96,11 +92,7 @@ impl Encoder {
         let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
         let inner = py.detach(|| VisionEncoder::from_checkpoint(checkpoint, options)).map_err(to_python)?;
         inner.check_held_weights(&held).map_err(to_python)?;
-        let dtype = match compute_dtype {
-            ComputeDtype::Native => "native",
-            ComputeDtype::F32 => "f32",
-        };
-        Ok(Encoder { inner, model_dir, dtype, budget: None })
+        Ok(Encoder { inner, model_dir, dtype: compute_dtype, budget: None })
     }
 
     /// What mlx-vlm's model computes from the pixel inputs its processor made, as an mx.array:
@@ -155,14 +147,14 @@ impl Encoder {
         let budget = budget(max_soft_tokens)?;
         let limits = self.inner.options().limits;
         let host = py.detach(|| -> PyResult<HostFeatures> {
-            self.inner.video_preprocessor(budget).map_err(to_python)?;
+            let video = self.inner.video_preprocessor(budget).map_err(to_python)?;
             let frames = inputs
                 .into_iter()
                 .enumerate()
                 .map(|(i, input)| input.decode(i, &limits))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|(kind, message)| to_python_as(kind, message))?;
-            let features = self.inner.encode_video_frames(&frames, budget).map_err(to_python)?;
+            let features = self.inner.encode_video_with(&frames, &video).map_err(to_python)?;
             arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
         })?;
         arrays::to_numpy(py, host)
@@ -200,10 +192,7 @@ impl Encoder {
     /// "gemma4" or "gemma4_unified".
     #[getter]
     fn model_type(&self) -> &'static str {
-        match self.inner.config().model_type {
-            ModelType::Gemma4 => "gemma4",
-            ModelType::Gemma4Unified => "gemma4_unified",
-        }
+        self.inner.config().model_type.as_str()
     }
 
     /// D: the columns of every feature array (the language model's hidden size).
@@ -214,15 +203,14 @@ impl Encoder {
 
     /// The default soft-token budget of `encode`.
     #[getter]
-    fn max_soft_tokens(&self) -> PyResult<u32> {
-        let preprocessor = self.inner.preprocessor(self.budget).map_err(to_python)?;
-        Ok(preprocessor.config().max_soft_tokens)
+    fn max_soft_tokens(&self) -> u32 {
+        self.budget.unwrap_or(self.inner.processor_config().max_soft_tokens).get()
     }
 
     /// "native" or "f32": the dtype the encoder computes in.
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.dtype
+        self.dtype.as_str()
     }
 
     /// The model directory the encoder was loaded from.
@@ -232,15 +220,19 @@ impl Encoder {
     }
 
     fn __repr__(&self) -> String {
-        format!("Encoder({:?}, dtype={:?})", self.model_dir.display().to_string(), self.dtype)
+        format!("Encoder({:?}, dtype={:?})", self.model_dir.display().to_string(), self.dtype.as_str())
     }
 }
 
 impl Encoder {
     /// Decodes and encodes without the GIL; errors as the command reports them.
-    fn encode_inputs(&self, inputs: Vec<Input>, budget: Option<u32>, as_float32: bool) -> PyResult<HostFeatures> {
+    fn encode_inputs(
+        &self,
+        inputs: Vec<Input>,
+        budget: Option<SoftTokenBudget>,
+        as_float32: bool,
+    ) -> PyResult<HostFeatures> {
         let preprocessor = self.inner.preprocessor(budget).map_err(to_python)?;
-        self.inner.check_budget(&preprocessor).map_err(to_python)?;
         let limits = self.inner.options().limits;
         let images = inputs
             .into_iter()
@@ -248,7 +240,7 @@ impl Encoder {
             .map(|(i, input)| input.decode(i, &limits))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|(kind, message)| to_python_as(kind, message))?;
-        let features = self.inner.encode_images(&images, budget).map_err(to_python)?;
+        let features = self.inner.encode_with(&images, &preprocessor).map_err(to_python)?;
         arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
     }
 }
@@ -257,15 +249,17 @@ fn tensor_error(e: tensor::Error) -> PyErr {
     to_python(e.into())
 }
 
-/// A positive budget, or none.
-pub(crate) fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<u32>> {
-    match max_soft_tokens {
-        None => Ok(None),
-        Some(n) if n > 0 => u32::try_from(n)
-            .map(Some)
-            .map_err(|_| PyValueError::new_err(format!("max_soft_tokens must be at most {}, got {n}", u32::MAX))),
-        Some(n) => Err(PyValueError::new_err(format!("max_soft_tokens must be positive, got {n}"))),
-    }
+/// `max_soft_tokens=` as a [`SoftTokenBudget`], or none; ValueError naming the bound it breaks.
+pub(crate) fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<SoftTokenBudget>> {
+    max_soft_tokens
+        .map(SoftTokenBudget::try_from)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("max_soft_tokens: {e}")))
+}
+
+/// `dtype=` as a [`ComputeDtype`] by its name (`native`, `f32`; `float32` too).
+pub(crate) fn compute_dtype(name: &str) -> PyResult<ComputeDtype> {
+    name.parse().map_err(|e: vision::UnknownComputeDtype| PyValueError::new_err(e.to_string()))
 }
 
 /// One side of an image size: a positive pixel count.

@@ -177,7 +177,7 @@ def test_bad_inputs_are_value_or_type_errors():
         encoder.encode([42])
     with pytest.raises(TypeError, match="a list of images"):
         encoder.encode(good)
-    with pytest.raises(ValueError, match="max_soft_tokens must be positive"):
+    with pytest.raises(ValueError, match="max_soft_tokens: a budget of 0 soft tokens: it must be at least 1"):
         encoder.encode([good], max_soft_tokens=0)
     with pytest.raises(ValueError, match="dtype must be"):
         gemma_vision.Encoder(model("tiny-clipped"), dtype="f16")
@@ -200,7 +200,7 @@ def test_encode_video_is_the_commands_frames(cli, tmp_path, case):
     # A uint8 array [T, H, W, 3] is the same video.
     video = np.stack([np.asarray(Image.open(p).convert("RGB")) for p in frames])
     assert b"".join(bits(f) for f in encoder.encode_video(video)) == bits(expected["features"])
-    with pytest.raises(ValueError, match=r"must be one of \[70, 140, 280, 560, 1120\], got 6"):
+    with pytest.raises(ValueError, match=r"a video's budget of 6 soft tokens per frame: it must be one of \[70, 140, 280, 560, 1120\]"):
         encoder.encode_video(frames, max_soft_tokens=6)
     with pytest.raises(ValueError, match="share one size"):
         encoder.encode_video([frames[0], image(case, "checker-20x30.png")])

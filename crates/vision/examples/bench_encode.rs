@@ -32,7 +32,7 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 struct Args {
     model: Option<PathBuf>,
     images: Vec<PathBuf>,
-    budget: Option<u32>,
+    budget: Option<vision::SoftTokenBudget>,
     dtype: ComputeDtype,
     runs: usize,
     out: Option<PathBuf>,
@@ -61,7 +61,7 @@ fn parse(argv: Vec<String>) -> Result<Args> {
             "--model" => args.model = Some(value()?.into()),
             "--image" => args.images.push(value()?.into()),
             "--out" => args.out = Some(value()?.into()),
-            "--budget" => args.budget = Some(positive(&flag, &value()?)?),
+            "--budget" => args.budget = Some(value()?.parse().map_err(|e| format!("{flag}: {e}"))?),
             "--runs" => args.runs = positive(&flag, &value()?)? as usize,
             "--dtype" => args.dtype = value()?.parse().map_err(|e| format!("--dtype: {e}"))?,
             "--gemm" => args.gemm = true,

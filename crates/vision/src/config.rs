@@ -12,15 +12,7 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// Which model family a checkpoint belongs to (`config.json`'s top-level `model_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelType {
-    /// `gemma4`: e2b, e4b, 26B-A4B, 31B; a SigLIP-style vision tower.
-    Gemma4,
-    /// `gemma4_unified`: the 12B encoder-free model; a patch embedder without a transformer.
-    Gemma4Unified,
-}
+pub use preprocess::ModelType;
 
 /// The configuration of a checkpoint's vision side.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,10 +145,8 @@ impl ModelConfig {
             |field: &str, detail: String| Error::Config { path: path.to_path_buf(), field: field.to_owned(), detail };
         let json: serde_json::Value =
             serde_json::from_str(text).map_err(|e| error("(document)", format!("invalid JSON: {e}")))?;
-        let model_type = match json.get("model_type").and_then(|v| v.as_str()) {
-            Some("gemma4") => ModelType::Gemma4,
-            Some("gemma4_unified") => ModelType::Gemma4Unified,
-            Some(other) => return Err(error("model_type", format!("`{other}` is not gemma4 or gemma4_unified"))),
+        let model_type: ModelType = match json.get("model_type").and_then(|v| v.as_str()) {
+            Some(name) => name.parse().map_err(|e: preprocess::UnknownModelType| error("model_type", e.to_string()))?,
             None => return Err(error("model_type", "missing".into())),
         };
         let vision_json = match json.get("vision_config") {

@@ -6,7 +6,8 @@ use crate::unified_embedder::UnifiedVisionEmbedder;
 use crate::{Checkpoint, ComputeDtype, Error, ModelConfig, ModelType, Result, VisionConfig};
 use layers::{WeightStore, Weights};
 use preprocess::{
-    ModelFamily, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage, VideoPreprocessor, VideoProcessorConfig,
+    BudgetError, Patches, PixelValues, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget, VideoPreprocessor,
+    VideoProcessorConfig,
 };
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -105,7 +106,7 @@ impl VisionEncoder {
     /// Loads the encoder of an opened [`Checkpoint`] (see [`VisionEncoder::load`]).
     pub fn from_checkpoint(checkpoint: Checkpoint, options: EncoderOptions) -> Result<VisionEncoder> {
         let config = checkpoint.config().clone();
-        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family(&config))?;
+        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), config.model_type)?;
         let store = checkpoint.store();
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
@@ -155,9 +156,15 @@ impl VisionEncoder {
         &self.options
     }
 
-    /// The image processor for a soft-token budget: `budget`, else the checkpoint's, else 280.
-    pub fn preprocessor(&self, budget: Option<u32>) -> Result<Preprocessor> {
-        Ok(Preprocessor::new(self.processor.clone().with_max_soft_tokens(budget))?)
+    /// The image processor for a soft-token budget (`budget`, else the checkpoint's, else 280),
+    /// checked once for this encoder: the resized images' pixels ([`Preprocessor::new`]) and,
+    /// for gemma4, the attention over an image of `max_soft_tokens · pool²` patches
+    /// ([`BudgetError::Attention`]), before any image is read or resized. Callers of
+    /// [`encode_prepared`](Self::encode_prepared) make it once and prepare every image with it.
+    pub fn preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<Preprocessor> {
+        let preprocessor = Preprocessor::new(self.processor.clone().with_max_soft_tokens(budget))?;
+        self.check_attention_budget(preprocessor.config())?;
+        Ok(preprocessor)
     }
 
     /// Prepares a decoded image for this encoder (resize, rescale, layout).
@@ -169,31 +176,40 @@ impl VisionEncoder {
     }
 
     /// Decodes, prepares and encodes image files (EXIF orientation applied, as mlx-vlm's
-    /// `load_image` does) with the soft-token budget `budget` (else the checkpoint's, else 280).
-    pub fn encode_files(&self, paths: &[impl AsRef<Path>], budget: Option<u32>) -> Result<Features> {
-        self.check_budget(&self.preprocessor(budget)?)?;
+    /// `load_image` does) with the soft-token budget `budget` (else the checkpoint's, else 280),
+    /// checked ([`preprocessor`](Self::preprocessor)) before any file is read.
+    pub fn encode_files(&self, paths: &[impl AsRef<Path>], budget: Option<SoftTokenBudget>) -> Result<Features> {
+        let preprocessor = self.preprocessor(budget)?;
         let images = paths
             .iter()
             .map(|p| preprocess::open(p.as_ref(), &self.options.limits))
             .collect::<preprocess::Result<Vec<_>>>()?;
-        self.encode_images(&images, budget)
+        self.encode_with(&images, &preprocessor)
     }
 
-    /// Prepares and encodes decoded images.
-    pub fn encode_images(&self, images: &[RgbImage], budget: Option<u32>) -> Result<Features> {
-        let preprocessor = self.preprocessor(budget)?;
-        self.check_budget(&preprocessor)?;
-        let prepared = images.iter().map(|image| self.prepare(image, &preprocessor)).collect::<Result<Vec<_>>>()?;
+    /// Prepares and encodes decoded images with the soft-token budget `budget` (see
+    /// [`encode_files`](Self::encode_files)).
+    pub fn encode_images(&self, images: &[RgbImage], budget: Option<SoftTokenBudget>) -> Result<Features> {
+        self.encode_with(images, &self.preprocessor(budget)?)
+    }
+
+    /// Prepares decoded images with `preprocessor` (made by [`preprocessor`](Self::preprocessor))
+    /// and encodes them.
+    pub fn encode_with(&self, images: &[RgbImage], preprocessor: &Preprocessor) -> Result<Features> {
+        let prepared = images.iter().map(|image| self.prepare(image, preprocessor)).collect::<Result<Vec<_>>>()?;
         self.encode_prepared(&prepared, None)
     }
 
     /// The video processor for a soft-token budget per frame: `budget` (one of
     /// [`preprocess::VIDEO_BUDGETS`]), else the checkpoint's (the `video_processor` settings of
     /// `processor_config.json` or `preprocessor_config.json`, read as mlx-vlm reads them for
-    /// this family), else 70.
-    pub fn video_preprocessor(&self, budget: Option<u32>) -> Result<VideoPreprocessor> {
-        let config = VideoProcessorConfig::from_checkpoint_dir(self.checkpoint.dir(), family(&self.config))?;
-        Ok(VideoPreprocessor::new(config.with_max_soft_tokens(budget))?)
+    /// this family), else 70; checked for this encoder as [`preprocessor`](Self::preprocessor)
+    /// checks an image's.
+    pub fn video_preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<VideoPreprocessor> {
+        let config = VideoProcessorConfig::from_checkpoint_dir(self.checkpoint.dir(), self.config.model_type)?;
+        let video = VideoPreprocessor::new(config.with_max_soft_tokens(budget))?;
+        self.check_attention_budget(&video.config().frame)?;
+        Ok(video)
     }
 
     /// Prepares the frames of one video (decoded, all of one size) as mlx-vlm's video processor
@@ -217,14 +233,13 @@ impl VisionEncoder {
     /// Decodes frame files (EXIF orientation applied, as `load_image` does) and encodes them as
     /// the frames of one video (see [`encode_video_frames`](Self::encode_video_frames)); the
     /// budget is checked before any file is read.
-    pub fn encode_video_files(&self, paths: &[impl AsRef<Path>], budget: Option<u32>) -> Result<Features> {
+    pub fn encode_video_files(&self, paths: &[impl AsRef<Path>], budget: Option<SoftTokenBudget>) -> Result<Features> {
         let video = self.video_preprocessor(budget)?;
-        self.check_frame_budget(&video.config().frame)?;
         let frames = paths
             .iter()
             .map(|p| preprocess::open(p.as_ref(), &self.options.limits))
             .collect::<preprocess::Result<Vec<_>>>()?;
-        self.encode_video_frames(&frames, budget)
+        self.encode_video_with(&frames, &video)
     }
 
     /// Prepares and encodes the frames of one video with the soft-token budget per frame
@@ -232,10 +247,14 @@ impl VisionEncoder {
     /// of each kept frame, in order, are what mlx-vlm computes for the video: gemma4's video path
     /// (`embed_vision(vision_tower(pixel_values_videos, video_position_ids))`), gemma4_unified's
     /// `get_video_features`; `soft_tokens` counts each kept frame's rows.
-    pub fn encode_video_frames(&self, frames: &[RgbImage], budget: Option<u32>) -> Result<Features> {
-        let video = self.video_preprocessor(budget)?;
-        self.check_frame_budget(&video.config().frame)?;
-        let prepared = self.prepare_video(frames, &video)?;
+    pub fn encode_video_frames(&self, frames: &[RgbImage], budget: Option<SoftTokenBudget>) -> Result<Features> {
+        self.encode_video_with(frames, &self.video_preprocessor(budget)?)
+    }
+
+    /// [`encode_video_frames`](Self::encode_video_frames) with `video` (made by
+    /// [`video_preprocessor`](Self::video_preprocessor)).
+    pub fn encode_video_with(&self, frames: &[RgbImage], video: &VideoPreprocessor) -> Result<Features> {
+        let prepared = self.prepare_video(frames, video)?;
         self.encode_prepared(&prepared, None)
     }
 
@@ -307,23 +326,17 @@ impl VisionEncoder {
     }
 
     /// Refuses a budget whose images the encoder could not attend over in memory (gemma4: one
-    /// image of `max_soft_tokens · pool²` patches, see [`SiglipVisionTower::check_attention`]),
-    /// before any image is read or resized. gemma4_unified has no attention: its inputs are
-    /// bounded by the preprocessor's own limit. [`encode_files`](Self::encode_files) and
-    /// [`encode_images`](Self::encode_images) check it; callers of
-    /// [`encode_prepared`](Self::encode_prepared) check it once per preprocessor.
-    pub fn check_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
-        self.check_frame_budget(preprocessor.config())
-    }
-
-    /// [`check_budget`](Self::check_budget) for one image or frame of the processor settings
-    /// `config`.
-    fn check_frame_budget(&self, config: &ProcessorConfig) -> Result<()> {
+    /// image or frame of `max_soft_tokens · pool²` patches of the processor settings `config`,
+    /// the bytes of [`SiglipVisionTower::check_attention`]). gemma4_unified has no attention:
+    /// its inputs are bounded by the preprocessor's pixel bound.
+    fn check_attention_budget(&self, config: &ProcessorConfig) -> Result<()> {
         let Model::Siglip(tower) = &self.model else { return Ok(()) };
-        let patches = usize::try_from(config.max_patches()).unwrap_or(usize::MAX);
-        tower.check_attention(1, patches, || {
-            format!("an image of up to {patches} patches (a budget of {} soft tokens)", config.max_soft_tokens)
-        })
+        let patches = config.max_patches();
+        let (bytes, limit) = (tower.attention_bytes(1, u128::from(patches)), tensor::memory::max_array_bytes());
+        if bytes > limit as u128 {
+            return Err(BudgetError::Attention { budget: config.max_soft_tokens.get(), patches, bytes, limit }.into());
+        }
+        Ok(())
     }
 
     /// SHA-256 (hex) identifying what this encoder computes: the parsed model config, the
@@ -367,14 +380,6 @@ impl VisionEncoder {
             format!("mlx {}", tensor::info::mlx_build_version()),
             format!("weights {fingerprint}"),
         ])
-    }
-}
-
-/// The processors' family of a model type.
-fn family(config: &ModelConfig) -> ModelFamily {
-    match config.model_type {
-        ModelType::Gemma4 => ModelFamily::Gemma4,
-        ModelType::Gemma4Unified => ModelFamily::Gemma4Unified,
     }
 }
 

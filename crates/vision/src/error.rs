@@ -56,6 +56,10 @@ pub enum Error {
     /// ([`tensor::memory::max_array_bytes`]); refused before anything is allocated.
     #[error("attention over {what} needs about {bytes} bytes, more than the limit of {limit} bytes")]
     TooLarge { what: String, bytes: u128, limit: usize },
+    /// A soft-token budget this encoder cannot serve (its attention's memory, see
+    /// [`VisionEncoder::preprocessor`](crate::VisionEncoder::preprocessor)).
+    #[error(transparent)]
+    Budget(#[from] preprocess::BudgetError),
 }
 
 /// What kind of failure an [`Error`] is, for callers that map errors onto another error model
@@ -113,7 +117,8 @@ impl Error {
             | Error::Input { .. }
             | Error::ModelInput { .. }
             | Error::WeightsDiffer { .. }
-            | Error::TooLarge { .. } => ErrorKind::Invalid,
+            | Error::TooLarge { .. }
+            | Error::Budget(_) => ErrorKind::Invalid,
             Error::Preprocess(e) => preprocess_kind(e),
             Error::Checkpoint { path, .. } => match std::fs::symlink_metadata(path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,

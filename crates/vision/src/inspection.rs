@@ -126,7 +126,11 @@ impl Inspection {
     /// else 280) and, when `image_size` (`(width, height)`) is given, what an image of that
     /// size becomes. Runs one encode of the smallest input (one soft token) to report the
     /// features' dtype, and reads the loaded tensors once for the cache identity.
-    pub fn of(encoder: &VisionEncoder, budget: Option<u32>, image_size: Option<(u32, u32)>) -> Result<Inspection> {
+    pub fn of(
+        encoder: &VisionEncoder,
+        budget: Option<preprocess::SoftTokenBudget>,
+        image_size: Option<(u32, u32)>,
+    ) -> Result<Inspection> {
         let checkpoint = encoder.checkpoint();
         let config = encoder.config();
         let preprocessor = encoder.preprocessor(budget)?;
@@ -188,7 +192,11 @@ impl Inspection {
             index_file: checkpoint.index_file().map(Path::to_path_buf),
             weight_files: checkpoint.weight_files().to_vec(),
             quantized_modules,
-            budget: Budget { max_soft_tokens: processor.max_soft_tokens, source, max_patches: processor.max_patches() },
+            budget: Budget {
+                max_soft_tokens: processor.max_soft_tokens.get(),
+                source,
+                max_patches: processor.max_patches(),
+            },
             image,
             tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },
             cache_identity: encoder.cache_identity()?,

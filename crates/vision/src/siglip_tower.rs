@@ -1,8 +1,8 @@
 //! The gemma4 vision encoder: mlx-vlm's `VisionModel` followed by `embed_vision`.
 
-use crate::frames::{keep_leading_rows, patch_rows};
 use crate::multimodal_embedder::MultimodalEmbedder;
 use crate::patch_embedder::PatchEmbedder;
+use crate::patch_rows::{keep_leading_rows, patch_rows};
 use crate::pooler::Pooler;
 use crate::trace::{Trace, record};
 use crate::{Error, Result, SiglipConfig};
@@ -83,20 +83,6 @@ impl SiglipVisionTower {
     /// The dtype of the hidden states (the patch projection's weight dtype).
     pub fn dtype(&self) -> Dtype {
         self.patch_embedder.dtype()
-    }
-
-    /// Image path, whole encoder: `pixels` `[B, 3, H, W]` float32 in [0, 1] (H, W multiples of
-    /// the patch size) → features `[B · n, text_hidden]` with `n = (H/p)(W/p) / k²` per image,
-    /// images in order (`Model.encode_image`).
-    pub fn encode_pixels(&self, pixels: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
-        let pooled = self.pool_pixels(pixels, trace.as_deref_mut())?;
-        self.project(&pooled.rows, trace)
-    }
-
-    /// Position-id path, whole encoder: see [`pool_patches`](Self::pool_patches).
-    pub fn encode_patches(&self, patches: &Array, positions: &Array, mut trace: Option<&mut Trace>) -> Result<Array> {
-        let pooled = self.pool_patches(patches, positions, trace.as_deref_mut())?;
-        self.project(&pooled.rows, trace)
     }
 
     /// `embed_vision`: pooled (and standardized) soft tokens `[N, D]` → features
@@ -189,15 +175,19 @@ impl SiglipVisionTower {
     /// [`tensor::memory::max_array_bytes`]; otherwise [`Error::TooLarge`] with `what()` naming
     /// the input.
     pub fn check_attention(&self, batch: usize, patches: usize, what: impl FnOnce() -> String) -> Result<()> {
-        let size = self.dtype().size() as u128;
-        let heads = self.config.num_attention_heads.max(1) as u128;
-        let (batch, patches) = (batch as u128, patches as u128);
-        let bytes = batch.saturating_mul(patches.saturating_mul(patches)).saturating_mul(1 + size + heads * size);
-        let limit = tensor::memory::max_array_bytes();
+        let (bytes, limit) = (self.attention_bytes(batch as u128, patches as u128), tensor::memory::max_array_bytes());
         if bytes > limit as u128 {
             return Err(Error::TooLarge { what: what(), bytes, limit });
         }
         Ok(())
+    }
+
+    /// `B · L² · (1 + s + H · s)`: the bytes of the mask and scores of [`check_attention`](Self::check_attention)
+    /// for `batch` images of `patches` patches (saturating).
+    pub(crate) fn attention_bytes(&self, batch: u128, patches: u128) -> u128 {
+        let size = self.dtype().size() as u128;
+        let heads = self.config.num_attention_heads.max(1) as u128;
+        batch.saturating_mul(patches.saturating_mul(patches)).saturating_mul(1 + size + heads * size)
     }
 
     /// `pooling_kernel_size²`; an error for a hand-built config whose kernel is not positive

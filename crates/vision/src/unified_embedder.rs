@@ -1,7 +1,7 @@
 //! The gemma4_unified vision embedder: mlx-vlm's `VisionEmbedder` followed by `embed_vision`.
 
-use crate::frames::{keep_leading_rows, patch_rows, patch_rows_alone};
 use crate::multimodal_embedder::MultimodalEmbedder;
+use crate::patch_rows::{keep_leading_rows, patch_rows, patch_rows_alone};
 use crate::trace::{Trace, record};
 use crate::{Error, Result, UnifiedConfig};
 use layers::{LAYER_NORM_EPS, LayerNorm, Projection, Weights};

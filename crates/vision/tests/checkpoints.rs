@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bytes, fixture, image, load, model_copy, rewrite_weights, temp_dir};
+use common::{budget_of, bytes, fixture, image, load, model_copy, rewrite_weights, temp_dir};
 use std::fs;
 use std::path::Path;
 use tensor::{Array, Dtype};
@@ -10,7 +10,7 @@ use vision::{EncoderOptions, Error, VisionEncoder};
 
 fn features(dir: &Path) -> Vec<u8> {
     let paths = [image("tiny-clipped", "gradient-37x23.png"), image("tiny-clipped", "noise-20x30.png")];
-    bytes(&load(dir).encode_files(&paths, Some(6)).unwrap().features)
+    bytes(&load(dir).encode_files(&paths, budget_of(6)).unwrap().features)
 }
 
 fn load_err(dir: &Path) -> Error {
@@ -70,7 +70,7 @@ fn the_budget_comes_from_the_flag_then_the_processor_config_then_280() {
     let encoder = load(&dir);
     assert_eq!(encoder.processor_config().max_soft_tokens, 6, "from processor_config.json");
     assert_eq!(encoder.encode_files(&one, None).unwrap().soft_tokens, [3]);
-    assert_eq!(encoder.encode_files(&one, Some(24)).unwrap().soft_tokens, [18]);
+    assert_eq!(encoder.encode_files(&one, budget_of(24)).unwrap().soft_tokens, [18]);
     fs::remove_file(dir.join("processor_config.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
     assert_eq!(json["vision_config"]["patch_size"], 4);
@@ -168,7 +168,7 @@ fn clip_bounds_follow_the_config() {
     json["vision_config"]["use_clipped_linears"] = false.into();
     fs::write(&path, json.to_string()).unwrap();
     let encoder = load(&dir);
-    let out = encoder.encode_files(&[image("tiny-clipped", "noise-20x30.png")], Some(6)).unwrap();
+    let out = encoder.encode_files(&[image("tiny-clipped", "noise-20x30.png")], budget_of(6)).unwrap();
     assert_eq!(out.soft_tokens, [6]);
 }
 
@@ -456,10 +456,8 @@ fn bad_weight_files_and_directories_have_messages_naming_them() {
 fn a_bad_processor_config_is_an_error_naming_the_file() {
     let cases = [
         ("{ not json", "key must be a string"),
-        (
-            r#"{"image_processor": {"patch_size": 0}}"#,
-            "patch_size (0), pooling_kernel_size (3) and max_soft_tokens (280) must be positive",
-        ),
+        (r#"{"image_processor": {"patch_size": 0}}"#, "patch_size (0) and pooling_kernel_size (3) must be positive"),
+        (r#"{"image_processor": {"max_soft_tokens": 0}}"#, "a budget of 0 soft tokens: it must be at least 1"),
         (r#"{"image_processor": {"image_mean": [0.5, 0.5]}}"#, "image_mean has 2 values; expected 3"),
         (r#"{"image_processor": {"max_soft_tokens": -1}}"#, "invalid value: integer `-1`"),
     ];

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bytes, fixture, image, load};
+use common::{budget_of, bytes, fixture, image, load};
 use std::sync::Arc;
 use tensor::Dtype;
 use vision::{ComputeDtype, EncoderOptions, Kernels, PreparedImage, VisionEncoder};
@@ -13,10 +13,10 @@ fn several_images_in_one_call_equal_one_at_a_time() {
         let encoder = load(&fixture(case).join("model"));
         let paths =
             [image(case, "gradient-37x23.png"), image(case, "checker-20x30.png"), image(case, "gradient-37x23.png")];
-        let together = encoder.encode_files(&paths, Some(6)).unwrap();
+        let together = encoder.encode_files(&paths, budget_of(6)).unwrap();
         let mut separate = Vec::new();
         for path in &paths {
-            let one = encoder.encode_files(std::slice::from_ref(path), Some(6)).unwrap();
+            let one = encoder.encode_files(std::slice::from_ref(path), budget_of(6)).unwrap();
             assert_eq!(one.soft_tokens.len(), 1);
             separate.push(one);
         }
@@ -31,7 +31,7 @@ fn several_images_in_one_call_equal_one_at_a_time() {
 #[test]
 fn image_path_equals_padded_path() {
     let encoder = load(&fixture("tiny-clipped").join("model"));
-    let preprocessor = encoder.preprocessor(Some(6)).unwrap();
+    let preprocessor = encoder.preprocessor(budget_of(6)).unwrap();
     let decoded = preprocess::open(image("tiny-clipped", "noise-20x30.png"), &Default::default()).unwrap();
     let pixels = encoder.prepare(&decoded, &preprocessor).unwrap();
     let resized = preprocessor.resize(&decoded).unwrap();
@@ -47,11 +47,11 @@ fn image_path_equals_padded_path() {
 #[test]
 fn features_have_the_documented_shape_and_dtype() {
     let gemma4 = load(&fixture("tiny-clipped").join("model"));
-    let out = gemma4.encode_files(&[image("tiny-clipped", "checker-20x30.png")], Some(6)).unwrap();
+    let out = gemma4.encode_files(&[image("tiny-clipped", "checker-20x30.png")], budget_of(6)).unwrap();
     assert_eq!(out.features.dtype(), Dtype::Bf16, "a bf16 gemma4 checkpoint gives bf16 features");
     assert_eq!(out.features.shape(), [out.soft_tokens[0] as i32, 48]);
     let unified = load(&fixture("tiny-unified").join("model"));
-    let out = unified.encode_files(&[image("tiny-unified", "checker-20x30.png")], Some(20)).unwrap();
+    let out = unified.encode_files(&[image("tiny-unified", "checker-20x30.png")], budget_of(20)).unwrap();
     assert_eq!(out.features.dtype(), Dtype::F32, "gemma4_unified promotes to float32");
     assert_eq!(out.features.shape(), [out.soft_tokens[0] as i32, 24]);
 }
@@ -63,8 +63,15 @@ fn float32_compute_stays_close_to_native() {
     let f32_options = EncoderOptions { compute_dtype: ComputeDtype::F32, ..EncoderOptions::default() };
     let fast = VisionEncoder::load(&dir, f32_options).unwrap();
     let paths = [image("tiny-clipped", "noise-20x30.png")];
-    let a = native.encode_files(&paths, Some(6)).unwrap().features.astype(Dtype::F32).unwrap().to_vec::<f32>().unwrap();
-    let b = fast.encode_files(&paths, Some(6)).unwrap();
+    let a = native
+        .encode_files(&paths, budget_of(6))
+        .unwrap()
+        .features
+        .astype(Dtype::F32)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let b = fast.encode_files(&paths, budget_of(6)).unwrap();
     assert_eq!(b.features.dtype(), Dtype::F32);
     let b = b.features.to_vec::<f32>().unwrap();
     let err: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>().sqrt();
@@ -101,7 +108,7 @@ fn the_host_kernels_and_mlx_ops_give_identical_bits_on_every_fixture() {
                 mlx.cache_identity().unwrap(),
                 "{case}: same bits, same identity"
             );
-            let preprocessor = host.preprocessor(Some(6)).unwrap();
+            let preprocessor = host.preprocessor(budget_of(6)).unwrap();
             let decoded: Vec<_> = images.iter().map(|p| preprocess::open(p, &Default::default()).unwrap()).collect();
             let mut inputs: Vec<Vec<PreparedImage>> = vec![
                 decoded.iter().take(1).map(|d| host.prepare(d, &preprocessor).unwrap()).collect(),
@@ -135,9 +142,9 @@ fn the_host_kernels_and_mlx_ops_give_identical_bits_on_every_fixture() {
 fn dividing_by_embed_scale_is_an_explicit_option() {
     let dir = fixture("tiny-clipped").join("model");
     let paths = [image("tiny-clipped", "checker-20x30.png")];
-    let plain = load(&dir).encode_files(&paths, Some(6)).unwrap().features;
+    let plain = load(&dir).encode_files(&paths, budget_of(6)).unwrap().features;
     let options = EncoderOptions { divide_by_embed_scale: true, ..EncoderOptions::default() };
-    let divided = VisionEncoder::load(&dir, options).unwrap().encode_files(&paths, Some(6)).unwrap().features;
+    let divided = VisionEncoder::load(&dir, options).unwrap().encode_files(&paths, budget_of(6)).unwrap().features;
     let expected = plain.div(48f64.sqrt()).unwrap();
     assert_eq!(bytes(&divided), bytes(&expected));
     assert_ne!(bytes(&divided), bytes(&plain));
@@ -186,12 +193,12 @@ fn one_encoder_serves_many_threads_with_identical_results() {
     assert_sync::<VisionEncoder>();
     let encoder = Arc::new(load(&fixture("tiny-clipped").join("model")));
     let paths = vec![image("tiny-clipped", "noise-20x30.png"), image("tiny-clipped", "gradient-37x23.png")];
-    let expected = bytes(&encoder.encode_files(&paths, Some(6)).unwrap().features);
+    let expected = bytes(&encoder.encode_files(&paths, budget_of(6)).unwrap().features);
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let (encoder, paths) = (Arc::clone(&encoder), paths.clone());
             std::thread::spawn(move || {
-                (0..5).map(|_| bytes(&encoder.encode_files(&paths, Some(6)).unwrap().features)).collect::<Vec<_>>()
+                (0..5).map(|_| bytes(&encoder.encode_files(&paths, budget_of(6)).unwrap().features)).collect::<Vec<_>>()
             })
         })
         .collect();
@@ -205,7 +212,7 @@ fn one_encoder_serves_many_threads_with_identical_results() {
 #[test]
 fn out_of_table_positions_are_rejected_not_read() {
     let encoder = load(&fixture("tiny-unified").join("model"));
-    let preprocessor = encoder.preprocessor(Some(20)).unwrap();
+    let preprocessor = encoder.preprocessor(budget_of(20)).unwrap();
     let decoded = preprocess::open(image("tiny-unified", "checker-20x30.png"), &Default::default()).unwrap();
     let PreparedImage::Patches(mut patches) = encoder.prepare(&decoded, &preprocessor).unwrap() else {
         panic!("gemma4_unified takes patches");

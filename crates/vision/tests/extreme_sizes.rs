@@ -9,11 +9,11 @@
 
 mod common;
 
-use common::{assert_finite, current_rss_kb, fixture, image, load, peak_rss_kb, reset_peak_rss, serial};
+use common::{assert_finite, budget_of, current_rss_kb, fixture, load, peak_rss_kb, reset_peak_rss, serial};
 use preprocess::RgbImage;
 use std::fs;
 use std::path::Path;
-use vision::{Error, VisionEncoder};
+use vision::{BudgetError, Error, SoftTokenBudget, VisionEncoder};
 
 fn tiny(case: &str) -> VisionEncoder {
     load(&fixture(case).join("model"))
@@ -94,23 +94,14 @@ fn one_pixel_and_extreme_aspect_ratios_encode_as_the_reference_sizes_them() {
 fn a_zero_budget_is_an_invalid_argument() {
     let _serial = serial();
     for case in ["tiny-clipped", "tiny-unified"] {
-        // The reference raises too (ValueError from get_aspect_ratio_preserving_size).
+        // The reference raises too (ValueError from get_aspect_ratio_preserving_size); here a
+        // zero budget is not a budget at all: no encoder call can be made with one.
         assert_eq!(reference_sizes(case).zero_budget_error.as_deref(), Some("Attempting to resize to a 0 x 0 image."));
-        let encoder = tiny(case);
-        let picture = pattern(37, 23);
-        for err in [
-            encoder.encode_images(std::slice::from_ref(&picture), Some(0)).unwrap_err(),
-            encoder.encode_files(&[image(case, "gradient-37x23.png")], Some(0)).unwrap_err(),
-        ] {
-            match &err {
-                Error::Preprocess(preprocess::Error::InvalidArgument { what, detail }) => {
-                    assert_eq!(*what, "processor config");
-                    assert!(detail.contains("max_soft_tokens (0)"), "{detail}");
-                }
-                other => panic!("{case}: expected an invalid argument, got {other:?}"),
-            }
-            assert!(err.to_string().contains("must be positive"), "{err}");
-        }
+        let err = SoftTokenBudget::new(0).unwrap_err();
+        assert_eq!(err, BudgetError::NotPositive { budget: 0 });
+        assert_eq!(err.to_string(), "a budget of 0 soft tokens: it must be at least 1");
+        let err = Error::from(preprocess::Error::from(err));
+        assert_eq!(err.kind(), vision::ErrorKind::Invalid);
     }
 }
 
@@ -122,22 +113,20 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
     // u32::MAX soft tokens: resized images of up to 4 294 967 295 · 9 · 16 pixels.
     for case in ["tiny-clipped", "tiny-unified"] {
         let encoder = tiny(case);
-        let err = encoder.encode_images(std::slice::from_ref(&picture), Some(u32::MAX)).unwrap_err();
+        let err = encoder.encode_images(std::slice::from_ref(&picture), budget_of(u32::MAX)).unwrap_err();
         match &err {
-            Error::Preprocess(preprocess::Error::InvalidArgument { what: "max_soft_tokens", detail }) => {
-                assert!(detail.contains("a budget of 4294967295 soft tokens"), "{detail}");
-                assert!(detail.contains(&format!("more than the limit of {limit} pixels")), "{detail}");
+            Error::Preprocess(preprocess::Error::Budget(BudgetError::Pixels { budget: u32::MAX, .. })) => {
+                let message = err.to_string();
+                assert!(message.starts_with("a budget of 4294967295 soft tokens resizes images"), "{message}");
+                assert!(message.contains(&format!("more than the limit of {limit} pixels")), "{message}");
             }
             other => panic!("{case}: expected an invalid budget, got {other:?}"),
         }
     }
     // gemma4_unified (2×2 patches, 2×2 pooling): 10⁸ soft tokens are 1.6·10⁹ pixels.
     let unified = tiny("tiny-unified");
-    let err = unified.encode_images(std::slice::from_ref(&picture), Some(100_000_000)).unwrap_err();
-    assert!(
-        matches!(&err, Error::Preprocess(preprocess::Error::InvalidArgument { what: "max_soft_tokens", .. })),
-        "{err:?}"
-    );
+    let err = unified.encode_images(std::slice::from_ref(&picture), budget_of(100_000_000)).unwrap_err();
+    assert!(matches!(&err, Error::Preprocess(preprocess::Error::Budget(BudgetError::Pixels { .. }))), "{err:?}");
     assert!(err.to_string().contains("up to 1600000000 pixels"), "{err}");
 
     // gemma4 (4×4 patches, 3×3 pooling): 10⁶ soft tokens pass the pixel limit (1.44·10⁸ pixels)
@@ -147,24 +136,29 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
     let rss_before = current_rss_kb();
     let measured = reset_peak_rss();
     let errors = [
-        gemma4.encode_images(std::slice::from_ref(&picture), Some(1_000_000)).unwrap_err(),
-        gemma4.encode_files(&[Path::new("/nonexistent/image.png")], Some(1_000_000)).unwrap_err(),
+        gemma4.encode_images(std::slice::from_ref(&picture), budget_of(1_000_000)).unwrap_err(),
+        gemma4.encode_files(&[Path::new("/nonexistent/image.png")], budget_of(1_000_000)).unwrap_err(),
     ];
     for err in errors {
         match &err {
-            Error::TooLarge { what, bytes, limit } => {
-                assert_eq!(what, "an image of up to 9000000 patches (a budget of 1000000 soft tokens)");
+            Error::Budget(BudgetError::Attention { budget: 1_000_000, patches: 9_000_000, bytes, limit }) => {
                 assert_eq!(*limit, tensor::memory::max_array_bytes());
                 assert!(*bytes > *limit as u128);
             }
             other => panic!("expected the attention to be refused, got {other:?}"),
         }
-        assert!(err.to_string().contains("9000000 patches"), "{err}");
+        let message = err.to_string();
+        assert!(
+            message
+                .starts_with("a budget of 1000000 soft tokens needs attention over an image of up to 9000000 patches"),
+            "{message}"
+        );
+        assert_eq!(err.kind(), vision::ErrorKind::Invalid);
     }
     // A video's budget per frame is one of the video processor's five.
-    let err = gemma4.encode_video_frames(std::slice::from_ref(&picture), Some(1_000_000)).unwrap_err();
+    let err = gemma4.encode_video_frames(std::slice::from_ref(&picture), budget_of(1_000_000)).unwrap_err();
     assert!(
-        matches!(&err, Error::Preprocess(preprocess::Error::InvalidArgument { what: "max_soft_tokens", .. })),
+        matches!(&err, Error::Preprocess(preprocess::Error::Budget(BudgetError::NotAVideoBudget { .. }))),
         "{err:?}"
     );
     if measured {
@@ -209,7 +203,7 @@ fn hand_built_inputs_with_extreme_sizes_or_positions_are_errors_not_overflows() 
 
     // Position ids at the ends of i64 (the reference's ids are small grid coordinates): the host
     // count of kept rows saturates instead of overflowing, and stays within the pooled slots.
-    let preprocessor = encoder.preprocessor(Some(6)).unwrap();
+    let preprocessor = encoder.preprocessor(budget_of(6)).unwrap();
     let frame = preprocessor.gemma4_video_frame(&pattern(37, 23)).unwrap();
     for extreme in [i64::MAX, i64::MIN] {
         let mut patches = frame.clone();

@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::{bytes, fixture, image, load};
+use common::{budget_of, bytes, fixture, image, load};
 use preprocess::Patches;
 use tensor::{Array, Dtype};
 use vision::{Error, ModelInputs, PreparedImage, VisionEncoder};
 
 /// The prepared inputs of fixture images at `budget`.
 fn prepared(encoder: &VisionEncoder, case: &str, names: &[&str], budget: u32) -> Vec<PreparedImage> {
-    let preprocessor = encoder.preprocessor(Some(budget)).unwrap();
+    let preprocessor = encoder.preprocessor(budget_of(budget)).unwrap();
     names
         .iter()
         .map(|name| {
@@ -63,7 +63,7 @@ fn gemma4_pixels_lists_and_patch_rows_give_the_encoders_own_bits() {
     assert_eq!(bytes(&out.features), bytes(&expected.features));
 
     // The position-id path: padded patch rows, with int64 or int32 ids, as 3-D or 4-D frames.
-    let preprocessor = encoder.preprocessor(Some(6)).unwrap();
+    let preprocessor = encoder.preprocessor(budget_of(6)).unwrap();
     let decoded = preprocess::open(image(case, "noise-20x30.png"), &Default::default()).unwrap();
     let padded = preprocessor.padded_patches(&preprocessor.resize(&decoded).unwrap(), 72).unwrap();
     let expected = encoder.encode_prepared(&[PreparedImage::Patches(padded.clone())], None).unwrap();

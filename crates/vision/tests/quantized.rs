@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bytes, fixture, image, load, model_copy, rewrite_weights};
+use common::{budget_of, bytes, fixture, image, load, model_copy, rewrite_weights};
 use std::fs;
 use std::path::Path;
 use tensor::{Array, Dtype};
@@ -27,7 +27,7 @@ fn quantization_error(dir: &Path) -> (String, String) {
 
 fn features(dir: &Path) -> Vec<u8> {
     let images = [image("q-mxfp4", "gradient-37x23.png"), image("q-mxfp4", "checker-20x30.png")];
-    bytes(&load(dir).encode_files(&images, Some(6)).unwrap().features)
+    bytes(&load(dir).encode_files(&images, budget_of(6)).unwrap().features)
 }
 
 const PROJECTOR: &str = "embed_vision.embedding_projection";
@@ -148,7 +148,7 @@ fn a_quantized_patch_embedder_or_an_odd_sized_linear_cannot_load_in_the_referenc
     // With a per-module entry the reference quantizes it regardless, and so do we.
     edit_config(&dir, |j| j["quantization"][PROJECTOR] = serde_json::json!({"group_size": 32, "mode": "mxfp4"}));
     let encoder = load(&dir);
-    let out = encoder.encode_files(&[image("tiny-clipped", "noise-20x30.png")], Some(6)).unwrap();
+    let out = encoder.encode_files(&[image("tiny-clipped", "noise-20x30.png")], budget_of(6)).unwrap();
     assert_eq!(out.features.shape(), [6, 47]);
 }
 
@@ -195,7 +195,7 @@ fn one_bit_modules_load_as_mlx_vlm_loads_them() {
             assert_eq!((q.mode().as_str(), q.bits(), q.group_size()), ("affine", 1, group), "{module}");
         }
         let _ = layers::take_kernels_run();
-        let features = bytes(&encoder.encode_files(&images, Some(6)).unwrap().features);
+        let features = bytes(&encoder.encode_files(&images, budget_of(6)).unwrap().features);
         (features, layers::take_kernels_run())
     };
     let (host, ran) = encode(vision::Kernels::Auto);
@@ -265,8 +265,8 @@ fn the_inspection_of_a_quantized_checkpoint() {
 fn the_budget_source_is_the_flag_then_the_files_then_the_default() {
     let dir = model_copy("tiny-unified", "budget-source");
     let source = |budget| Inspection::of(&load(&dir), budget, None).unwrap().budget;
-    assert_eq!(source(Some(9)).source, BudgetSource::Flag);
-    assert_eq!(source(Some(9)).max_soft_tokens, 9);
+    assert_eq!(source(budget_of(9)).source, BudgetSource::Flag);
+    assert_eq!(source(budget_of(9)).max_soft_tokens, 9);
     assert_eq!(source(None).source, BudgetSource::ProcessorConfig);
     let processor = fs::read_to_string(dir.join("processor_config.json")).unwrap();
     fs::rename(dir.join("processor_config.json"), dir.join("preprocessor_config.json")).unwrap();

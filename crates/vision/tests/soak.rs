@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, image, load};
+use common::{budget_of, fixture, image, load};
 
 fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -15,7 +15,7 @@ fn a_thousand_encodes_do_not_leak() {
     let encoder = load(&fixture("tiny-clipped").join("model"));
     let images = [image("tiny-clipped", "noise-20x30.png"), image("tiny-clipped", "gradient-37x23.png")];
     let encode = || {
-        let out = encoder.encode_files(&images, Some(6)).unwrap();
+        let out = encoder.encode_files(&images, budget_of(6)).unwrap();
         out.features.eval().unwrap();
     };
     for _ in 0..50 {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bytes, fixture, image, load, temp_dir};
+use common::{budget_of, bytes, fixture, image, load, temp_dir};
 use std::sync::{Arc, Barrier};
 use vision::{Error, PreparedImage, VisionEncoder};
 
@@ -43,8 +43,8 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
     std::fs::write(&garbage, b"\x89PNG\r\n\x1a\nnot a png at all").unwrap();
 
     // One thread's results, computed first.
-    let expected_clipped = bytes(&clipped.encode_files(&clipped_images, Some(6)).unwrap().features);
-    let expected_unified = bytes(&unified.encode_files(&unified_images, Some(20)).unwrap().features);
+    let expected_clipped = bytes(&clipped.encode_files(&clipped_images, budget_of(6)).unwrap().features);
+    let expected_unified = bytes(&unified.encode_files(&unified_images, budget_of(20)).unwrap().features);
     let mlx_error = clipped.encode_prepared(&[mis_sized_pixels()], None).unwrap_err();
     assert_mlx_reshape_error(&mlx_error);
     let expected_message = mlx_error.to_string();
@@ -56,7 +56,7 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
         std::thread::spawn(move || {
             start.wait();
             (0..ROUNDS)
-                .map(|_| bytes(&encoder.encode_files(&images, Some(budget)).unwrap().features))
+                .map(|_| bytes(&encoder.encode_files(&images, budget_of(budget)).unwrap().features))
                 .collect::<Vec<_>>()
         })
     };
@@ -98,5 +98,5 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
         assert!(err.to_string().starts_with(&format!("{}: malformed PNG data", garbage.display())), "{err}");
     }
     // And afterwards, on this thread, the encoders work as before.
-    assert_eq!(bytes(&clipped.encode_files(&clipped_images, Some(6)).unwrap().features), expected_clipped);
+    assert_eq!(bytes(&clipped.encode_files(&clipped_images, budget_of(6)).unwrap().features), expected_clipped);
 }

@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{bytes, fixture, image, load};
+use common::{budget_of, bytes, fixture, image, load};
 use tensor::Array;
-use vision::{Error, ModelInputs, PreparedImage};
+use vision::{BudgetError, Error, ModelInputs, PreparedImage};
 
 fn frames(case: &str) -> Vec<preprocess::RgbImage> {
     ["gradient-37x23.png", "checker-37x23.png", "noise-37x23.png"]
@@ -21,7 +21,7 @@ fn a_video_is_its_kept_frames_through_the_video_path() {
         let encoder = load(&fixture(case).join("model"));
         let frames = frames(case);
         let video = encoder.video_preprocessor(None).unwrap();
-        assert_eq!((video.config().num_frames, video.config().frame.max_soft_tokens), (2, 70), "{case}");
+        assert_eq!((video.config().num_frames, video.config().frame.max_soft_tokens.get()), (2, 70), "{case}");
         let out = encoder.encode_video_frames(&frames, None).unwrap();
         // The fixture's video processor keeps 2 of 3 frames: the first and the last.
         assert_eq!(out.soft_tokens.len(), 2, "{case}");
@@ -62,10 +62,17 @@ fn the_budget_per_frame_is_one_of_the_video_processors() {
     let encoder = load(&fixture("tiny-unified").join("model"));
     let frames = frames("tiny-unified");
     let at_70 = encoder.encode_video_frames(&frames, None).unwrap();
-    let at_140 = encoder.encode_video_frames(&frames, Some(140)).unwrap();
+    let at_140 = encoder.encode_video_frames(&frames, budget_of(140)).unwrap();
     assert!(at_140.soft_tokens.iter().zip(&at_70.soft_tokens).all(|(a, b)| a > b), "{at_140:?} vs {at_70:?}");
-    let err = encoder.encode_video_frames(&frames, Some(100)).unwrap_err();
-    assert!(matches!(&err, Error::Preprocess(preprocess::Error::InvalidArgument { what: "max_soft_tokens", .. })));
+    let err = encoder.encode_video_frames(&frames, budget_of(100)).unwrap_err();
+    assert!(
+        matches!(&err, Error::Preprocess(preprocess::Error::Budget(BudgetError::NotAVideoBudget { budget: 100, .. }))),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "a video's budget of 100 soft tokens per frame: it must be one of [70, 140, 280, 560, 1120]"
+    );
 }
 
 #[test]

@@ -20,7 +20,7 @@ use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{Steps, TileKernel};
 use crate::gemm::tile::{MR, NR, TILE};
 use crate::scratch::{with_scratch, with_shared};
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 use rayon::prelude::*;
 
 /// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
@@ -56,7 +56,7 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
     let values_len = dim_panels * keys * MR;
     // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
     // every product exact (see `gemm::magnitudes`).
-    let exact_possible = T::DTYPE == DType::Bf16 && kernel.simd();
+    let exact_possible = T::DTYPE == ElementType::Bf16 && kernel.simd();
     let groups = batch * kv_heads;
     with_shared(groups * (keys_len + values_len), |buffer| {
         let (packed_keys, packed_values) = buffer.split_at_mut(groups * keys_len);

@@ -6,7 +6,7 @@
 use super::{AttentionInputs, AttentionShape};
 use crate::exp::exp;
 use crate::gemm::{self, GemmOptions, MatRef};
-use crate::{DType, Float, Result};
+use crate::{ElementType, Float, Result};
 
 /// [`attention`](super::attention), computed the slow way (same contract and errors).
 pub fn reference<T: Float>(inputs: AttentionInputs<'_, T>, out: &mut [T]) -> Result<()> {
@@ -70,10 +70,10 @@ pub(crate) fn softmax_row<T: Float>(row: &mut [T]) {
         maximum = if x.is_nan() || x > maximum { x } else { maximum };
     }
     let mut normalizer = 0.0f32;
-    let mut stored = Vec::with_capacity(if T::DTYPE == DType::F32 { row.len() } else { 0 });
+    let mut stored = Vec::with_capacity(if T::DTYPE == ElementType::F32 { row.len() } else { 0 });
     for x in row.iter() {
         let e = exp(x.to_f32() - maximum);
-        if T::DTYPE == DType::F32 {
+        if T::DTYPE == ElementType::F32 {
             stored.push(e);
         }
         normalizer += e;
@@ -81,8 +81,8 @@ pub(crate) fn softmax_row<T: Float>(row: &mut [T]) {
     let normalizer = 1.0 / normalizer;
     for (i, x) in row.iter_mut().enumerate() {
         *x = match T::DTYPE {
-            DType::F32 => T::from_f32(stored[i] * normalizer),
-            DType::Bf16 => T::from_f32(exp(x.to_f32() - maximum) * normalizer),
+            ElementType::F32 => T::from_f32(stored[i] * normalizer),
+            ElementType::Bf16 => T::from_f32(exp(x.to_f32() - maximum) * normalizer),
         };
     }
 }

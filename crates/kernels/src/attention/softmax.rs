@@ -12,7 +12,7 @@ use crate::exp::exp;
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::Magnitudes;
 use crate::gemm::tile::NR;
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 
 /// Which code runs the lanes: AVX-512F (the 16 lanes in one register), AVX2 + FMA (MLX's
 /// `exp` polynomial uses `fma`) or portable.
@@ -121,7 +121,7 @@ impl Lanes {
                 *s = round::<T>(*s * inv);
             }
         }
-        if T::DTYPE == DType::Bf16 { Magnitudes::of(rows) } else { Magnitudes::UNBOUNDED }
+        if T::DTYPE == ElementType::Bf16 { Magnitudes::of(rows) } else { Magnitudes::UNBOUNDED }
     }
 }
 
@@ -130,7 +130,7 @@ mod avx2 {
     //! The steps on two vectors of 8 lanes per key, the same bits as the portable loops.
 
     use super::NR;
-    use crate::DType;
+    use crate::ElementType;
     use crate::Float;
     use crate::exp::avx2::{exp8, exp8_nonpositive};
     use crate::gemm::magnitudes::Magnitudes;
@@ -214,7 +214,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         let inv = load(inverse);
-        let bounded = T::DTYPE == DType::Bf16;
+        let bounded = T::DTYPE == ElementType::Bf16;
         // The smallest nonzero finite `p`: every `p` is `+0`, positive or the canonical NaN
         // (`0x7FC0`), so `bits − 1` as unsigned puts the zeros last and the NaNs above `+∞`.
         let one = _mm256_set1_epi32(1);
@@ -248,7 +248,7 @@ mod avx512 {
     use super::NR;
     use crate::exp::avx512::{exp16, exp16_nonpositive};
     use crate::gemm::magnitudes::Magnitudes;
-    use crate::{DType, Float};
+    use crate::{ElementType, Float};
     use std::arch::x86_64::*;
 
     const _: () = assert!(NR == 16);
@@ -276,7 +276,7 @@ mod avx512 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn round<T: Float>(v: __m512) -> __m512 {
-        if T::DTYPE == DType::F32 {
+        if T::DTYPE == ElementType::F32 {
             return v;
         }
         let u = _mm512_castps_si512(v);
@@ -339,7 +339,7 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         let inv = load(inverse);
-        let bounded = T::DTYPE == DType::Bf16;
+        let bounded = T::DTYPE == ElementType::Bf16;
         // The smallest nonzero finite `p`, as the AVX2 lanes find it: `bits − 1` as unsigned
         // puts the zeros last and the NaNs above `+∞`.
         let one = _mm512_set1_epi32(1);

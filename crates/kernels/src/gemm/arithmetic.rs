@@ -2,7 +2,7 @@
 //! matmul adds the bias, and the arithmetic of the k-sum (float32, or bf16 at every step).
 
 use super::matrix::{MatRef, MlxLayout};
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 
 /// MLX's `clip(x, lo, hi)` on values of one dtype: `minimum(maximum(x, lo), hi)` with
 /// `maximum(a, b) = isnan(a) ? a : (a > b ? a : b)` and `minimum(a, b) = isnan(a) ? a : (a < b ?
@@ -50,7 +50,7 @@ impl BiasPlacement {
     /// The placement MLX 0.32's CPU matmul uses for output dtype `O` and right operand `b`.
     pub(crate) fn for_product<O: Float, B: Float>(b: &MatRef<'_, B>) -> BiasPlacement {
         match (O::DTYPE, b.mlx_layout()) {
-            (DType::F32, MlxLayout::RowContiguous | MlxLayout::Strided) => BiasPlacement::BeforeSum,
+            (ElementType::F32, MlxLayout::RowContiguous | MlxLayout::Strided) => BiasPlacement::BeforeSum,
             _ => BiasPlacement::AfterSum,
         }
     }

@@ -22,7 +22,7 @@ use super::pack::pack_a;
 use super::right_operand::RightOperand;
 use super::tile::{MR, NR, TILE};
 use crate::scratch::{with_scratch, with_shared};
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 use rayon::prelude::*;
 
 /// Largest k block: a `kc × NR` panel of `b` (16 KiB) stays in L1 while the tile loop runs.
@@ -107,8 +107,8 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
     // their magnitudes make every product exact (see `magnitudes`). A bf16 `a` clipped to a
     // float32 bound that is not a bf16 value may hold that bound.
     let is_bf16 = |x: f32| x.to_bits() & 0xFFFF == 0;
-    let a_bf16 = O::DTYPE == DType::Bf16
-        || (A::DTYPE == DType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
+    let a_bf16 = O::DTYPE == ElementType::Bf16
+        || (A::DTYPE == ElementType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
     let exact_possible = simd && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
     let steps = match arithmetic {
         Arithmetic::F32 => Steps::Separate,

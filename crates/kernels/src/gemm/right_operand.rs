@@ -4,7 +4,7 @@
 
 use super::matrix::MatRef;
 use super::pack::pack_b_panel;
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 use std::marker::PhantomData;
 
 /// A product's right operand, `K × N`, as the driver packs it. Every packed value is the value
@@ -53,6 +53,6 @@ impl<B: Float, O: Float> RightOperand for Dense<'_, B, O> {
     }
 
     fn bf16_values(&self) -> bool {
-        O::DTYPE == DType::Bf16 || B::DTYPE == DType::Bf16
+        O::DTYPE == ElementType::Bf16 || B::DTYPE == ElementType::Bf16
     }
 }

@@ -18,7 +18,7 @@ use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
 use super::matrix::{QuantizedMatrix, Scales};
 use crate::gemm::right_operand::RightOperand;
 use crate::gemm::tile::NR;
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 use std::marker::PhantomData;
 
 /// k values decoded at a time by the scalar loop (keeps the destination chunk in L1).
@@ -98,7 +98,7 @@ impl<T: Float> RightOperand for Dequantized<'_, T> {
 
     fn bf16_values(&self) -> bool {
         // E2M1 and E4M3 values are bf16 values; affine ones are when `T` is bf16.
-        self.w.quantization().mode() != Mode::Affine || T::DTYPE == DType::Bf16
+        self.w.quantization().mode() != Mode::Affine || T::DTYPE == ElementType::Bf16
     }
 
     fn group(&self) -> Option<usize> {

@@ -2,7 +2,7 @@
 //! `[N, K]` matrix, as `quantized_matmul(x, w, scales, biases, transpose=True)` takes them.
 
 use super::format::{Mode, Quantization, bytes};
-use crate::{DType, Error, Float, Result};
+use crate::{ElementType, Error, Float, Result};
 use half::bf16;
 
 /// A row-major float buffer of either host dtype (MLX's float32 or bfloat16 arrays).
@@ -13,10 +13,10 @@ pub enum FloatSlice<'a> {
 }
 
 impl FloatSlice<'_> {
-    pub fn dtype(&self) -> DType {
+    pub fn dtype(&self) -> ElementType {
         match self {
-            FloatSlice::F32(_) => DType::F32,
-            FloatSlice::Bf16(_) => DType::Bf16,
+            FloatSlice::F32(_) => ElementType::F32,
+            FloatSlice::Bf16(_) => ElementType::Bf16,
         }
     }
 
@@ -151,9 +151,11 @@ impl<'a> QuantizedMatrix<'a> {
     /// The dtype MLX's `quantized_matmul` computes in and returns for an `x` of dtype `x` (as
     /// the op receives it, after any clip): for affine the promotion of `x`'s, the scales' and
     /// the biases' dtypes (float32 if any is), for the fp modes `x`'s.
-    pub fn product_dtype(&self, x: DType) -> DType {
+    pub fn product_dtype(&self, x: ElementType) -> ElementType {
         match self.scales {
-            Scales::Affine { scales, biases } if [scales.dtype(), biases.dtype()].contains(&DType::F32) => DType::F32,
+            Scales::Affine { scales, biases } if [scales.dtype(), biases.dtype()].contains(&ElementType::F32) => {
+                ElementType::F32
+            }
             _ => x,
         }
     }

@@ -44,7 +44,7 @@ use crate::gemm::driver::{self, Product};
 use crate::gemm::epilogue::Epilogue;
 use crate::gemm::tile::{MR, NR};
 use crate::gemm::{Blocking, GemmOptions, MatRef, MicroKernel};
-use crate::{DType, Error, Float, Result};
+use crate::{ElementType, Error, Float, Result};
 use dequantize::Dequantized;
 
 /// `out [M, N]` (row-major) `= x [M, K] · Wᵀ` with the bits of MLX 0.32's CPU
@@ -103,8 +103,8 @@ pub fn quantized_matmul_with<X: Float, O: Float>(
         simd: kernel.simd(),
     };
     let arithmetic = match O::DTYPE {
-        DType::F32 => Arithmetic::F32,
-        DType::Bf16 => Arithmetic::Bf16,
+        ElementType::F32 => Arithmetic::F32,
+        ElementType::Bf16 => Arithmetic::Bf16,
     };
     let product = Product { a: x, a_clip: options.a_clip, b: &right, arithmetic, epilogue };
     driver::run(kernel, blocking, (m, k, n), &product, out);

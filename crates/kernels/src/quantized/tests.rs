@@ -74,8 +74,8 @@ where
             quantized_matmul_with(kernel, blocking, x, &w, &mut out, &options).unwrap();
             for (i, (&y, &want)) in out.iter().zip(&expected).enumerate() {
                 let same = match O::DTYPE {
-                    DType::F32 => same_bits(y, want),
-                    DType::Bf16 => y.to_f32().to_bits() == want.to_f32().to_bits(),
+                    ElementType::F32 => same_bits(y, want),
+                    ElementType::Bf16 => y.to_f32().to_bits() == want.to_f32().to_bits(),
                 };
                 prop_assert!(
                     same,
@@ -344,12 +344,12 @@ fn the_product_dtype_is_mlx_s_promotion() {
     let f32_scales = Scales::Affine { scales: f[..].into(), biases: b[..].into() };
     let bf16_scales = QuantizedMatrix::new(&packed, bf16_scales, q, 2, 32).unwrap();
     let f32_scales = QuantizedMatrix::new(&packed, f32_scales, q, 2, 32).unwrap();
-    assert_eq!(bf16_scales.product_dtype(DType::Bf16), DType::Bf16);
-    assert_eq!(bf16_scales.product_dtype(DType::F32), DType::F32);
-    assert_eq!(f32_scales.product_dtype(DType::Bf16), DType::F32);
+    assert_eq!(bf16_scales.product_dtype(ElementType::Bf16), ElementType::Bf16);
+    assert_eq!(bf16_scales.product_dtype(ElementType::F32), ElementType::F32);
+    assert_eq!(f32_scales.product_dtype(ElementType::Bf16), ElementType::F32);
     let fp = QuantizedMatrix::new(&packed, Scales::Fp(&[127; 2]), Quantization::MXFP4, 2, 32).unwrap();
-    assert_eq!(fp.product_dtype(DType::Bf16), DType::Bf16);
-    assert_eq!(fp.product_dtype(DType::F32), DType::F32);
+    assert_eq!(fp.product_dtype(ElementType::Bf16), ElementType::Bf16);
+    assert_eq!(fp.product_dtype(ElementType::F32), ElementType::F32);
 }
 
 #[test]

@@ -13,7 +13,7 @@ pub mod attention;
 pub mod gemm;
 pub mod quantized;
 
-use crate::{DType, Float};
+use crate::{ElementType, Float};
 use proptest::prelude::*;
 use std::ops::Range;
 
@@ -34,8 +34,8 @@ pub fn same_bits<T: Float>(x: T, y: T) -> bool {
 /// `0x7FC0`, as the kernels').
 pub fn same_as_mlx<T: Float>(ours: T, mlx: T) -> bool {
     match T::DTYPE {
-        DType::F32 => same_bits(ours, mlx),
-        DType::Bf16 => ours.to_f32().to_bits() == mlx.to_f32().to_bits(),
+        ElementType::F32 => same_bits(ours, mlx),
+        ElementType::Bf16 => ours.to_f32().to_bits() == mlx.to_f32().to_bits(),
     }
 }
 

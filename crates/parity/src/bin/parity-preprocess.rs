@@ -27,7 +27,7 @@ struct Manifest {
 struct Case {
     id: String,
     file: PathBuf,
-    budget: u32,
+    budget: preprocess::SoftTokenBudget,
     error: Option<String>,
     decoded: Option<Stored>,
     resized: Option<Stored>,
@@ -41,7 +41,7 @@ struct Case {
 
 #[derive(Deserialize)]
 struct Video {
-    budget: u32,
+    budget: preprocess::SoftTokenBudget,
     patches: Stored,
     positions: Stored,
     soft_tokens: usize,

@@ -89,3 +89,8 @@ pub fn current_rss_kb() -> u64 {
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
+
+/// `Some` budget of `tokens` soft tokens (positive: a test's constant).
+pub fn budget_of(tokens: u32) -> Option<vision::SoftTokenBudget> {
+    Some(vision::SoftTokenBudget::new(tokens).expect("a positive budget"))
+}
