@@ -2,7 +2,7 @@
 
 use crate::{Error, ModelType, Result, SoftTokenBudget};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Where a soft-token budget came from, in the order they are consulted: the caller, the
 /// checkpoint's `processor_config.json`, its `preprocessor_config.json`, the default (280).
@@ -141,27 +141,17 @@ impl ProcessorConfig {
     /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
     /// [`budget_source`](Self::budget_source) naming the file the budget came from.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
-        for (name, source) in [
-            ("processor_config.json", BudgetSource::ProcessorConfig),
-            ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
-        ] {
-            let path = dir.as_ref().join(name);
-            match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    let mut config = Self::from_json(&text, family)
-                        .map_err(|e| Error::Config { path, detail: e.to_string() })?
-                        .validated()
-                        .map_err(|detail| Error::Config { path: dir.as_ref().join(name), detail })?;
-                    if config.budget_source != BudgetSource::Default {
-                        config.budget_source = source;
-                    }
-                    return Ok(config);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(Error::Io { path, source }),
-            }
+        let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
+            return Ok(Self::default());
+        };
+        let mut config = Self::from_json(&text, family)
+            .map_err(|e| Error::Config { path: path.clone(), detail: e.to_string() })?
+            .validated()
+            .map_err(|detail| Error::Config { path, detail })?;
+        if config.budget_source != BudgetSource::Default {
+            config.budget_source = source;
         }
-        Ok(Self::default())
+        Ok(config)
     }
 
     /// The same settings with the caller's budget, if any (the processor's `max_soft_tokens`
@@ -217,4 +207,19 @@ fn channels_f32(values: Option<&[f64]>) -> [f32; 3] {
         Some([a, b, c]) => [*a as f32, *b as f32, *c as f32],
         _ => [0.5; 3],
     }
+}
+
+/// The first of a checkpoint directory's processor settings files that exists
+/// (`processor_config.json`, else `preprocessor_config.json`, mlx-vlm's order for a local
+/// path): its path, which of the two it is, and its text; `None` when neither exists.
+pub(crate) fn read_settings_file(dir: &Path) -> Result<Option<(PathBuf, BudgetSource, String)>> {
+    for source in [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig] {
+        let path = dir.join(source.as_str());
+        match std::fs::read_to_string(&path) {
+            Ok(text) => return Ok(Some((path, source, text))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::Io { path, source: e }),
+        }
+    }
+    Ok(None)
 }

@@ -1,5 +1,6 @@
 //! The video processor's settings, as mlx-vlm reads them from a checkpoint.
 
+use crate::config::read_settings_file;
 use crate::{BudgetError, BudgetSource, Error, ModelType, ProcessorConfig, Result, SoftTokenBudget};
 use serde::Deserialize;
 use std::path::Path;
@@ -109,25 +110,14 @@ impl VideoProcessorConfig {
     /// `preprocessor_config.json` (the file the reference reads the image settings from), else
     /// the defaults; the frame settings' `budget_source` names the file a budget came from.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
-        for (name, source) in [
-            ("processor_config.json", BudgetSource::ProcessorConfig),
-            ("preprocessor_config.json", BudgetSource::PreprocessorConfig),
-        ] {
-            let path = dir.as_ref().join(name);
-            match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    let mut config =
-                        Self::from_json(&text, family).map_err(|e| Error::Config { path, detail: e.to_string() })?;
-                    if config.frame.budget_source == BudgetSource::ProcessorConfig {
-                        config.frame.budget_source = source;
-                    }
-                    return Ok(config);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(Error::Io { path, source }),
-            }
+        let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
+            return Self::from_settings(VideoSettings::default(), family)?.validated();
+        };
+        let mut config = Self::from_json(&text, family).map_err(|e| Error::Config { path, detail: e.to_string() })?;
+        if config.frame.budget_source == BudgetSource::ProcessorConfig {
+            config.frame.budget_source = source;
         }
-        Self::from_settings(VideoSettings::default(), family)?.validated()
+        Ok(config)
     }
 
     fn from_settings(s: VideoSettings, family: ModelType) -> Result<Self> {
