@@ -184,12 +184,7 @@ pub fn parse_safetensors_header(bytes: &[u8], path: &Path) -> Result<BTreeMap<St
         .tensors()
         .into_iter()
         .map(|(name, info)| {
-            let shape = info
-                .shape
-                .iter()
-                .map(|&d| i32::try_from(d))
-                .collect::<std::result::Result<Vec<i32>, _>>()
-                .map_err(|_| Error::format(path, format!("tensor `{name}`: shape {:?} too large", info.shape)))?;
+            let shape = shape_i32(&name, &info.shape, path)?;
             let (start, end) = info.data_offsets;
             let range = data_start.checked_add(start).zip(data_start.checked_add(end));
             let Some((start, end)) = range.filter(|&(s, e)| s <= e && e <= bytes.len()) else {
@@ -246,12 +241,7 @@ pub fn read_safetensors_header(path: impl AsRef<Path>) -> Result<SafetensorsHead
         .tensors()
         .into_iter()
         .map(|(name, info)| {
-            let shape = info
-                .shape
-                .iter()
-                .map(|&d| i32::try_from(d))
-                .collect::<std::result::Result<Vec<i32>, _>>()
-                .map_err(|_| Error::format(path, format!("tensor `{name}`: shape {:?} too large", info.shape)))?;
+            let shape = shape_i32(&name, &info.shape, path)?;
             let (start, end) = info.data_offsets;
             let range = data_start + start..data_start + end;
             Ok((name, (TensorInfo { dtype: dtype_of(info.dtype), shape }, range)))
@@ -267,6 +257,16 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 /// Rejects a header whose data offsets point past the end of the file before the `safetensors`
 /// crate sums them: its `header length + 8 + end of data` overflows (a panic in debug builds) for
 /// offsets near `usize::MAX`. Headers that are not an object of objects are left to its parser.
+/// A header's shape as MLX's `i32` extents; a dimension past `i32::MAX` is a format error
+/// naming the tensor.
+fn shape_i32(name: &str, shape: &[usize], path: &Path) -> Result<Vec<i32>> {
+    shape
+        .iter()
+        .map(|&d| i32::try_from(d))
+        .collect::<std::result::Result<Vec<i32>, _>>()
+        .map_err(|_| Error::format(path, format!("tensor `{name}`: shape {shape:?} too large")))
+}
+
 fn check_data_offsets(bytes: &[u8], path: &Path) -> Result<()> {
     let Some(header) = bytes
         .get(..8)
