@@ -20,7 +20,7 @@ use super::matrix::MatRef;
 use super::microkernel::{MicroKernel, Steps, TileKernel};
 use super::pack::pack_a;
 use super::right_operand::RightOperand;
-use super::tile::{MR, NR, TILE};
+use super::tile::{LINE, MR, NR, TILE};
 use crate::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
@@ -36,8 +36,6 @@ const NC: usize = 256;
 const NC_UNSHARED: usize = 1024;
 /// Largest `a` (in floats) packed once and shared by the column blocks.
 const SHARED_A_MAX: usize = 16 << 20;
-/// Floats per cache line (the prefetch granule).
-const LINE: usize = 16;
 
 /// The cache blocking of one product: rows per task (`mc`, a multiple of the tile's rows), the
 /// longest k block (`kc`; k is split into equal blocks no longer than this) and the columns

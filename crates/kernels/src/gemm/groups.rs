@@ -7,10 +7,7 @@
 
 use super::arithmetic::{Arithmetic, round_bf16};
 use super::microkernel::{Steps, TileKernel};
-use super::tile::{MR, NR, TILE};
-
-/// Floats per cache line.
-const LINE: usize = 16;
+use super::tile::{LINE, MR, NR, TILE};
 
 /// `tile` updated by the `kc / group` groups of the packed panels `a` (`kc × MR`) and `b`
 /// (`kc × NR`): for each group `g` in order, `P` over its `group` steps (with `steps`), then

@@ -33,15 +33,13 @@ pub(crate) fn grouped_tiles() -> Option<(GroupedTileFn, GroupedTileFn)> {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::tile::{MR, NR};
+    use super::super::tile::{LINE, MR, NR, NextLines};
     use std::arch::x86_64::*;
 
     /// k steps per iteration of the main loop.
     const UNROLL: usize = 4;
     /// How far ahead of the current k step `a` is prefetched, in floats (32 steps).
     const A_AHEAD: usize = 32 * MR;
-    /// Floats per cache line.
-    const LINE: usize = 16;
 
     /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile; `FUSED` uses
     /// `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product is
@@ -93,10 +91,7 @@ mod x86 {
                 }};
             }
             let (mut a, mut b) = (a, b);
-            // Without a `next`, the prefetches touch the current panel of `b` (in L1 already).
-            // The last line is prefetched again once `next` is covered (no branch in the loop).
-            let (mut next, last) =
-                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let mut next = NextLines::new(next, next_len, b);
             // (Counting `k` down in `while` loops, rather than `for` over ranges, lets LLVM keep
             // the twelve accumulators in registers without spilling.)
             let mut k = kc;
@@ -104,8 +99,7 @@ mod x86 {
                 // Four steps read 24 floats of `a`: one or two lines.
                 _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD).cast());
                 _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD + LINE).cast());
-                _mm_prefetch::<_MM_HINT_T0>(next.cast());
-                next = if next < last { next.wrapping_add(LINE) } else { last };
+                _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
                 for u in 0..UNROLL {
                     step!(a.add(u * MR), b.add(u * NR));
                 }
@@ -166,8 +160,7 @@ mod x86 {
                 }};
             }
             let (mut a, mut b, mut scales) = (a, b, scales);
-            let (mut next, last) =
-                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let mut next = NextLines::new(next, next_len, b);
             let mut groups = kc / group;
             while groups > 0 {
                 let mut acc = [[_mm256_setzero_ps(); 2]; MR];
@@ -175,8 +168,7 @@ mod x86 {
                 while k >= UNROLL {
                     _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD).cast());
                     _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(A_AHEAD + LINE).cast());
-                    _mm_prefetch::<_MM_HINT_T0>(next.cast());
-                    next = if next < last { next.wrapping_add(LINE) } else { last };
+                    _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
                     for u in 0..UNROLL {
                         step!(acc, a.add(u * MR), b.add(u * NR));
                     }

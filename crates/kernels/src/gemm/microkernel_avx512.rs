@@ -21,15 +21,13 @@ pub(crate) fn pair_tiles() -> Option<(PairTileFn, PairTileFn)> {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::tile::{MR, NR};
+    use super::super::tile::{LINE, MR, NR, NextLines};
     use std::arch::x86_64::*;
 
     /// k steps per iteration of the main loop.
     const UNROLL: usize = 4;
     /// How far ahead of the current k step `a` is prefetched, in floats (32 steps).
     const A_AHEAD: usize = 32 * MR;
-    /// Floats per cache line.
-    const LINE: usize = 16;
 
     /// [`PairTileFn`](super::super::tile::PairTileFn)'s contract for two 6 × 16 tiles; `FUSED`
     /// uses `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product
@@ -81,10 +79,7 @@ mod x86 {
                 }};
             }
             let (mut a0, mut a1, mut b) = (a[0], a[1], b);
-            // Without a `next`, the prefetches touch the current panel of `b` (in L1 already).
-            // The last line is prefetched again once `next` is covered (no branch in the loop).
-            let (mut next, last) =
-                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let mut next = NextLines::new(next, next_len, b);
             let mut k = kc;
             while k >= UNROLL {
                 // Four steps read 24 floats of each panel of `a`: one or two lines each.
@@ -92,8 +87,7 @@ mod x86 {
                 _mm_prefetch::<_MM_HINT_T0>(a0.wrapping_add(A_AHEAD + LINE).cast());
                 _mm_prefetch::<_MM_HINT_T0>(a1.wrapping_add(A_AHEAD).cast());
                 _mm_prefetch::<_MM_HINT_T0>(a1.wrapping_add(A_AHEAD + LINE).cast());
-                _mm_prefetch::<_MM_HINT_T0>(next.cast());
-                next = if next < last { next.wrapping_add(LINE) } else { last };
+                _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
                 for u in 0..UNROLL {
                     step!([a0.add(u * MR), a1.add(u * MR)], b.add(u * NR));
                 }

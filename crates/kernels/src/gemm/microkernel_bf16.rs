@@ -76,11 +76,9 @@ pub(crate) fn avx512() -> Option<super::tile::TileFn> {
 
 #[cfg(target_arch = "x86_64")]
 mod x86_avx512 {
+    use super::super::tile::NextLines;
     use super::{MR, NR};
     use std::arch::x86_64::*;
-
-    /// Floats per cache line.
-    const LINE: usize = 16;
 
     /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile in bf16
     /// arithmetic, one `__m512` accumulator per row.
@@ -110,15 +108,12 @@ mod x86_avx512 {
                     *row = _mm512_loadu_ps(c.add(i * NR));
                 }
             }
-            // Without a `next`, the prefetches touch the current panel of `b` (in L1 already).
-            let (mut next, last) =
-                if next_len == 0 { (b, b) } else { (next, next.wrapping_add((next_len - 1) / LINE * LINE)) };
+            let mut next = NextLines::new(next, next_len, b);
             let (mut a, mut b) = (a, b);
             let mut k = kc;
             while k > 0 {
                 if k.is_multiple_of(2) {
-                    _mm_prefetch::<_MM_HINT_T0>(next.cast());
-                    next = if next < last { next.wrapping_add(LINE) } else { last };
+                    _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
                 }
                 let bv = _mm512_loadu_ps(b);
                 for (i, row) in acc.iter_mut().enumerate() {
@@ -150,13 +145,12 @@ mod x86_avx512 {
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {
+    use super::super::tile::NextLines;
     use super::{MR, NR};
     use std::arch::x86_64::*;
 
     /// Rows per half of the tile.
     const HALF: usize = MR / 2;
-    /// Floats per cache line.
-    const LINE: usize = 16;
 
     /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile in bf16
     /// arithmetic: rows `0..3`, then rows `3..6`, each over all `kc` steps (the panel of `b`
@@ -214,14 +208,12 @@ pub(crate) mod x86 {
                     row[1] = _mm256_loadu_ps(c.add(i * NR + 8));
                 }
             }
-            let (mut next, last) =
-                if next.1 == 0 { (b, b) } else { (next.0, next.0.wrapping_add((next.1 - 1) / LINE * LINE)) };
+            let mut next = NextLines::new(next.0, next.1, b);
             let (mut a, mut b) = (a, b);
             let mut k = kc;
             while k > 0 {
                 if k.is_multiple_of(2) {
-                    _mm_prefetch::<_MM_HINT_T0>(next.cast());
-                    next = if next < last { next.wrapping_add(LINE) } else { last };
+                    _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
                 }
                 let b0 = _mm256_loadu_ps(b);
                 let b1 = _mm256_loadu_ps(b.add(8));

@@ -8,6 +8,8 @@ pub(crate) const MR: usize = 6;
 pub(crate) const NR: usize = 16;
 /// Accumulators of one tile.
 pub(crate) const TILE: usize = MR * NR;
+/// Floats per cache line (the prefetch granule).
+pub(crate) const LINE: usize = 16;
 
 /// The signature of a tile function: `f(kc, a, b, c, accumulate, next, next_len)` updates the
 /// `MR × NR` tile at `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b`
@@ -27,3 +29,32 @@ pub(crate) type GroupedTileFn =
 /// next_len)` is [`TileFn`] on the tiles `c0` (panel `a0`) and `c1` (panel `a1`), which share
 /// the panel `b`: the same bits as two calls of a tile function.
 pub(crate) type PairTileFn = unsafe fn(usize, [*const f32; 2], *const f32, [*mut f32; 2], bool, *const f32, usize);
+
+/// The lines of a tile's `next` panel (`len` floats), one per [`advance`](Self::advance), for
+/// the tile's prefetches: it stays on the last line once the panel is covered (no branch in the
+/// tiles' loops), and without a panel (`len == 0`) it stays on `fallback` (the current panel of
+/// `b`, in L1 already). Its addresses are only prefetched, never read.
+#[derive(Clone, Copy)]
+pub(crate) struct NextLines {
+    at: *const f32,
+    last: *const f32,
+}
+
+impl NextLines {
+    #[inline(always)]
+    pub(crate) fn new(next: *const f32, len: usize, fallback: *const f32) -> NextLines {
+        if len == 0 {
+            NextLines { at: fallback, last: fallback }
+        } else {
+            NextLines { at: next, last: next.wrapping_add((len - 1) / LINE * LINE) }
+        }
+    }
+
+    /// The line to prefetch now; the walk moves on to the next.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self) -> *const f32 {
+        let at = self.at;
+        self.at = if at < self.last { at.wrapping_add(LINE) } else { self.last };
+        at
+    }
+}
