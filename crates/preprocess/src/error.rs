@@ -16,6 +16,12 @@ pub enum Error {
     /// The bytes do not start like any supported format.
     #[error("unrecognised image format (first bytes {magic:02x?})")]
     UnknownFormat { magic: Vec<u8> },
+    /// A format Pillow identifies (named as Pillow names it) that this crate does not decode.
+    #[error("{format} is not supported")]
+    UnsupportedFormat { format: &'static str },
+    /// A decoder panicked on this input; the panic was caught and is reported as this error.
+    #[error("the {format} decoder failed on this input (it panicked: {message})")]
+    DecoderPanic { format: &'static str, message: String },
     /// The format was recognised but its data is malformed.
     #[error("malformed {format} data: {detail}")]
     Malformed { format: &'static str, detail: String },

@@ -4,50 +4,18 @@
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`.
 
+mod format;
 mod gif;
 mod image_crate;
 mod jpeg;
 mod png;
 
+pub use format::Format;
+
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-
-/// A container format, recognised from the first bytes like Pillow's `Image.open` does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Jpeg,
-    Png,
-    Gif,
-    Webp,
-    Bmp,
-    Tiff,
-}
-
-impl Format {
-    /// The format of `bytes`, from its signature.
-    pub fn sniff(bytes: &[u8]) -> Result<Format> {
-        if bytes.is_empty() {
-            return Err(Error::Empty);
-        }
-        let starts = |sig: &[u8]| bytes.starts_with(sig);
-        Ok(if starts(b"\xFF\xD8\xFF") {
-            Format::Jpeg
-        } else if starts(b"\x89PNG\r\n\x1a\n") {
-            Format::Png
-        } else if starts(b"GIF87a") || starts(b"GIF89a") {
-            Format::Gif
-        } else if starts(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
-            Format::Webp
-        } else if starts(b"BM") {
-            Format::Bmp
-        } else if starts(b"II*\0") || starts(b"MM\0*") {
-            Format::Tiff
-        } else {
-            return Err(Error::UnknownFormat { magic: bytes.iter().take(8).copied().collect() });
-        })
-    }
-}
 
 /// How to decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,17 +41,39 @@ pub(crate) struct Decoded {
     pub orientation: Orientation,
 }
 
-/// Decodes `bytes` to RGB8 (HWC), orienting it when `options` say so.
+/// Decodes `bytes` to RGB8 (HWC), orienting it when `options` say so. The format comes from
+/// the content ([`Format::sniff`]); a format Pillow identifies but this crate does not read is
+/// refused with [`Error::UnsupportedFormat`] naming it.
+///
+/// No input makes this panic: a panic inside a decoder (ours or a third-party crate's) is
+/// caught here and returned as [`Error::DecoderPanic`] naming the format.
 pub fn decode(bytes: &[u8], options: &DecodeOptions) -> Result<RgbImage> {
-    let decoded = match Format::sniff(bytes)? {
-        Format::Jpeg => jpeg::decode(bytes, &options.limits)?,
-        Format::Png => png::decode(bytes, &options.limits)?,
-        Format::Gif => gif::decode(bytes, &options.limits)?,
-        Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, &options.limits)?,
-        Format::Bmp => image_crate::decode(bytes, image_crate::Kind::Bmp, &options.limits)?,
-        Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, &options.limits)?,
-    };
+    let format = Format::sniff(bytes)?;
+    let decoded = catch_unwind(AssertUnwindSafe(|| decode_format(format, bytes, &options.limits)))
+        .map_err(|panic| Error::DecoderPanic { format: format.name(), message: panic_message(panic.as_ref()) })??;
     Ok(if options.apply_exif_orientation { decoded.orientation.apply(decoded.image) } else { decoded.image })
+}
+
+/// The decoder of each format this crate reads.
+fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+    match format {
+        Format::Jpeg => jpeg::decode(bytes, limits),
+        Format::Png => png::decode(bytes, limits),
+        Format::Gif => gif::decode(bytes, limits),
+        Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, limits),
+        Format::Bmp => image_crate::decode(bytes, image_crate::Kind::Bmp, limits),
+        Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
+        other => Err(Error::UnsupportedFormat { format: other.name() }),
+    }
+}
+
+/// The text of a caught panic's payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// Reads and decodes a file with the EXIF orientation applied, as mlx-vlm's `load_image(path)`
@@ -116,6 +106,5 @@ pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
     decode(&bytes, &DecodeOptions { limits: *limits, apply_exif_orientation: true }).map_err(in_file)
 }
 
-/// Bytes read before [`Format::sniff`] decides whether the rest is worth reading (it looks at
-/// the first 12).
-const SNIFF_BYTES: u64 = 16;
+/// Bytes read before [`Format::sniff`] decides whether the rest is worth reading.
+const SNIFF_BYTES: u64 = format::SNIFF_BYTES as u64;

@@ -1,0 +1,210 @@
+//! Which format a file is, recognised from its content as Pillow's `Image.open` recognises it:
+//! each plugin's `_accept` test on the first bytes, in the order Pillow registers the plugins
+//! (BMP, DIB, GIF, JPEG, PPM, PNG first, then the rest alphabetically), with the header check
+//! of TGA's `_open` (it has no `_accept`) in its place. The file name plays no part.
+
+use crate::{Error, Result};
+
+/// A format Pillow 13 identifies. [`Format::is_decoded`] says which ones this crate reads;
+/// the others are refused with [`Error::UnsupportedFormat`] naming them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    Avif,
+    Blp,
+    Bmp,
+    Bufr,
+    Cur,
+    Dcx,
+    Dds,
+    /// A bare Windows DIB (`BmpImagePlugin.DibImageFile`).
+    Dib,
+    Eps,
+    Fits,
+    Fli,
+    Fpx,
+    Ftex,
+    Gbr,
+    Gif,
+    Grib,
+    Hdf5,
+    Icns,
+    Ico,
+    Jpeg,
+    Jpeg2000,
+    McIdas,
+    Mpeg,
+    Msp,
+    Pcx,
+    Pixar,
+    Png,
+    /// PPM, PGM, PBM, PNM and PFM (`PpmImagePlugin`).
+    Ppm,
+    Psd,
+    Qoi,
+    Sgi,
+    Sun,
+    Tga,
+    Tiff,
+    Webp,
+    Wmf,
+    XvThumb,
+    Xbm,
+    Xpm,
+}
+
+impl Format {
+    /// Pillow's name for the format (`Image.format`), which errors quote.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Avif => "AVIF",
+            Format::Blp => "BLP",
+            Format::Bmp => "BMP",
+            Format::Bufr => "BUFR",
+            Format::Cur => "CUR",
+            Format::Dcx => "DCX",
+            Format::Dds => "DDS",
+            Format::Dib => "DIB",
+            Format::Eps => "EPS",
+            Format::Fits => "FITS",
+            Format::Fli => "FLI",
+            Format::Fpx => "FPX",
+            Format::Ftex => "FTEX",
+            Format::Gbr => "GBR",
+            Format::Gif => "GIF",
+            Format::Grib => "GRIB",
+            Format::Hdf5 => "HDF5",
+            Format::Icns => "ICNS",
+            Format::Ico => "ICO",
+            Format::Jpeg => "JPEG",
+            Format::Jpeg2000 => "JPEG2000",
+            Format::McIdas => "MCIDAS",
+            Format::Mpeg => "MPEG",
+            Format::Msp => "MSP",
+            Format::Pcx => "PCX",
+            Format::Pixar => "PIXAR",
+            Format::Png => "PNG",
+            Format::Ppm => "PPM",
+            Format::Psd => "PSD",
+            Format::Qoi => "QOI",
+            Format::Sgi => "SGI",
+            Format::Sun => "SUN",
+            Format::Tga => "TGA",
+            Format::Tiff => "TIFF",
+            Format::Webp => "WEBP",
+            Format::Wmf => "WMF",
+            Format::XvThumb => "XVThumb",
+            Format::Xbm => "XBM",
+            Format::Xpm => "XPM",
+        }
+    }
+
+    /// Whether [`decode`](crate::decode) reads this format (else it refuses it by name).
+    pub fn is_decoded(self) -> bool {
+        matches!(self, Format::Jpeg | Format::Png | Format::Gif | Format::Webp | Format::Bmp | Format::Tiff)
+    }
+
+    /// The format of `bytes`, from its content. [`Error::Empty`] for no bytes,
+    /// [`Error::UnknownFormat`] when no Pillow plugin would accept them.
+    pub fn sniff(bytes: &[u8]) -> Result<Format> {
+        if bytes.is_empty() {
+            return Err(Error::Empty);
+        }
+        ACCEPT
+            .iter()
+            .find(|(_, accept)| accept(bytes))
+            .map(|(format, _)| *format)
+            .ok_or_else(|| Error::UnknownFormat { magic: bytes.iter().take(8).copied().collect() })
+    }
+}
+
+type Accept = fn(&[u8]) -> bool;
+
+/// Bytes [`Format::sniff`] looks at, at most (the TGA header is the longest test).
+pub(crate) const SNIFF_BYTES: usize = 18;
+
+fn le32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn le16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+const OLE_MAGIC: &[u8] = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1";
+
+/// Pillow's `_accept` functions in registration order: `preinit` (BMP, GIF, JPEG, PPM, PNG),
+/// then `init`'s alphabetical plugin list.
+const ACCEPT: &[(Format, Accept)] = &[
+    (Format::Bmp, |b| b.starts_with(b"BM")),
+    (Format::Dib, |b| le32(b, 0).is_some_and(|n| [12, 40, 52, 56, 64, 108, 124].contains(&n))),
+    (Format::Gif, |b| b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a")),
+    (Format::Jpeg, |b| b.starts_with(b"\xFF\xD8\xFF")),
+    (Format::Ppm, |b| b.len() >= 2 && b[0] == b'P' && b"0123456fy".contains(&b[1])),
+    (Format::Png, |b| b.starts_with(b"\x89PNG\r\n\x1a\n")),
+    (Format::Avif, |b| b.get(4..8) == Some(b"ftyp") && b.get(8..12).is_some_and(is_avif_brand)),
+    (Format::Blp, |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2")),
+    (Format::Bufr, |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC")),
+    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0")),
+    (Format::Dcx, |b| le32(b, 0) == Some(0x3ADE_68B1)),
+    (Format::Dds, |b| b.starts_with(b"DDS ")),
+    (Format::Eps, |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5)),
+    (Format::Fits, |b| b.starts_with(b"SIMPLE")),
+    (Format::Fli, |b| {
+        b.len() >= 16
+            && le16(b, 4).is_some_and(|m| m == 0xAF11 || m == 0xAF12)
+            && le16(b, 14).is_some_and(|f| f == 0 || f == 3)
+    }),
+    (Format::Fpx, |b| b.starts_with(OLE_MAGIC)),
+    (Format::Ftex, |b| b.starts_with(b"FTEX")),
+    (Format::Gbr, |b| b.len() >= 8 && be32(b, 0) >= 20 && matches!(be32(b, 4), 1 | 2)),
+    (Format::Grib, |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1),
+    (Format::Hdf5, |b| b.starts_with(b"\x89HDF\r\n\x1a\n")),
+    (Format::Icns, |b| b.starts_with(b"icns")),
+    (Format::Ico, |b| b.starts_with(b"\0\0\x01\0")),
+    (Format::Jpeg2000, |b| b.starts_with(b"\xFF\x4F\xFF\x51") || b.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n")),
+    (Format::McIdas, |b| b.starts_with(b"\0\0\0\0\0\0\0\x04")),
+    (Format::Mpeg, |b| b.starts_with(b"\0\0\x01\xB3")),
+    (Format::Msp, |b| b.starts_with(b"DanM") || b.starts_with(b"LinS")),
+    (Format::Pcx, |b| b.len() >= 2 && b[0] == 10 && [0, 2, 3, 5].contains(&b[1])),
+    (Format::Pixar, |b| b.starts_with(b"\x80\xE8\0\0")),
+    (Format::Psd, |b| b.starts_with(b"8BPS")),
+    (Format::Qoi, |b| b.starts_with(b"qoif")),
+    (Format::Sgi, |b| be16(b, 0) == Some(474)),
+    (Format::Sun, |b| be32(b, 0) == 0x59A6_6A95),
+    (Format::Tga, is_tga),
+    (Format::Tiff, |b| {
+        [b"MM\0\x2a", b"II\x2a\0", b"MM\x2a\0", b"II\0\x2a", b"MM\0\x2b", b"II\x2b\0"].iter().any(|p| b.starts_with(*p))
+    }),
+    (Format::Webp, |b| {
+        b.starts_with(b"RIFF")
+            && b.get(8..12) == Some(b"WEBP")
+            && matches!(b.get(12..16), Some(b"VP8 " | b"VP8X" | b"VP8L"))
+    }),
+    (Format::Wmf, |b| b.starts_with(b"\xD7\xCD\xC6\x9A\0\0") || b.starts_with(b"\x01\0\0\0")),
+    (Format::XvThumb, |b| b.starts_with(b"P7 332")),
+    (Format::Xbm, |b| b.starts_with(b"#define") || b.starts_with(b"\n#define") || b.starts_with(b"/*")),
+    (Format::Xpm, |b| b.starts_with(b"/* XPM */")),
+];
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
+}
+
+fn is_avif_brand(brand: &[u8]) -> bool {
+    matches!(brand, b"avif" | b"avis" | b"mif1" | b"msf1")
+}
+
+/// `TgaImagePlugin`'s header check (it has no `_accept`): a colour-map type of 0 or 1, a
+/// non-zero width and height and a pixel depth of 1, 8, 16, 24 or 32.
+fn is_tga(b: &[u8]) -> bool {
+    b.len() >= 18
+        && b[1] <= 1
+        && le16(b, 12).is_some_and(|w| w > 0)
+        && le16(b, 14).is_some_and(|h| h > 0)
+        && [1, 8, 16, 24, 32].contains(&b[16])
+}
