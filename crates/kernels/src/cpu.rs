@@ -1,38 +1,178 @@
-//! What the CPU can do, checked once at run time.
+//! What the CPU can do, decided once per process: the [`Isa`] every kernel runs.
+//!
+//! [`isa`] reads the CPU (CPUID, through `is_x86_feature_detected!`) and the environment once,
+//! in a `OnceLock`, and every kernel takes its value at its top-level entry and passes it down;
+//! nothing below re-checks. The environment overrides the CPU, for tests and comparisons:
+//! `KERNELS_PORTABLE` (set to anything) forces the portable loops, `KERNELS_AVX2` keeps the
+//! AVX2 + FMA kernels without the AVX-512 ones.
+//!
+//! An [`Isa`] variant other than [`Isa::Portable`] carries a zero-sized proof token
+//! ([`Avx2`], [`Avx512`]) that only this module constructs, and only after the check: holding
+//! one proves the CPU runs that code. A kernel's `#[target_feature]` function is reached
+//! through a safe entry that takes the token (declared with `target_entry!`); that entry holds
+//! the one `unsafe` call, so the code around the kernels is free of `unsafe` for the
+//! instruction set, and what `unsafe` remains is memory: the micro-kernels' pointer
+//! arguments, the vector loads and stores.
+//!
+//! How the names relate: [`Isa`] is what the CPU (and the environment) allow, for every kernel.
+//! [`MicroKernel`](crate::gemm::MicroKernel) is the choice of the matrix products' register
+//! tile, which a caller (a test, a benchmark) may name;
+//! [`MicroKernel::detect`](crate::gemm::MicroKernel::detect) is [`Isa::micro_kernel`] of [`isa`], and a chosen
+//! micro-kernel runs, with the vector helpers around its tiles, at [`Isa`] no higher than the
+//! detected one. (Above this crate, `layers::Execution` and `vision::Kernels` choose between
+//! these kernels and MLX's; they never choose the instruction set.)
+//!
+//! Another instruction set (NEON on aarch64) is one more variant with its own token, resolved
+//! in [`isa`] under its `cfg`, and one more arm where a kernel has code for it; kernels
+//! without that code keep the portable loops. The x86 variants exist only on `x86_64`.
 
 use std::sync::OnceLock;
 
-/// Whether the AVX2 + FMA kernels may run: the CPU has both, and `KERNELS_PORTABLE` is not
-/// set in the environment (which forces the portable loops, for tests and comparisons).
+/// The instruction set the kernels run, as [`isa`] resolves it for this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// AVX-512F (with AVX2 and FMA): the matrix products' paired tiles, the bf16 tiles and the
+    /// softmax lanes in 16-lane registers; the AVX2 kernels everywhere else.
+    #[cfg(target_arch = "x86_64")]
+    Avx512(Avx512),
+    /// AVX2 and FMA: 8 float32 lanes.
+    #[cfg(target_arch = "x86_64")]
+    Avx2(Avx2),
+    /// Plain Rust loops (auto-vectorised at the baseline target).
+    Portable,
+}
+
+/// The instruction set for this process: the best the CPU has among [`Isa`]'s, unless the
+/// environment says less (`KERNELS_PORTABLE`: portable; `KERNELS_AVX2`: no AVX-512). Read
+/// once; later calls return the same value.
+#[inline]
+pub fn isa() -> Isa {
+    static ISA: OnceLock<Isa> = OnceLock::new();
+    *ISA.get_or_init(resolve)
+}
+
+/// The one place that reads the CPU's features.
+fn resolve() -> Isa {
+    if std::env::var_os("KERNELS_PORTABLE").is_some() {
+        return Isa::Portable;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        let avx2 = Avx2(());
+        if std::env::var_os("KERNELS_AVX2").is_none() && std::arch::is_x86_feature_detected!("avx512f") {
+            return Isa::Avx512(Avx512(avx2));
+        }
+        return Isa::Avx2(avx2);
+    }
+    Isa::Portable
+}
+
+impl Isa {
+    /// The micro-kernel this instruction set runs the matrix products' tiles with.
+    pub fn micro_kernel(self) -> crate::gemm::MicroKernel {
+        use crate::gemm::MicroKernel;
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(_) => MicroKernel::Avx512,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(_) => MicroKernel::Avx2,
+            Isa::Portable => MicroKernel::Portable,
+        }
+    }
+
+    /// The AVX2 + FMA token, where this instruction set includes them.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub fn avx2(self) -> Option<Avx2> {
+        match self {
+            Isa::Avx512(avx512) => Some(avx512.avx2()),
+            Isa::Avx2(avx2) => Some(avx2),
+            Isa::Portable => None,
+        }
+    }
+
+    /// The AVX-512F token, where this instruction set includes it.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub fn avx512(self) -> Option<Avx512> {
+        match self {
+            Isa::Avx512(avx512) => Some(avx512),
+            Isa::Avx2(_) | Isa::Portable => None,
+        }
+    }
+
+    /// This instruction set without AVX-512 (the AVX2 kernels where it had AVX-512).
+    #[inline]
+    pub fn at_most_avx2(self) -> Isa {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(avx512) => Isa::Avx2(avx512.avx2()),
+            other => other,
+        }
+    }
+}
+
+/// Proof that the CPU runs AVX2 and FMA code (and that the environment allows it): only
+/// [`isa`] makes one, after checking.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Avx2(());
+
+/// Proof that the CPU runs AVX-512F code as well as AVX2 and FMA code (and that the
+/// environment allows both): only [`isa`] makes one, after checking.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Avx512(Avx2);
+
+#[cfg(target_arch = "x86_64")]
+impl Avx512 {
+    /// The AVX2 + FMA proof that this one includes.
+    #[inline(always)]
+    pub fn avx2(self) -> Avx2 {
+        self.0
+    }
+}
+
+/// Declares a safe entry to a `#[target_feature]` function: `fn name[generics](args) = target;`
+/// after the token type (`Avx2` or `Avx512`) becomes `fn name<generics>(token, args)`, which
+/// calls `target::<generics>(args)`. `target` must be a *safe* function (not `unsafe fn`)
+/// whose features the token proves: then its only precondition is those features, which the
+/// token (made only by [`isa`], after the check) discharges.
+#[cfg(target_arch = "x86_64")]
+macro_rules! target_entry {
+    (
+        $token:ident;
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident $([$($g:ident: $bound:path),+ $(,)?])? ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
+        = $target:ident;
+    ) => {
+        $(#[$attr])*
+        #[inline(always)]
+        $vis fn $name $(<$($g: $bound),+>)? (_: $crate::cpu::$token, $($arg: $ty),*) $(-> $ret)? {
+            // SAFETY: `$target` is a safe function but for its `#[target_feature]`s, which the
+            // token proves the CPU has (only `cpu::isa` makes one, after checking).
+            unsafe { $target $(::<$($g),+>)? ($($arg),*) }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use target_entry;
+
+/// Whether the AVX2 + FMA kernels run: [`isa`] includes them (the CPU has both and
+/// `KERNELS_PORTABLE` is not set).
 pub fn has_avx2_fma() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| std::env::var_os("KERNELS_PORTABLE").is_none() && detect_avx2_fma())
+    #[cfg(target_arch = "x86_64")]
+    return isa().avx2().is_some();
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
 }
 
-/// Whether the AVX-512 micro-kernels may run beside the AVX2 ones: [`has_avx2_fma`], the CPU
-/// has AVX-512F, and `KERNELS_AVX2` is not set in the environment (which keeps the AVX2 kernels
-/// alone, for tests and comparisons).
+/// Whether the AVX-512 kernels run beside the AVX2 ones: [`isa`] is [`Isa::Avx512`] (the CPU
+/// has AVX-512F as well, and neither `KERNELS_PORTABLE` nor `KERNELS_AVX2` is set).
 pub fn has_avx512f() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| has_avx2_fma() && std::env::var_os("KERNELS_AVX2").is_none() && detect_avx512f())
-}
-
-#[cfg(target_arch = "x86_64")]
-fn detect_avx512f() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn detect_avx512f() -> bool {
-    false
-}
-
-#[cfg(target_arch = "x86_64")]
-fn detect_avx2_fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn detect_avx2_fma() -> bool {
-    false
+    #[cfg(target_arch = "x86_64")]
+    return matches!(isa(), Isa::Avx512(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
 }

@@ -9,6 +9,7 @@
 //! Every kernel here runs over all cores for long slices, 8 lanes per AVX2 vector where
 //! available, the same bits as the one-element definitions ([`add_scalar`], …).
 
+use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel, rows};
 
 /// `T(a + b)`: one element of MLX's `add`.
@@ -73,10 +74,11 @@ pub fn multiply_in_place<T: Float>(acc: &mut [T], b: &[T]) -> Result<()> {
 /// Python scalar rounds to `T` first, e.g. gemma4's pooled `* hidden_size**0.5`: bf16 27.75).
 pub fn scale<T: Float>(x: &mut [T], s: T) -> Result<()> {
     let s = [s];
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(x, 1, rows::PARALLEL_MIN_ELEMENTS, |_, block| {
         for chunk in block.chunks_mut(SCALE_CHUNK) {
             let factors = [s[0]; SCALE_CHUNK];
-            binary_block_in_place::<T, Multiply>(chunk, &factors[..chunk.len()]);
+            binary_block_in_place::<T, Multiply>(isa, chunk, &factors[..chunk.len()]);
         }
     });
     Ok(())
@@ -88,7 +90,8 @@ const SCALE_CHUNK: usize = 512;
 /// `x[i] = clip(x[i], low, high)` in place ([`clip_scalar`]; bounds already in `T`, as MLX
 /// promotes them with `x`). Either bound may be absent.
 pub fn clip_in_place<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) -> Result<()> {
-    parallel::for_row_blocks(x, 1, rows::PARALLEL_MIN_ELEMENTS, |_, block| clip_block(block, low, high));
+    let isa = crate::cpu::isa();
+    parallel::for_row_blocks(x, 1, rows::PARALLEL_MIN_ELEMENTS, |_, block| clip_block(isa, block, low, high));
     Ok(())
 }
 
@@ -107,8 +110,9 @@ fn binary_in_place<T: Float, Op: BinaryOp>(kernel: &'static str, acc: &mut [T], 
     if acc.len() != b.len() {
         return Err(Error::shape(kernel, format!("operands of {} and {} values", acc.len(), b.len())));
     }
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(acc, 1, rows::PARALLEL_MIN_ELEMENTS, |start, block| {
-        binary_block_in_place::<T, Op>(block, &b[start..start + block.len()]);
+        binary_block_in_place::<T, Op>(isa, block, &b[start..start + block.len()]);
     });
     Ok(())
 }
@@ -152,13 +156,13 @@ impl BinaryOp for Multiply {
 }
 
 /// `acc[i] = T(Op(acc[i], b[i]))` over one block, by the fastest path the CPU has.
-fn binary_block_in_place<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
+fn binary_block_in_place<T: Float, Op: BinaryOp>(isa: Isa, acc: &mut [T], b: &[T]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::binary_in_place::<T, Op>(acc, b) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::binary_in_place::<T, Op>(avx2, acc, b);
         return;
     }
+    let _ = isa;
     binary_portable::<T, Op>(acc, b);
 }
 
@@ -168,13 +172,15 @@ fn binary_portable<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
     }
 }
 
-fn clip_block<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
+fn clip_block<T: Float>(isa: Isa, x: &mut [T], low: Option<T>, high: Option<T>) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() && crate::lanes::native::<T>() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::clip_in_place(x, low, high) };
+    if let Some(avx2) = isa.avx2()
+        && crate::lanes::native::<T>()
+    {
+        avx2::clip_in_place(avx2, x, low, high);
         return;
     }
+    let _ = isa;
     clip_portable(x, low, high);
 }
 
@@ -191,8 +197,14 @@ mod avx2 {
     use crate::lanes::{load8, store8, store8_exact};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`binary_in_place_tf`] behind the token that proves its target features.
+        pub(super) fn binary_in_place[T: Float, Op: BinaryOp](acc: &mut [T], b: &[T]) = binary_in_place_tf;
+    }
+
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn binary_in_place<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
+    fn binary_in_place_tf<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
         let n = acc.len().min(b.len());
         let mut i = 0;
         while i + 8 <= n {
@@ -208,9 +220,15 @@ mod avx2 {
         }
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`clip_in_place_tf`] behind the token that proves its target features.
+        pub(super) fn clip_in_place[T: Float](x: &mut [T], low: Option<T>, high: Option<T>) = clip_in_place_tf;
+    }
+
     /// `maximum` then `minimum` as selects on the widened lanes, stored back exactly.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn clip_in_place<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
+    fn clip_in_place_tf<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
         let bound = |b: Option<T>| _mm256_set1_ps(b.map_or(0.0, |b| b.to_f32()));
         let (low_v, high_v) = (bound(low), bound(high));
         let mut i = 0;

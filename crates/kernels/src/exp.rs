@@ -5,6 +5,7 @@
 //! 8-lane AVX2 function (`avx2::exp8`, for the other kernels of this crate) give the same bits
 //! for every input, NaN payloads included.
 
+use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel};
 
 /// `log2(e)` as MLX writes it (`1.442695f`; the same float32 as `std::f32::consts::LOG2_E`).
@@ -72,7 +73,8 @@ pub fn exp(x: f32) -> f32 {
 /// Replaces every `x` of `values` with [`exp`]`(x)`: MLX's `exp` of a float32 array. Runs over
 /// all cores for long slices, with AVX2 + FMA where available; the bits do not depend on either.
 pub fn exp_in_place(values: &mut [f32]) {
-    parallel::for_row_blocks(values, 1, PARALLEL_MIN, |_, block| exp_block_in_place(block));
+    let isa = crate::cpu::isa();
+    parallel::for_row_blocks(values, 1, PARALLEL_MIN, |_, block| exp_block_in_place(isa, block));
 }
 
 /// `out[i] = T(exp(f32(x[i])))`: MLX's `exp` of an array of dtype `T` (float32 or bf16; a
@@ -82,6 +84,7 @@ pub fn exp_slice<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
     if x.len() != out.len() {
         return Err(Error::shape("exp", format!("input of {} values, output of {}", x.len(), out.len())));
     }
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(out, 1, PARALLEL_MIN, |start, block| {
         let x = &x[start..start + block.len()];
         for (o, chunk) in block.chunks_mut(CHUNK).zip(x.chunks(CHUNK)) {
@@ -90,7 +93,7 @@ pub fn exp_slice<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
             for (l, v) in lanes.iter_mut().zip(chunk) {
                 *l = v.to_f32();
             }
-            exp_block_in_place(lanes);
+            exp_block_in_place(isa, lanes);
             for (o, &l) in o.iter_mut().zip(lanes.iter()) {
                 *o = T::from_f32(l);
             }
@@ -103,13 +106,13 @@ pub fn exp_slice<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
 const CHUNK: usize = 256;
 
 /// [`exp`] over one block, on this thread, by the fastest path the CPU has.
-fn exp_block_in_place(values: &mut [f32]) {
+fn exp_block_in_place(isa: Isa, values: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::exp_in_place(values) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::exp_in_place(avx2, values);
         return;
     }
+    let _ = isa;
     exp_in_place_portable(values);
 }
 
@@ -159,9 +162,15 @@ pub(crate) mod avx2 {
         _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(-LIMIT)), r)
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`exp_in_place_tf`] behind the token that proves its target features.
+        pub(crate) fn exp_in_place(values: &mut [f32]) = exp_in_place_tf;
+    }
+
     /// [`exp`](super::exp) of every element, 8 lanes at a time, the tail one by one.
     #[target_feature(enable = "avx2,fma")]
-    pub(crate) fn exp_in_place(values: &mut [f32]) {
+    fn exp_in_place_tf(values: &mut [f32]) {
         let mut chunks = values.chunks_exact_mut(8);
         for chunk in &mut chunks {
             // SAFETY: `chunk` holds exactly 8 floats; the load and store are unaligned.
@@ -312,7 +321,7 @@ mod tests {
         assert!(xs.iter().all(|&x| x * LOG2_E != y));
         assert!(xs.iter().any(|&x| x * LOG2_E < y) && xs.iter().any(|&x| x * LOG2_E > y));
         let mut fast = xs.clone();
-        exp_block_in_place(&mut fast);
+        exp_block_in_place(crate::cpu::isa(), &mut fast);
         let twin: Vec<f32> = xs.iter().map(|&x| exp(x)).collect();
         assert_eq!(bits(&fast), bits(&twin));
     }
@@ -325,12 +334,11 @@ mod tests {
         exp_in_place_portable(&mut portable);
         assert_eq!(bits(&portable), bits(&want));
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
+        if let Some(avx2) = crate::cpu::isa().avx2() {
             // Every edge case in each of the 8 lanes.
             for shift in 0..8 {
                 let mut lanes = xs[shift..].to_vec();
-                // SAFETY: AVX2 and FMA are present (checked above).
-                unsafe { avx2::exp_in_place(&mut lanes) };
+                avx2::exp_in_place(avx2, &mut lanes);
                 assert_eq!(bits(&lanes), bits(&want[shift..]), "lane shift {shift}");
             }
         }
@@ -344,7 +352,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn the_16_lane_functions_agree_with_the_twin() {
-        if !crate::cpu::has_avx512f() {
+        if crate::cpu::isa().avx512().is_none() {
             return;
         }
         use std::arch::x86_64::*;

@@ -19,8 +19,9 @@
 //! values) and the `tanh`s by [`tanh_slice`](crate::tanh::tanh_slice) (the C library's
 //! `tanhf` bits, 8 lanes at a time where that is glibc's fdlibm `tanhf`).
 
+use crate::cpu::Isa;
 use crate::power::{cube_as_pow_slice, pow};
-use crate::tanh::{tanh, tanh_slice};
+use crate::tanh::{tanh, tanh_slice_with};
 use crate::{Error, Float, Result, parallel, rows};
 use half::bf16;
 use std::any::TypeId;
@@ -73,6 +74,7 @@ pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
         return Err(Error::shape(KERNEL, format!("input of {} values, output of {}", x.len(), out.len())));
     }
     let table = bf16_table_for::<T>();
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(out, 1, rows::PARALLEL_MIN_ELEMENTS, |start, block| {
         let x = &x[start..start + block.len()];
         match table {
@@ -81,7 +83,7 @@ pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
                     *o = T::from_f32(lookup(table, v));
                 }
             }
-            None => by_sequence(x, block, |_, g| g),
+            None => by_sequence(isa, x, block, |_, g| g),
         }
     });
     Ok(())
@@ -94,12 +96,13 @@ pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
 pub fn gelu_approx_mul<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
     check(gate.len(), up.len(), out.len())?;
     let table = bf16_table_for::<T>();
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(out, 1, rows::PARALLEL_MIN_ELEMENTS, |start, block| {
         let span = start..start + block.len();
         let (gate, up) = (&gate[span.clone()], &up[span]);
         match table {
-            Some(table) => gated_by_table(table, gate, up, block),
-            None => by_sequence(gate, block, |i, g| T::from_f32(g.to_f32() * up[i].to_f32())),
+            Some(table) => gated_by_table(isa, table, gate, up, block),
+            None => by_sequence(isa, gate, block, |i, g| T::from_f32(g.to_f32() * up[i].to_f32())),
         }
     });
     Ok(())
@@ -116,8 +119,8 @@ pub fn gelu_approx_mul_scalar<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> 
 }
 
 /// `out[i] = then(i, gelu_approx(x[i]))` by the op sequence, 256 values at a time: the cubes
-/// by [`cube_as_pow_slice`] (`powf`'s bits), the `tanh`s by [`tanh_slice`] (`tanhf`'s).
-fn by_sequence<T: Float>(x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
+/// by [`cube_as_pow_slice`] (`powf`'s bits), the `tanh`s by [`tanh_slice`](crate::tanh::tanh_slice) (`tanhf`'s).
+fn by_sequence<T: Float>(isa: Isa, x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
     const CHUNK: usize = 256;
     let mut widened = [0f32; CHUNK];
     let mut cubes = [0f32; CHUNK];
@@ -127,11 +130,11 @@ fn by_sequence<T: Float>(x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
         for (w, v) in widened.iter_mut().zip(x) {
             *w = v.to_f32();
         }
-        cube_as_pow_slice(&widened[..n], &mut cubes[..n]);
+        cube_as_pow_slice(isa, &widened[..n], &mut cubes[..n]);
         for (cube, &v) in cubes.iter_mut().zip(x) {
             *cube = tanh_argument(v, *cube);
         }
-        tanh_slice(&cubes[..n], &mut tanhs[..n]);
+        tanh_slice_with(isa, &cubes[..n], &mut tanhs[..n]);
         for (i, ((o, &v), &t)) in out.iter_mut().zip(x).zip(&tanhs[..n]).enumerate() {
             *o = then(c * CHUNK + i, gelu_approx_from_tanh(v, t));
         }
@@ -173,13 +176,13 @@ fn lookup<T: Float>(table: &Table, x: T) -> f32 {
 }
 
 /// `T(table[gate] · up)` over one block (`T` is bf16), by the fastest path the CPU has.
-fn gated_by_table<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+fn gated_by_table<T: Float>(isa: Isa, table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::gated_by_table(table, gate, up, out) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::gated_by_table(avx2, table, gate, up, out);
         return;
     }
+    let _ = isa;
     gated_by_table_portable(table, gate, up, out);
 }
 
@@ -196,9 +199,15 @@ mod avx2 {
     use crate::lanes::{load8, store8};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`gated_by_table_tf`] behind the token that proves its target features.
+        pub(super) fn gated_by_table[T: Float](table: &Table, gate: &[T], up: &[T], out: &mut [T]) = gated_by_table_tf;
+    }
+
     /// 8 table lookups, then one product and rounding per 8 lanes.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn gated_by_table<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+    fn gated_by_table_tf<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
         let n = gate.len().min(up.len()).min(out.len());
         let mut c = 0;
         while c + 8 <= n {
@@ -277,10 +286,9 @@ mod tests {
             gated_by_table_portable(table, gate, up, &mut portable);
             assert_eq!(bits(&portable), bits(&want), "portable");
             #[cfg(target_arch = "x86_64")]
-            if crate::cpu::has_avx2_fma() {
+            if let Some(avx2) = crate::cpu::isa().avx2() {
                 let mut lanes = vec![T::default(); gate.len()];
-                // SAFETY: AVX2 + FMA are present.
-                unsafe { avx2::gated_by_table(table, gate, up, &mut lanes) };
+                avx2::gated_by_table(avx2, table, gate, up, &mut lanes);
                 assert_eq!(bits(&lanes), bits(&want), "avx2");
             }
         }

@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn loads_stores_and_rounding_match_the_scalar_conversions() {
-        if !crate::cpu::has_avx2_fma() {
+        if crate::cpu::isa().avx2().is_none() {
             return;
         }
         let mut values: Vec<f32> = (0..4096).map(|i| f32::from_bits((i as u32).wrapping_mul(0x9E37_79B9))).collect();
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn transpose_moves_lane_j_of_row_i_to_lane_i_of_row_j() {
-        if !crate::cpu::has_avx2_fma() {
+        if crate::cpu::isa().avx2().is_none() {
             return;
         }
         let m: Vec<f32> = (0..64).map(|i| i as f32).collect();

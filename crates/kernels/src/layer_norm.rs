@@ -16,6 +16,7 @@
 //! [`layer_norm_scalar`] is that sequence element by element (the definition of the bits);
 //! [`layer_norm`] gives the same bits over all cores, 8 rows per AVX2 vector where available.
 
+use crate::cpu::Isa;
 use crate::{Float, Result, parallel, rows};
 
 const KERNEL: &str = "layer_norm";
@@ -39,9 +40,10 @@ pub fn layer_norm<X: Float, T: Float>(
     out: &mut [T],
 ) -> Result<()> {
     check(x, weight, bias, dim, out)?;
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(out, dim, rows::min_rows(dim), |first, out| {
         let start = first * dim;
-        rows_block(&x[start..start + out.len()], weight, bias, eps, dim, out);
+        rows_block(isa, &x[start..start + out.len()], weight, bias, eps, dim, out);
     });
     Ok(())
 }
@@ -69,6 +71,7 @@ fn check<X, T>(x: &[X], weight: Option<&[T]>, bias: Option<&[T]>, dim: usize, ou
 
 /// Whole rows of `x` and `out` (checked), by the fastest path the CPU has.
 fn rows_block<X: Float, T: Float>(
+    isa: Isa,
     x: &[X],
     weight: Option<&[T]>,
     bias: Option<&[T]>,
@@ -77,11 +80,11 @@ fn rows_block<X: Float, T: Float>(
     out: &mut [T],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::rows(x, weight, bias, eps, dim, out) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::rows(avx2, x, weight, bias, eps, dim, out);
         return;
     }
+    let _ = isa;
     rows_portable(x, weight, bias, eps, dim, out);
 }
 
@@ -133,10 +136,16 @@ mod avx2 {
     use crate::{Float, rows};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`rows_tf`] behind the token that proves its target features.
+        pub(super) fn rows[X: Float, T: Float](x: &[X], weight: Option<&[T]>, bias: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) = rows_tf;
+    }
+
     /// Groups of 8 rows: the 8 sums, then the 8 sums of centred squares in one vector each (a
     /// row per lane), then each row normalised 8 columns at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn rows<X: Float, T: Float>(
+    fn rows_tf<X: Float, T: Float>(
         x: &[X],
         weight: Option<&[T]>,
         bias: Option<&[T]>,
@@ -216,10 +225,9 @@ mod tests {
         layer_norm(x, weight, bias, eps, dim, &mut got).unwrap();
         assert_eq!(bits(&got), bits(&want), "layer_norm");
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
+        if let Some(avx2) = crate::cpu::isa().avx2() {
             let mut lanes = vec![T::default(); x.len()];
-            // SAFETY: AVX2 + FMA are present.
-            unsafe { avx2::rows(x, weight, bias, eps, dim, &mut lanes) };
+            avx2::rows(avx2, x, weight, bias, eps, dim, &mut lanes);
             assert_eq!(bits(&lanes), bits(&want), "avx2");
         }
     }

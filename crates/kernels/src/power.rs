@@ -8,6 +8,8 @@
 //! `x²` is provably far from any midpoint and calls `powf` otherwise (≈ 1.5 % of values);
 //! [`cube_as_pow`] likewise for `x³` (computed exactly in double-double).
 
+use crate::cpu::Isa;
+
 /// `powf(x, y)` from the C library, as MLX's `power` on float32 (and on bf16, through float)
 /// calls it. The exponent passes through [`std::hint::black_box`] so that the compiler cannot
 /// replace `powf(x, 2.0)` by `x * x`: the library's bits are the point.
@@ -55,21 +57,15 @@ pub fn cube_as_pow(x: f32) -> f32 {
 }
 
 /// `out[i] = pow(x[i], 3)` ([`cube_as_pow`]) for slices of one length (the shorter bounds
-/// the work), 8 lanes per AVX2 vector where available.
-pub(crate) fn cube_as_pow_slice(x: &[f32], out: &mut [f32]) {
+/// the work), 8 lanes per AVX2 vector where `isa` has AVX2.
+pub(crate) fn cube_as_pow_slice(isa: Isa, x: &[f32], out: &mut [f32]) {
     let n = x.len().min(out.len());
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        use std::arch::x86_64::{_mm256_loadu_ps, _mm256_storeu_ps};
-        while i + 8 <= n {
-            // SAFETY: the CPU has AVX2 and FMA (checked above); `i + 8 <= n` bounds both slices.
-            unsafe {
-                _mm256_storeu_ps(out.as_mut_ptr().add(i), avx2::cube_as_pow8(_mm256_loadu_ps(x.as_ptr().add(i))))
-            };
-            i += 8;
-        }
+    if let Some(avx2) = isa.avx2() {
+        i = avx2::cube_as_pow_lanes(avx2, &x[..n], &mut out[..n]);
     }
+    let _ = isa;
     for i in i..n {
         out[i] = cube_as_pow(x[i]);
     }
@@ -100,6 +96,24 @@ pub(crate) mod avx2 {
 
     use super::{CUBE_LARGEST, CUBE_SMALLEST, HALF_ULP_LESS_MARGIN, LARGEST, SMALLEST, pow};
     use std::arch::x86_64::*;
+
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`cube_as_pow_lanes_tf`] behind the token that proves its target features.
+        pub(crate) fn cube_as_pow_lanes(x: &[f32], out: &mut [f32]) -> usize = cube_as_pow_lanes_tf;
+    }
+
+    /// `out[i] = powf(x[i], 3)` for the leading multiple of 8 of the slices (of one length),
+    /// [`cube_as_pow8`] on each 8; returns how many were done.
+    #[target_feature(enable = "avx2,fma")]
+    fn cube_as_pow_lanes_tf(x: &[f32], out: &mut [f32]) -> usize {
+        let n = x.len().min(out.len()) / 8 * 8;
+        for (x, out) in x[..n].chunks_exact(8).zip(out[..n].chunks_exact_mut(8)) {
+            // SAFETY: `x` and `out` hold 8 floats each.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), cube_as_pow8(_mm256_loadu_ps(x.as_ptr()))) };
+        }
+        n
+    }
 
     /// `powf(x, 3)` of each lane: the float32 rounding of the exact cube where settled (as the
     /// scalar rule), `powf` for the other lanes.
@@ -227,12 +241,12 @@ mod tests {
         let scalar = if y == 2.0 { square_as_pow } else { cube_as_pow };
         let mut off = xs.iter().filter(|&&x| scalar(x).to_bits() != pow(x, y).to_bits()).count();
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
+        if crate::cpu::isa().avx2().is_some() {
             use std::arch::x86_64::*;
             for chunk in xs.chunks(8) {
                 let mut lanes = [1f32; 8];
                 lanes[..chunk.len()].copy_from_slice(chunk);
-                // SAFETY: AVX2 + FMA are present; `lanes` holds 8 floats.
+                // SAFETY: AVX2 + FMA are present (`isa` has them); `lanes` holds 8 floats.
                 let out = unsafe {
                     let v = _mm256_loadu_ps(lanes.as_ptr());
                     crate::lanes::to_array(if y == 2.0 { avx2::square_as_pow8(v) } else { avx2::cube_as_pow8(v) })

@@ -13,6 +13,7 @@
 //! [`rms_norm_scalar`] is that sequence element by element (the definition of the bits);
 //! [`rms_norm`] gives the same bits over all cores, 8 rows per AVX2 vector where available.
 
+use crate::cpu::Isa;
 use crate::{Float, Result, parallel, rows};
 
 const KERNEL: &str = "rms_norm";
@@ -28,9 +29,10 @@ const KERNEL: &str = "rms_norm";
 /// length, `dim` does not divide it, or the weight does not have `dim` values.
 pub fn rms_norm<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) -> Result<()> {
     check(x, weight, dim, out)?;
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(out, dim, rows::min_rows(dim), |first, out| {
         let start = first * dim;
-        rows_block(&x[start..start + out.len()], weight, eps, dim, out);
+        rows_block(isa, &x[start..start + out.len()], weight, eps, dim, out);
     });
     Ok(())
 }
@@ -55,13 +57,13 @@ fn check<X, T>(x: &[X], weight: Option<&[T]>, dim: usize, out: &[T]) -> Result<(
 }
 
 /// Whole rows of `x` and `out` (checked), by the fastest path the CPU has.
-fn rows_block<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+fn rows_block<X: Float, T: Float>(isa: Isa, x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::rows(x, weight, eps, dim, out) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::rows(avx2, x, weight, eps, dim, out);
         return;
     }
+    let _ = isa;
     rows_portable(x, weight, eps, dim, out);
 }
 
@@ -98,10 +100,16 @@ mod avx2 {
     use crate::{Float, rows};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`rows_tf`] behind the token that proves its target features.
+        pub(super) fn rows[X: Float, T: Float](x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) = rows_tf;
+    }
+
     /// Groups of 8 rows: the 8 sums of squares in one vector (a row per lane), then each row
     /// scaled 8 columns at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn rows<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+    fn rows_tf<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
         let count = x.len() / dim;
         let inverse_dim = _mm256_set1_ps(rows::inverse_count(dim));
         for first in (0..count).step_by(8) {
@@ -157,10 +165,9 @@ mod tests {
         rms_norm(x, weight, eps, dim, &mut got).unwrap();
         assert_eq!(bits(&got), bits(&want), "rms_norm");
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
+        if let Some(avx2) = crate::cpu::isa().avx2() {
             let mut lanes = vec![T::default(); x.len()];
-            // SAFETY: AVX2 + FMA are present.
-            unsafe { avx2::rows(x, weight, eps, dim, &mut lanes) };
+            avx2::rows(avx2, x, weight, eps, dim, &mut lanes);
             assert_eq!(bits(&lanes), bits(&want), "avx2");
         }
     }

@@ -17,6 +17,7 @@
 //! [`rope`] and [`rope_in_place`] give the same bits over all cores, 8 channels per AVX2
 //! vector where available.
 
+use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel, rows};
 
 const KERNEL: &str = "rope";
@@ -120,9 +121,10 @@ pub(crate) fn check<T>(
 
 /// Every head of `x` (checked extents), over all cores.
 fn rotate_all<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) {
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(x, head_dim, rows::min_rows(head_dim), |first, block| {
         for (i, head) in block.chunks_exact_mut(head_dim).enumerate() {
-            rotate_head(head, (first + i) / heads, parts);
+            rotate_head(isa, head, (first + i) / heads, parts);
         }
     });
 }
@@ -130,13 +132,13 @@ fn rotate_all<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[Rop
 /// Rotates one head of token `token` in place (extents checked by the caller), by the
 /// fastest path the CPU has.
 #[inline]
-pub(crate) fn rotate_head<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+pub(crate) fn rotate_head<T: Float>(isa: Isa, head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::rotate_head(head, token, parts) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::rotate_head(avx2, head, token, parts);
         return;
     }
+    let _ = isa;
     rotate_head_portable(head, token, parts);
 }
 
@@ -187,9 +189,15 @@ mod avx2 {
     use crate::lanes::{load8, round8, store8};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`rotate_head_tf`] behind the token that proves its target features.
+        pub(super) fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopeTables<T>]) = rotate_head_tf;
+    }
+
     /// One head: each partition's low and high halves 8 channels at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn rotate_head<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+    fn rotate_head_tf<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
         for (u, cos, sin) in partitions(head, token, parts) {
             let half = u.len() / 2;
             let mut j = 0;
@@ -252,11 +260,10 @@ mod tests {
         rope_in_place(&mut in_place, heads, head_dim, parts).unwrap();
         assert_eq!(bits(&in_place), bits(&want));
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
+        if let Some(avx2) = crate::cpu::isa().avx2() {
             let mut lanes = x.to_vec();
             for (row, head) in lanes.chunks_exact_mut(head_dim).enumerate() {
-                // SAFETY: AVX2 + FMA are present.
-                unsafe { avx2::rotate_head(head, row / heads, parts) };
+                avx2::rotate_head(avx2, head, row / heads, parts);
             }
             assert_eq!(bits(&lanes), bits(&want), "avx2");
         }

@@ -17,6 +17,7 @@
 //! element. The ignored test `…_on_every_float32` checks all 2³² inputs against the C library
 //! at hand (it passes on glibc 2.36).
 
+use crate::cpu::Isa;
 use std::sync::OnceLock;
 
 /// The C library's `tanhf(x)`, which MLX's CPU `tanh` calls for float32.
@@ -29,12 +30,19 @@ pub fn tanh(x: f32) -> f32 {
 /// [`c_library_is_fdlibm`] and the CPU has AVX2, else one call per element. On this thread;
 /// the slices have one length (the shorter bounds the loop).
 pub fn tanh_slice(x: &[f32], out: &mut [f32]) {
+    tanh_slice_with(crate::cpu::isa(), x, out);
+}
+
+/// [`tanh_slice`] with the vector code of `isa`, where it has some.
+pub(crate) fn tanh_slice_with(isa: Isa, x: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() && c_library_is_fdlibm() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { avx2::tanh_slice(x, out) };
+    if let Some(avx2) = isa.avx2()
+        && c_library_is_fdlibm()
+    {
+        avx2::tanh_slice(avx2, x, out);
         return;
     }
+    let _ = isa;
     for (o, &v) in out.iter_mut().zip(x) {
         *o = tanh(v);
     }
@@ -168,9 +176,15 @@ mod avx2 {
     use super::{INV_LN2, LN2_HI, LN2_LO, ONE, Q, TINY, TWO};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`tanh_slice_tf`] behind the token that proves its target features.
+        pub(super) fn tanh_slice(x: &[f32], out: &mut [f32]) = tanh_slice_tf;
+    }
+
     /// [`tanh_slice`](super::tanh_slice) 8 lanes at a time (the tail through a padded vector).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn tanh_slice(x: &[f32], out: &mut [f32]) {
+    fn tanh_slice_tf(x: &[f32], out: &mut [f32]) {
         let n = x.len().min(out.len());
         let mut i = 0;
         while i + 8 <= n {

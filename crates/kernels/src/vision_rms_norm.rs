@@ -17,6 +17,7 @@
 //! norm of every head with the RoPE that follows it in the reference
 //! ([`rope`]), in place.
 
+use crate::cpu::Isa;
 use crate::power::{pow, square_as_pow};
 use crate::rope::{self, RopeTables};
 use crate::{Float, Result, parallel, rows};
@@ -51,8 +52,9 @@ pub fn vision_rms_norm_in_place<T: Float, W: Float>(
 ) -> Result<()> {
     check(x.len(), x.len(), weight.map(<[W]>::len), dim)?;
     let weight = widen(weight);
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(x, dim, rows::min_rows(dim), |_, block| {
-        normalize_rows(block, weight.as_deref(), eps, dim);
+        normalize_rows(isa, block, weight.as_deref(), eps, dim);
     });
     Ok(())
 }
@@ -101,11 +103,12 @@ pub fn normalize_heads<T: Float, W: Float>(
         rope::check(x.len(), x.len(), heads, head_dim, parts)?;
     }
     let weight = widen(weight);
+    let isa = crate::cpu::isa();
     parallel::for_row_blocks(x, head_dim, rows::min_rows(head_dim), |first, block| {
-        normalize_rows(block, weight.as_deref(), eps, head_dim);
+        normalize_rows(isa, block, weight.as_deref(), eps, head_dim);
         if let Some(parts) = rope {
             for (i, head) in block.chunks_exact_mut(head_dim).enumerate() {
-                rope::rotate_head(head, (first + i) / heads.max(1), parts);
+                rope::rotate_head(isa, head, (first + i) / heads.max(1), parts);
             }
         }
     });
@@ -133,13 +136,13 @@ fn scale<T: Float>(f: f32, r: f32, weight: Option<f32>) -> T {
 }
 
 /// Normalises whole rows in place by the fastest path the CPU has.
-fn normalize_rows<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
+fn normalize_rows<T: Float>(isa: Isa, x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked at run time just above).
-        unsafe { avx2::normalize_rows(x, weight, eps, dim) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::normalize_rows(avx2, x, weight, eps, dim);
         return;
     }
+    let _ = isa;
     normalize_rows_portable(x, weight, eps, dim);
 }
 
@@ -166,10 +169,16 @@ mod avx2 {
     use crate::{Float, rows};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`normalize_rows_tf`] behind the token that proves its target features.
+        pub(super) fn normalize_rows[T: Float](x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) = normalize_rows_tf;
+    }
+
     /// Groups of 8 rows: the 8 sums of `powf(f, 2)` in one vector (a row per lane), then each
     /// row scaled in place 8 columns at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn normalize_rows<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
+    fn normalize_rows_tf<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
         let count = x.len() / dim;
         let inverse_dim = _mm256_set1_ps(rows::inverse_count(dim));
         for first in (0..count).step_by(8) {
@@ -226,10 +235,9 @@ mod tests {
         normalize_rows_portable(&mut portable, widen(weight).as_deref(), eps, dim);
         assert_eq!(bits(&portable), bits(&want), "portable");
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
+        if let Some(avx2) = crate::cpu::isa().avx2() {
             let mut lanes = x.to_vec();
-            // SAFETY: AVX2 + FMA are present.
-            unsafe { avx2::normalize_rows(&mut lanes, widen(weight).as_deref(), eps, dim) };
+            avx2::normalize_rows(avx2, &mut lanes, widen(weight).as_deref(), eps, dim);
             assert_eq!(bits(&lanes), bits(&want), "avx2");
         }
     }

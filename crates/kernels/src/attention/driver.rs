@@ -15,6 +15,7 @@
 use super::pack::{pack_keys, pack_queries, pack_values};
 use super::softmax::Lanes;
 use super::{AttentionInputs, AttentionShape, MaskRef};
+use crate::cpu::Isa;
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{Steps, TileKernel};
@@ -48,15 +49,16 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
     // `s + ±0 = s` for every other `s` (NaNs included). Skipping it saves its transposition
     // and its adds.
     let mask = mask.filter(|mask| !mask.is_zero());
-    let tile = kernel.resolve();
-    let lanes = Lanes::new(kernel);
+    let isa = kernel.isa();
+    let tile = TileKernel::new(isa);
+    let lanes = Lanes::new(isa);
     let key_panels = keys.div_ceil(MR);
     let dim_panels = head_dim.div_ceil(MR);
     let keys_len = key_panels * head_dim * MR;
     let values_len = dim_panels * keys * MR;
     // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
     // every product exact (see `gemm::magnitudes`).
-    let exact_possible = T::DTYPE == ElementType::Bf16 && kernel.simd();
+    let exact_possible = T::DTYPE == ElementType::Bf16 && isa != Isa::Portable;
     let groups = batch * kv_heads;
     with_shared(groups * (keys_len + values_len), |buffer| {
         let (packed_keys, packed_values) = buffer.split_at_mut(groups * keys_len);
@@ -68,7 +70,7 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
                 pack_keys(&shape, k, bg / kv_heads, bg % kv_heads, keys_dst);
                 pack_values(&shape, v, bg / kv_heads, bg % kv_heads, values_dst);
                 if exact_possible {
-                    (Magnitudes::of(keys_dst), Magnitudes::of(values_dst))
+                    (Magnitudes::of(keys_dst, isa), Magnitudes::of(values_dst, isa))
                 } else {
                     (Magnitudes::EMPTY, Magnitudes::EMPTY)
                 }
@@ -169,7 +171,8 @@ impl<T: Float> Task<'_, T> {
                 }
                 let mut exact_scores = [false; QUERY_PANELS];
                 for (exact, panel) in exact_scores.iter_mut().zip(query_panels.chunks_exact(query_len)) {
-                    *exact = self.packed.exact(&self.packed.key_magnitudes, bg, Magnitudes::of(panel));
+                    *exact =
+                        self.packed.exact(&self.packed.key_magnitudes, bg, Magnitudes::of(panel, self.lanes.isa()));
                 }
                 // sᵀ = k · q'ᵀ, each key panel serving every query panel while in L1; each
                 // tile's scores are finished (rounded, masked, into the maximum) right away.

@@ -8,19 +8,19 @@
 //! 3. [`Lanes::normalize`], on each block of keys just before `p · v` reads it:
 //!    `p = T(e · (1 / sum))` (bf16 recomputes `e` in MLX, which gives the same `e`).
 
+use crate::cpu::Isa;
 use crate::exp::exp;
+#[cfg(doc)]
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::Magnitudes;
 use crate::gemm::tile::NR;
 use crate::{ElementType, Float};
 
-/// Which code runs the lanes: AVX-512F (the 16 lanes in one register), AVX2 + FMA (MLX's
-/// `exp` polynomial uses `fma`) or portable.
+/// Which code runs the lanes: the instruction set of the micro-kernel, AVX-512F (the 16 lanes
+/// in one register), AVX2 + FMA (MLX's `exp` polynomial uses `fma`) or portable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lanes {
-    Avx512,
-    Avx2,
-    Portable,
+pub(crate) struct Lanes {
+    isa: Isa,
 }
 
 /// `x` rounded to `T` and widened back.
@@ -36,13 +36,14 @@ fn maximum(x: f32, m: f32) -> f32 {
 }
 
 impl Lanes {
-    /// The lanes the micro-kernel `kernel`'s instruction set runs, where the CPU has it.
-    pub(crate) fn new(kernel: MicroKernel) -> Lanes {
-        match kernel {
-            MicroKernel::Avx512 if crate::cpu::has_avx512f() => Lanes::Avx512,
-            MicroKernel::Avx512 | MicroKernel::Avx2 if crate::cpu::has_avx2_fma() => Lanes::Avx2,
-            _ => Lanes::Portable,
-        }
+    /// The lanes of the instruction set `isa` (the micro-kernel's, [`MicroKernel::isa`]).
+    pub(crate) fn new(isa: Isa) -> Lanes {
+        Lanes { isa }
+    }
+
+    /// The instruction set the lanes run.
+    pub(crate) fn isa(self) -> Isa {
+        self.isa
     }
 
     /// Step 1 on `rows` (`k × NR`, the raw sums of `k` consecutive keys): each becomes
@@ -50,17 +51,12 @@ impl Lanes {
     /// holds the same `k × NR` values of `T`.
     #[inline]
     pub(crate) fn scores<T: Float>(self, rows: &mut [f32], mask: Option<&[f32]>, maximum: &mut [f32; NR]) {
-        #[cfg(target_arch = "x86_64")]
-        if self == Lanes::Avx512 && crate::cpu::has_avx512f() {
-            // SAFETY: AVX-512F is available (checked just above).
-            unsafe { avx512::scores::<T>(rows, mask, maximum) };
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            unsafe { avx2::scores::<T>(rows, mask, maximum) };
-            return;
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(avx512) => return avx512::scores::<T>(avx512, rows, mask, maximum),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(avx2) => return avx2::scores::<T>(avx2, rows, mask, maximum),
+            Isa::Portable => {}
         }
         for (j, row) in rows.chunks_exact_mut(NR).enumerate() {
             for (l, (s, m)) in row.iter_mut().zip(maximum.iter_mut()).enumerate() {
@@ -78,15 +74,12 @@ impl Lanes {
     /// lanes' sums `Σ e` in key order.
     #[inline]
     pub(crate) fn exponentials(self, scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
-        #[cfg(target_arch = "x86_64")]
-        if self == Lanes::Avx512 && crate::cpu::has_avx512f() {
-            // SAFETY: AVX-512F is available (checked just above).
-            return unsafe { avx512::exponentials(scores, maximum) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { avx2::exponentials(scores, maximum) };
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(avx512) => return avx512::exponentials(avx512, scores, maximum),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(avx2) => return avx2::exponentials(avx2, scores, maximum),
+            Isa::Portable => {}
         }
         let mut sum = [0.0f32; NR];
         for row in scores.chunks_exact_mut(NR) {
@@ -106,22 +99,19 @@ impl Lanes {
     /// `sum ≥ 1`, as the maximum's `e` is 1), so only the smallest nonzero `p` is computed.
     #[inline]
     pub(crate) fn normalize<T: Float>(self, rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
-        #[cfg(target_arch = "x86_64")]
-        if self == Lanes::Avx512 && crate::cpu::has_avx512f() {
-            // SAFETY: AVX-512F is available (checked just above).
-            return unsafe { avx512::normalize::<T>(rows, inverse) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if self == Lanes::Avx2 && crate::cpu::has_avx2_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { avx2::normalize::<T>(rows, inverse) };
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(avx512) => return avx512::normalize::<T>(avx512, rows, inverse),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(avx2) => return avx2::normalize::<T>(avx2, rows, inverse),
+            Isa::Portable => {}
         }
         for row in rows.chunks_exact_mut(NR) {
             for (s, inv) in row.iter_mut().zip(inverse) {
                 *s = round::<T>(*s * inv);
             }
         }
-        if T::DTYPE == ElementType::Bf16 { Magnitudes::of(rows) } else { Magnitudes::UNBOUNDED }
+        if T::DTYPE == ElementType::Bf16 { Magnitudes::of(rows, self.isa) } else { Magnitudes::UNBOUNDED }
     }
 }
 
@@ -168,8 +158,14 @@ mod avx2 {
         }
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`scores_tf`] behind the token that proves its target features.
+        pub(super) fn scores[T: Float](rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) = scores_tf;
+    }
+
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn scores<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
+    fn scores_tf<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
         let mut m = load(maximum_lanes);
         for (j, row) in rows.chunks_exact_mut(NR).enumerate() {
             let s = load(row);
@@ -192,8 +188,14 @@ mod avx2 {
         _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(magnitude, _mm256_set1_ps(f32::INFINITY))) == 0xFF
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`exponentials_tf`] behind the token that proves its target features.
+        pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] = exponentials_tf;
+    }
+
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+    fn exponentials_tf(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
         let m = load(maximum);
         // Where a lane's maximum is finite, no score of it is NaN (a NaN would be the maximum)
         // and none exceeds it: every `s − m` is `≤ 0` or `−∞`.
@@ -211,8 +213,14 @@ mod avx2 {
         out
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`normalize_tf`] behind the token that proves its target features.
+        pub(super) fn normalize[T: Float](rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes = normalize_tf;
+    }
+
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
+    fn normalize_tf<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         let inv = load(inverse);
         let bounded = T::DTYPE == ElementType::Bf16;
         // The smallest nonzero finite `p`: every `p` is `+0`, positive or the canonical NaN
@@ -295,8 +303,14 @@ mod avx512 {
         _mm512_mask_blend_ps(take, m, x)
     }
 
+    crate::cpu::target_entry! {
+        Avx512;
+        /// [`scores_tf`] behind the token that proves its target features.
+        pub(super) fn scores[T: Float](rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) = scores_tf;
+    }
+
     #[target_feature(enable = "avx512f")]
-    pub(super) fn scores<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
+    fn scores_tf<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
         let mut m = load(maximum_lanes);
         match mask {
             None => {
@@ -317,8 +331,14 @@ mod avx512 {
         store(maximum_lanes, m);
     }
 
+    crate::cpu::target_entry! {
+        Avx512;
+        /// [`exponentials_tf`] behind the token that proves its target features.
+        pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] = exponentials_tf;
+    }
+
     #[target_feature(enable = "avx512f")]
-    pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+    fn exponentials_tf(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
         let m = load(maximum);
         // Where every lane's maximum is finite, no score is NaN (a NaN would be the maximum)
         // and none exceeds it: every `s − m` is `≤ 0` or `−∞`.
@@ -336,8 +356,14 @@ mod avx512 {
         out
     }
 
+    crate::cpu::target_entry! {
+        Avx512;
+        /// [`normalize_tf`] behind the token that proves its target features.
+        pub(super) fn normalize[T: Float](rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes = normalize_tf;
+    }
+
     #[target_feature(enable = "avx512f")]
-    pub(super) fn normalize<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
+    fn normalize_tf<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         let inv = load(inverse);
         let bounded = T::DTYPE == ElementType::Bf16;
         // The smallest nonzero finite `p`, as the AVX2 lanes find it: `bits − 1` as unsigned

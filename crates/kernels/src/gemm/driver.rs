@@ -21,6 +21,7 @@ use super::microkernel::{MicroKernel, Steps, TileKernel};
 use super::pack::pack_a;
 use super::right_operand::RightOperand;
 use super::tile::{LINE, MR, NR, TILE};
+use crate::cpu::Isa;
 use crate::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
@@ -99,15 +100,15 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
     let kc = k.div_ceil(k_blocks).next_multiple_of(group.unwrap_or(1));
     let nc = blocking.nc.min(n.next_multiple_of(NR));
     let groups_len = group.map_or(0, |group| k / group * NR);
-    let simd = kernel.simd();
-    let tile_kernel = kernel.resolve();
+    let isa = kernel.isa();
+    let tile_kernel = TileKernel::new(isa);
     // FMA may replace the separate multiply and add where both operands hold bf16 values and
     // their magnitudes make every product exact (see `magnitudes`). A bf16 `a` clipped to a
     // float32 bound that is not a bf16 value may hold that bound.
     let is_bf16 = |x: f32| x.to_bits() & 0xFFFF == 0;
     let a_bf16 = O::DTYPE == ElementType::Bf16
         || (A::DTYPE == ElementType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
-    let exact_possible = simd && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
+    let exact_possible = isa != Isa::Portable && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
     let steps = match arithmetic {
         Arithmetic::F32 => Steps::Separate,
         Arithmetic::Bf16 => Steps::Bf16,
@@ -126,9 +127,9 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
                     let panels = rows.div_ceil(MR);
                     for p0 in (0..k).step_by(kc) {
                         let kcur = kc.min(k - p0);
-                        pack_a::<A, O>(&a, a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
+                        pack_a::<A, O>(isa, &a, a_clip, (i0, rows), (p0, kcur), &mut dst[panels * MR * p0..]);
                     }
-                    if exact_possible { Magnitudes::of(dst) } else { Magnitudes::EMPTY }
+                    if exact_possible { Magnitudes::of(dst, isa) } else { Magnitudes::EMPTY }
                 })
                 .reduce(|| Magnitudes::EMPTY, Magnitudes::merge);
             Some((&*shared_a, magnitudes))
@@ -146,8 +147,8 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
                     .par_chunks_mut(k * NR)
                     .enumerate()
                     .map(|(p, dst)| {
-                        b.pack_panel(j0 + p * NR, (cols - p * NR).min(NR), dst, simd);
-                        if exact_possible { Magnitudes::of(dst) } else { Magnitudes::EMPTY }
+                        b.pack_panel(j0 + p * NR, (cols - p * NR).min(NR), dst, isa);
+                        if exact_possible { Magnitudes::of(dst, isa) } else { Magnitudes::EMPTY }
                     })
                     .reduce(|| Magnitudes::EMPTY, Magnitudes::merge);
                 let groups = group.map(|group| {
@@ -197,6 +198,7 @@ fn row_block<A: Float, R: RightOperand, O: Float>(
     n: usize,
 ) {
     let epilogue = &product.epilogue;
+    let isa = epilogue.isa;
     let rows = out.len() / n;
     let row_panels = rows.div_ceil(MR);
     let col_panels = block.cols.div_ceil(NR);
@@ -211,9 +213,9 @@ fn row_block<A: Float, R: RightOperand, O: Float>(
             let (packed_a, a_magnitudes): (&[f32], Magnitudes) = match shared_a {
                 Some((shared, magnitudes)) => (&shared[row_panels * MR * p0..], magnitudes),
                 None => {
-                    pack_a::<A, O>(&product.a, product.a_clip, (i0, rows), (p0, kcur), own_a);
+                    pack_a::<A, O>(isa, &product.a, product.a_clip, (i0, rows), (p0, kcur), own_a);
                     let packed = &own_a[..row_panels * kcur * MR];
-                    let magnitudes = if block.exact_possible { Magnitudes::of(packed) } else { Magnitudes::EMPTY };
+                    let magnitudes = if block.exact_possible { Magnitudes::of(packed, isa) } else { Magnitudes::EMPTY };
                     (packed, magnitudes)
                 }
             };
@@ -271,7 +273,6 @@ fn row_block<A: Float, R: RightOperand, O: Float>(
                                 }
                                 let scales = &scales[jp * (k / group) * NR + p0 / group * NR..];
                                 let kinds = (steps, product.arithmetic);
-                                let simd = epilogue.simd;
                                 accumulate_groups(
                                     kernel,
                                     kinds,
@@ -281,7 +282,7 @@ fn row_block<A: Float, R: RightOperand, O: Float>(
                                     scales,
                                     tile,
                                     next,
-                                    simd,
+                                    isa,
                                 );
                             }
                         }

@@ -4,6 +4,7 @@
 use super::arithmetic::{BiasPlacement, clip};
 use super::tile::{NR, TILE};
 use crate::Float;
+use crate::cpu::Isa;
 
 /// How the accumulators of a tile start and end, fixed for one product.
 #[derive(Debug, Clone, Copy)]
@@ -11,8 +12,8 @@ pub(crate) struct Epilogue<'a, O> {
     pub(crate) bias: Option<&'a [O]>,
     pub(crate) placement: BiasPlacement,
     pub(crate) out_clip: Option<(O, O)>,
-    /// Full rows of a tile are stored with AVX2 (the same values).
-    pub(crate) simd: bool,
+    /// The instruction set whose vector code stores full rows of a tile (the same values).
+    pub(crate) isa: Isa,
 }
 
 impl<O: Float> Epilogue<'_, O> {
@@ -49,10 +50,9 @@ impl<O: Float> Epilogue<'_, O> {
             // (A NaN bound keeps its own bits in MLX's clip; the vector store would
             // canonicalise a bf16 one, so those rows take the scalar path.)
             let nan_bound = clip.is_some_and(|(lo, hi)| lo.is_nan() || hi.is_nan());
-            if self.simd && cols == NR && !nan_bound && crate::cpu::has_avx2_fma() {
+            if let Some(avx2) = self.isa.avx2().filter(|_| cols == NR && !nan_bound) {
                 for (r, acc) in tile.chunks_exact(NR).take(rows).enumerate() {
-                    // SAFETY: AVX2 and FMA are available (checked above).
-                    unsafe { avx2::store_row(acc, bias, clip, &mut out[r * ld..r * ld + NR]) };
+                    avx2::store_row(avx2, acc, bias, clip, &mut out[r * ld..r * ld + NR]);
                 }
                 return;
             }
@@ -96,10 +96,16 @@ mod avx2 {
     use crate::lanes::{load8, round8, store8};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`store_row_tf`] behind the token that proves its target features.
+        pub(super) fn store_row[O: Float](acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) = store_row_tf;
+    }
+
     /// [`super::Epilogue::store_row`] for a full row of `NR` values: `O(acc [+ bias])`, then
     /// MLX's clip on the `O` values (a NaN kept, a NaN bound taken), stored as `O`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn store_row<O: Float>(acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
+    fn store_row_tf<O: Float>(acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
         let (acc, dst) = (&acc[..NR], &mut dst[..NR]);
         for half in 0..NR / 8 {
             let at = half * 8;

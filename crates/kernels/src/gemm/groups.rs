@@ -8,13 +8,14 @@
 use super::arithmetic::{Arithmetic, round_bf16};
 use super::microkernel::{Steps, TileKernel};
 use super::tile::{LINE, MR, NR, TILE};
+use crate::cpu::Isa;
 
 /// `tile` updated by the `kc / group` groups of the packed panels `a` (`kc × MR`) and `b`
 /// (`kc × NR`): for each group `g` in order, `P` over its `group` steps (with `steps`), then
 /// `tile = R(tile + R(scales[g · NR + j] · P))` column by column. `kc` is a multiple of
 /// `group`; `scales` holds `kc / group · NR` factors; `next` is a prefetch hint. In float32
 /// this is the kernel's grouped tile function; in bf16, the bf16 tile function per group and
-/// the combination here (with `simd`, AVX2 where the CPU has it: the same bits).
+/// the combination here (with `isa`'s vector code where it has some: the same bits).
 #[allow(clippy::too_many_arguments, reason = "one tile's update: the kernel, its operands and the groups")]
 pub(crate) fn accumulate_groups(
     kernel: TileKernel,
@@ -25,7 +26,7 @@ pub(crate) fn accumulate_groups(
     scales: &[f32],
     tile: &mut [f32; TILE],
     next: &[f32],
-    simd: bool,
+    isa: Isa,
 ) {
     if arithmetic == Arithmetic::F32 {
         kernel.run_grouped(steps == Steps::Fused, (kc, group), (a, b), scales, tile, next);
@@ -38,20 +39,19 @@ pub(crate) fn accumulate_groups(
         let panels = (&a[g * group * MR..], &b[g * group * NR..]);
         let next = next.get(g * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
         kernel.run_steps(steps, group, panels, &mut partial, false, next);
-        combine_bf16(tile, &partial, &scales[g * NR..(g + 1) * NR], simd);
+        combine_bf16(tile, &partial, &scales[g * NR..(g + 1) * NR], isa);
     }
 }
 
 /// `tile = bf16(tile + bf16(scales[j] · partial))` for every row, column `j`.
 #[inline(always)]
-fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], simd: bool) {
+fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], isa: Isa) {
     #[cfg(target_arch = "x86_64")]
-    if simd && crate::cpu::has_avx2_fma() {
-        // SAFETY: AVX2 and FMA are available (checked just above).
-        unsafe { avx2::combine_bf16(tile, partial, scales) };
+    if let Some(avx2) = isa.avx2() {
+        avx2::combine_bf16(avx2, tile, partial, scales);
         return;
     }
-    let _ = simd;
+    let _ = isa;
     for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
         for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
             let scaled = round_bf16(s * p);
@@ -66,9 +66,15 @@ mod avx2 {
     use super::{NR, TILE};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`combine_bf16_tf`] behind the token that proves its target features.
+        pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) = combine_bf16_tf;
+    }
+
     /// [`super::combine_bf16`] eight columns at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
+    fn combine_bf16_tf(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
         let scales = &scales[..NR];
         for half in 0..NR / 8 {
             // SAFETY: `scales` holds `NR` floats.
@@ -119,7 +125,7 @@ mod tests {
             let steps = if arithmetic == Arithmetic::Bf16 { Steps::Bf16 } else { Steps::Separate };
             for kernel in MicroKernel::available() {
                 let mut tile = start;
-                let simd = kernel.simd();
+                let isa = kernel.isa();
                 accumulate_groups(
                     kernel.resolve(),
                     (steps, arithmetic),
@@ -129,7 +135,7 @@ mod tests {
                     &scales,
                     &mut tile,
                     &[],
-                    simd,
+                    isa,
                 );
                 assert_eq!(tile.map(f32::to_bits), want.map(f32::to_bits), "{kernel:?} {arithmetic:?}");
             }

@@ -8,6 +8,8 @@
 //! for a block of the product when both operands hold bf16 values and their magnitudes keep
 //! every nonzero finite product in that range.
 
+use crate::cpu::Isa;
+
 /// The largest and the smallest nonzero magnitude among the finite values of a set (infinities,
 /// NaNs and zeros are ignored), or bounds of them (`max` at least the largest, `min` at most
 /// the smallest), which serve [`products_are_exact`] as well.
@@ -38,13 +40,13 @@ impl Magnitudes {
         }
     }
 
-    /// The magnitudes of `values`.
-    pub(crate) fn of(values: &[f32]) -> Magnitudes {
+    /// The magnitudes of `values`, with the vector code of `isa` where it has some.
+    pub(crate) fn of(values: &[f32], isa: Isa) -> Magnitudes {
         #[cfg(target_arch = "x86_64")]
-        if crate::cpu::has_avx2_fma() {
-            // SAFETY: AVX2 is available (checked just above).
-            return unsafe { avx2::of(values) };
+        if let Some(avx2) = isa.avx2() {
+            return avx2::of(avx2, values);
         }
+        let _ = isa;
         Self::of_portable(values)
     }
 
@@ -125,9 +127,15 @@ pub(crate) mod avx2 {
         }
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`of_tf`] behind the token that proves its target features.
+        pub(super) fn of(values: &[f32]) -> Magnitudes = of_tf;
+    }
+
     /// [`Magnitudes::of`] eight values at a time.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn of(values: &[f32]) -> Magnitudes {
+    fn of_tf(values: &[f32]) -> Magnitudes {
         let mut lanes = Lanes::new();
         let mut chunks = values.chunks_exact(8);
         for chunk in &mut chunks {
@@ -160,7 +168,7 @@ mod tests {
         for &x in values {
             m.add(x);
         }
-        assert_eq!(m, Magnitudes::of(values));
+        assert_eq!(m, Magnitudes::of(values, crate::cpu::isa()));
         assert_eq!(m, Magnitudes::of_portable(values));
         m
     }

@@ -10,10 +10,16 @@
 //! once (the AVX-512 kernel's twelve 16-lane accumulators), with the bits of two single tiles.
 
 use super::tile::{GroupedTileFn, MR, NR, PairTileFn, TILE, TileFn};
-use super::{microkernel_avx2, microkernel_avx512, microkernel_bf16, microkernel_portable};
+#[cfg(target_arch = "x86_64")]
+use super::{microkernel_avx2, microkernel_avx512};
+use super::{microkernel_bf16, microkernel_portable};
+use crate::cpu::Isa;
 use std::fmt;
 
-/// Which micro-kernel computes the tiles.
+/// Which micro-kernel computes the tiles: the matrix products' choice, which a caller may name
+/// (tests, benchmarks); it runs at an instruction set no higher than the one
+/// [`cpu::isa`](crate::cpu::isa) resolved ([`MicroKernel::detect`] is that instruction set's
+/// own kernel). See [`cpu`](crate::cpu) for how this relates to [`Isa`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MicroKernel {
     /// AVX-512F intrinsics for pairs of tiles (`_mm512_mul_ps` then `_mm512_add_ps`, or FMA
@@ -27,63 +33,38 @@ pub enum MicroKernel {
 }
 
 impl MicroKernel {
-    /// AVX-512 when [`cpu::has_avx512f`](crate::cpu::has_avx512f) allows it, else AVX2 when
-    /// [`cpu::has_avx2_fma`](crate::cpu::has_avx2_fma) does, else portable.
+    /// The micro-kernel of the instruction set [`cpu::isa`](crate::cpu::isa) resolved: AVX-512
+    /// where the CPU has it (and the environment allows it), else AVX2, else portable.
     pub fn detect() -> MicroKernel {
-        if crate::cpu::has_avx512f() {
-            MicroKernel::Avx512
-        } else if crate::cpu::has_avx2_fma() {
-            MicroKernel::Avx2
-        } else {
-            MicroKernel::Portable
-        }
+        crate::cpu::isa().micro_kernel()
     }
 
-    /// Every kernel this CPU can run (the portable one always).
+    /// Every kernel this process can run (the portable one always), as
+    /// [`cpu::isa`](crate::cpu::isa) allows.
     pub fn available() -> Vec<MicroKernel> {
-        let mut kernels = vec![MicroKernel::Portable];
-        if microkernel_avx2::tiles().is_some() {
-            kernels.push(MicroKernel::Avx2);
-            if microkernel_avx512::pair_tiles().is_some() {
-                kernels.push(MicroKernel::Avx512);
-            }
+        match Self::detect() {
+            MicroKernel::Avx512 => vec![MicroKernel::Portable, MicroKernel::Avx2, MicroKernel::Avx512],
+            MicroKernel::Avx2 => vec![MicroKernel::Portable, MicroKernel::Avx2],
+            MicroKernel::Portable => vec![MicroKernel::Portable],
         }
-        kernels
     }
 
-    /// Whether the vector helpers around the tiles (packing, stores, softmax lanes) may use
-    /// AVX2: every kernel but the portable one.
-    pub(crate) fn simd(self) -> bool {
-        self != MicroKernel::Portable
-    }
-
-    /// This kernel, resolved for the running CPU (the portable one where AVX2 is missing).
-    pub(crate) fn resolve(self) -> TileKernel {
-        let portable = TileKernel {
-            separate: microkernel_portable::tile,
-            fused: microkernel_portable::tile,
-            bf16: microkernel_bf16::tile_portable,
-            grouped_separate: microkernel_portable::tile_grouped,
-            grouped_fused: microkernel_portable::tile_grouped,
-            pairs: None,
-        };
-        let avx2 = || match (microkernel_avx2::tiles(), microkernel_bf16::avx2(), microkernel_avx2::grouped_tiles()) {
-            (Some((separate, fused)), Some(bf16), Some((grouped_separate, grouped_fused))) => {
-                TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None }
-            }
-            _ => portable,
-        };
+    /// The instruction set this kernel runs on this CPU, the vector helpers around its tiles
+    /// (packing, stores, softmax lanes) included: its own, capped at what
+    /// [`cpu::isa`](crate::cpu::isa) resolved.
+    pub(crate) fn isa(self) -> Isa {
+        let detected = crate::cpu::isa();
         match self {
-            MicroKernel::Avx512 => {
-                let single = avx2();
-                match (microkernel_avx512::pair_tiles(), microkernel_avx2::tiles(), microkernel_bf16::avx512()) {
-                    (Some(pairs), Some(_), Some(bf16)) => TileKernel { pairs: Some(pairs), bf16, ..single },
-                    _ => single,
-                }
-            }
-            MicroKernel::Avx2 => avx2(),
-            MicroKernel::Portable => portable,
+            MicroKernel::Avx512 => detected,
+            MicroKernel::Avx2 => detected.at_most_avx2(),
+            MicroKernel::Portable => Isa::Portable,
         }
+    }
+
+    /// This kernel's tile functions for this CPU ([`MicroKernel::isa`]).
+    #[cfg(test)]
+    pub(crate) fn resolve(self) -> TileKernel {
+        TileKernel::new(self.isa())
     }
 }
 
@@ -104,8 +85,9 @@ pub(crate) enum Steps {
 /// A micro-kernel's tile functions, one per [`Steps`], and the grouped ones of float32
 /// arithmetic.
 ///
-/// Only [`MicroKernel::resolve`] makes one, of functions the running CPU executes; calling
-/// them is sound whenever the pointers are valid for those extents.
+/// Only [`TileKernel::new`] makes one, of functions the instruction set it is given (which the
+/// CPU runs: its tokens prove it) executes; calling them is sound whenever the pointers are
+/// valid for those extents.
 #[derive(Clone, Copy)]
 pub(crate) struct TileKernel {
     separate: TileFn,
@@ -118,6 +100,34 @@ pub(crate) struct TileKernel {
 }
 
 impl TileKernel {
+    /// The tile functions of `isa`: for AVX-512, the AVX2 kernels for single tiles of float32
+    /// arithmetic beside the AVX-512 pair tiles and bf16 tiles.
+    pub(crate) fn new(isa: Isa) -> TileKernel {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(avx512) => TileKernel {
+                pairs: Some(microkernel_avx512::pair_tiles(avx512)),
+                bf16: microkernel_bf16::avx512(avx512),
+                ..TileKernel::new(Isa::Avx2(avx512.avx2()))
+            },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(avx2) => {
+                let (separate, fused) = microkernel_avx2::tiles(avx2);
+                let (grouped_separate, grouped_fused) = microkernel_avx2::grouped_tiles(avx2);
+                let bf16 = microkernel_bf16::avx2(avx2);
+                TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None }
+            }
+            Isa::Portable => TileKernel {
+                separate: microkernel_portable::tile,
+                fused: microkernel_portable::tile,
+                bf16: microkernel_bf16::tile_portable,
+                grouped_separate: microkernel_portable::tile_grouped,
+                grouped_fused: microkernel_portable::tile_grouped,
+                pairs: None,
+            },
+        }
+    }
+
     /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps, each product rounded before
     /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the
     /// caller has checked that every product of `a`'s and `b`'s values is exact in `f32`, and

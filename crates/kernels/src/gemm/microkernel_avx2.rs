@@ -11,27 +11,21 @@
 //! The grouped kernel runs the same steps a group at a time, from zeros, and after each group
 //! adds the scaled sums into the tile in memory (`c + round(s · P)`, a multiply then an add).
 
+#![cfg(target_arch = "x86_64")]
+
 use super::tile::{GroupedTileFn, TileFn};
+use crate::cpu::Avx2;
 
-/// The AVX2 tile functions, `(separate, fused)`, when this CPU runs AVX2 and FMA code.
-pub(crate) fn tiles() -> Option<(TileFn, TileFn)> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        return Some((x86::tile_6x16::<false>, x86::tile_6x16::<true>));
-    }
-    None
+/// The AVX2 tile functions, `(separate, fused)`, for the CPU the token vouches for.
+pub(crate) fn tiles(_: Avx2) -> (TileFn, TileFn) {
+    (x86::tile_6x16::<false>, x86::tile_6x16::<true>)
 }
 
-/// The AVX2 grouped tile functions, `(separate, fused)`, when this CPU runs AVX2 and FMA code.
-pub(crate) fn grouped_tiles() -> Option<(GroupedTileFn, GroupedTileFn)> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        return Some((x86::grouped_6x16::<false>, x86::grouped_6x16::<true>));
-    }
-    None
+/// The AVX2 grouped tile functions, `(separate, fused)`, for the CPU the token vouches for.
+pub(crate) fn grouped_tiles(_: Avx2) -> (GroupedTileFn, GroupedTileFn) {
+    (x86::grouped_6x16::<false>, x86::grouped_6x16::<true>)
 }
 
-#[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::super::tile::{LINE, MR, NR, NextLines};
     use std::arch::x86_64::*;

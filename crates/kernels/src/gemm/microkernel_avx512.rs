@@ -8,18 +8,16 @@
 //! The k loop runs four steps per iteration and prefetches into L1 both panels of `a` a few
 //! iterations ahead and, one cache line per iteration, the memory the caller reads next.
 
-use super::tile::PairTileFn;
+#![cfg(target_arch = "x86_64")]
 
-/// The AVX-512 pair-tile functions, `(separate, fused)`, when [`crate::cpu::has_avx512f`].
-pub(crate) fn pair_tiles() -> Option<(PairTileFn, PairTileFn)> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx512f() {
-        return Some((x86::pair_6x16::<false>, x86::pair_6x16::<true>));
-    }
-    None
+use super::tile::PairTileFn;
+use crate::cpu::Avx512;
+
+/// The AVX-512 pair-tile functions, `(separate, fused)`, for the CPU the token vouches for.
+pub(crate) fn pair_tiles(_: Avx512) -> (PairTileFn, PairTileFn) {
+    (x86::pair_6x16::<false>, x86::pair_6x16::<true>)
 }
 
-#[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::super::tile::{LINE, MR, NR, NextLines};
     use std::arch::x86_64::*;

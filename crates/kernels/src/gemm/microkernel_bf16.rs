@@ -56,22 +56,16 @@ pub(crate) unsafe fn tile_portable(
     }
 }
 
-/// The AVX2 kernel when this CPU runs AVX2 code.
-pub(crate) fn avx2() -> Option<super::tile::TileFn> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        return Some(x86::tile_6x16);
-    }
-    None
+/// The AVX2 kernel, for the CPU the token vouches for.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx2(_: crate::cpu::Avx2) -> super::tile::TileFn {
+    x86::tile_6x16
 }
 
-/// The AVX-512 kernel when [`crate::cpu::has_avx512f`] allows it.
-pub(crate) fn avx512() -> Option<super::tile::TileFn> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::cpu::has_avx512f() {
-        return Some(x86_avx512::tile_6x16);
-    }
-    None
+/// The AVX-512 kernel, for the CPU the token vouches for.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512(_: crate::cpu::Avx512) -> super::tile::TileFn {
+    x86_avx512::tile_6x16
 }
 
 #[cfg(target_arch = "x86_64")]

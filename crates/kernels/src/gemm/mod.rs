@@ -119,7 +119,7 @@ pub fn gemm_with<A: Float, B: Float, O: Float>(
         bias: options.bias,
         placement: BiasPlacement::for_product::<O, B>(&b),
         out_clip: options.out_clip,
-        simd: kernel.simd(),
+        isa: kernel.isa(),
     };
     let right = Dense::<B, O>::new(b);
     let product = Product { a, a_clip: options.a_clip, b: &right, arithmetic: Arithmetic::F32, epilogue };

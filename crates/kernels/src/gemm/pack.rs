@@ -13,19 +13,24 @@ use super::arithmetic::operand;
 use super::matrix::MatRef;
 use super::tile::{MR, NR};
 use crate::Float;
+use crate::cpu::Isa;
 
 /// k values packed at a time by the column-gather loop of [`pack_b_panel`] (keeps the
 /// destination chunk in L1 while `NR` source columns stream in).
 const K_CHUNK: usize = 128;
 
-/// Packs rows `i0..i0 + mc`, k `p0..p0 + kc` of `a` into `dst` (`⌈mc / MR⌉ · kc · MR` values).
+/// Packs rows `i0..i0 + mc`, k `p0..p0 + kc` of `a` into `dst` (`⌈mc / MR⌉ · kc · MR` values),
+/// full panels of row-major rows with AVX2 where `isa` has it (the same values).
 pub(crate) fn pack_a<A: Float, O: Float>(
+    isa: Isa,
     a: &MatRef<'_, A>,
     clip: Option<(f32, f32)>,
     (i0, mc): (usize, usize),
     (p0, kc): (usize, usize),
     dst: &mut [f32],
 ) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = isa;
     for (panel, out) in dst.chunks_exact_mut(kc * MR).take(mc.div_ceil(MR)).enumerate() {
         let first = i0 + panel * MR;
         let rows = (i0 + mc - first).min(MR);
@@ -40,9 +45,8 @@ pub(crate) fn pack_a<A: Float, O: Float>(
             };
             let src: [&[A]; MR] = std::array::from_fn(row);
             #[cfg(target_arch = "x86_64")]
-            if crate::cpu::has_avx2_fma() {
-                // SAFETY: AVX2 and FMA are available (checked just above).
-                unsafe { avx2::gather_rows::<A, O>(&src, out, clip) };
+            if let Some(avx2) = isa.avx2() {
+                avx2::gather_rows::<A, O>(avx2, &src, out, clip);
                 continue;
             }
             match clip {
@@ -90,24 +94,23 @@ fn gather_rows<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Opti
 
 /// Packs columns `j0..j0 + cols` (`cols ≤ NR`) of `b`, all of k, into one panel `dst`
 /// (`K · NR` values).
-/// With `simd`, a full panel of a column-contiguous `b` is transposed 8 × 8 at a time with
-/// AVX2 where the CPU has it (the same values).
-pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, cols: usize, dst: &mut [f32], simd: bool) {
+/// A full panel of a column-contiguous `b` is transposed 8 × 8 at a time with AVX2 where
+/// `isa` has it (the same values).
+pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, cols: usize, dst: &mut [f32], isa: Isa) {
     let k_len = b.rows();
     if cols < NR {
         dst.fill(0.0);
     }
     #[cfg(target_arch = "x86_64")]
-    if simd && cols == NR && b.row_stride() == 1 && crate::cpu::has_avx2_fma() {
+    if let Some(avx2) = isa.avx2().filter(|_| cols == NR && b.row_stride() == 1) {
         let columns: [&[B]; NR] = std::array::from_fn(|c| {
             let start = (j0 + c) * b.col_stride();
             &b.data()[start..start + k_len]
         });
-        // SAFETY: AVX2 and FMA are available (checked above).
-        unsafe { avx2::pack_columns::<B, O>(&columns, &mut dst[..k_len * NR]) };
+        avx2::pack_columns::<B, O>(avx2, &columns, &mut dst[..k_len * NR]);
         return;
     }
-    let _ = simd;
+    let _ = isa;
     if b.col_stride() == 1 {
         // Row-major: row k holds the panel's columns contiguously.
         for (k, out) in dst.chunks_exact_mut(NR).take(k_len).enumerate() {
@@ -146,12 +149,18 @@ mod avx2 {
     use crate::lanes::{load8, round8, transpose8};
     use std::arch::x86_64::*;
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`gather_rows_tf`] behind the token that proves its target features.
+        pub(super) fn gather_rows[A: Float, O: Float](src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) = gather_rows_tf;
+    }
+
     /// [`super::gather_rows`] 8 k at a time: the `MR` rows' 8 values (clipped, cast to `O`,
     /// widened: [`operand`]) transposed 8 × 8 with two rows of zeros, each k's `MR` values
     /// stored by an 8-lane store whose last 2 lanes the next k's store overwrites (the last
     /// k of each 8 stored as 4 + 2 lanes); the k past the last multiple of 8 one by one.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn gather_rows<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
+    fn gather_rows_tf<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
         const _: () = assert!(MR == 6);
         let len = out.len() / MR;
         let src = src.map(|row| &row[..len]);
@@ -198,10 +207,16 @@ mod avx2 {
         }
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`pack_columns_tf`] behind the token that proves its target features.
+        pub(super) fn pack_columns[B: Float, O: Float](columns: &[&[B]; NR], dst: &mut [f32]) = pack_columns_tf;
+    }
+
     /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, 8 columns × 8 k
     /// per transpose, the k past the last multiple of 8 one by one.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn pack_columns<B: Float, O: Float>(columns: &[&[B]; NR], dst: &mut [f32]) {
+    fn pack_columns_tf<B: Float, O: Float>(columns: &[&[B]; NR], dst: &mut [f32]) {
         let k_len = dst.len() / NR;
         let full = k_len / 8 * 8;
         for k0 in (0..full).step_by(8) {

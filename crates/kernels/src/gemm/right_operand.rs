@@ -4,6 +4,7 @@
 
 use super::matrix::MatRef;
 use super::pack::pack_b_panel;
+use crate::cpu::Isa;
 use crate::{ElementType, Float};
 use std::marker::PhantomData;
 
@@ -11,9 +12,9 @@ use std::marker::PhantomData;
 /// the product multiplies (in the product's dtype, widened to `f32` exactly).
 pub(crate) trait RightOperand: Sync {
     /// Packs columns `j0..j0 + cols` (`cols ≤ NR`), all of k, into `dst` (`K · NR` values,
-    /// `dst[k · NR + c]`), columns past `cols` zero. With `simd`, AVX2 may pack where the CPU
-    /// has it (the same values).
-    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], simd: bool);
+    /// `dst[k · NR + c]`), columns past `cols` zero, with the vector code of `isa` where it has
+    /// some (the same values).
+    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], isa: Isa);
 
     /// Whether every packed value is a bf16 value (then an FMA may give the separate multiply
     /// and add's bits, see [`magnitudes`](super::magnitudes)).
@@ -48,8 +49,8 @@ impl<'a, B, O> Dense<'a, B, O> {
 }
 
 impl<B: Float, O: Float> RightOperand for Dense<'_, B, O> {
-    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], simd: bool) {
-        pack_b_panel::<B, O>(&self.b, j0, cols, dst, simd);
+    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], isa: Isa) {
+        pack_b_panel::<B, O>(&self.b, j0, cols, dst, isa);
     }
 
     fn bf16_values(&self) -> bool {

@@ -16,6 +16,7 @@
 use super::format::{Mode, code};
 use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
 use super::matrix::{QuantizedMatrix, Scales};
+use crate::cpu::Isa;
 use crate::gemm::right_operand::RightOperand;
 use crate::gemm::tile::NR;
 use crate::{ElementType, Float};
@@ -75,18 +76,17 @@ impl<'a, T: Float> Dequantized<'a, T> {
 }
 
 impl<T: Float> RightOperand for Dequantized<'_, T> {
-    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], simd: bool) {
+    fn pack_panel(&self, j0: usize, cols: usize, dst: &mut [f32], isa: Isa) {
         let k = self.w.k();
         if cols < NR {
             dst.fill(0.0);
         }
         #[cfg(target_arch = "x86_64")]
-        if simd && cols == NR && crate::cpu::has_avx2_fma() {
-            // SAFETY: AVX2 and FMA are available (checked above).
-            unsafe { avx2::pack_panel(self, j0, &mut dst[..k * NR]) };
+        if let Some(avx2) = isa.avx2().filter(|_| cols == NR) {
+            avx2::pack_panel(avx2, self, j0, &mut dst[..k * NR]);
             return;
         }
-        let _ = simd;
+        let _ = isa;
         for k0 in (0..k).step_by(K_CHUNK) {
             let len = K_CHUNK.min(k - k0);
             let chunk = &mut dst[k0 * NR..(k0 + len) * NR];
@@ -213,9 +213,15 @@ mod avx2 {
         }
     }
 
+    crate::cpu::target_entry! {
+        Avx2;
+        /// [`pack_panel_tf`] behind the token that proves its target features.
+        pub(super) fn pack_panel[T: Float](w: &Dequantized<'_, T>, j0: usize, dst: &mut [f32]) = pack_panel_tf;
+    }
+
     /// A full panel: columns `j0..j0 + NR` of `Wᵀ`, all of k, into `dst` (`K · NR` values).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn pack_panel<T: Float>(w: &Dequantized<'_, T>, j0: usize, dst: &mut [f32]) {
+    fn pack_panel_tf<T: Float>(w: &Dequantized<'_, T>, j0: usize, dst: &mut [f32]) {
         for half in 0..NR / 8 {
             pack8(w, j0 + half * 8, dst, half * 8);
         }

@@ -100,7 +100,7 @@ pub fn quantized_matmul_with<X: Float, O: Float>(
         // `y + bias` after the product: the accumulator holds `y` exactly (an `O` value).
         placement: BiasPlacement::AfterSum,
         out_clip: options.out_clip,
-        simd: kernel.simd(),
+        isa: kernel.isa(),
     };
     let arithmetic = match O::DTYPE {
         ElementType::F32 => Arithmetic::F32,
