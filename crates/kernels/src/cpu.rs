@@ -14,13 +14,15 @@
 //! instruction set, and what `unsafe` remains is memory: the micro-kernels' pointer
 //! arguments, the vector loads and stores.
 //!
-//! How the names relate: [`Isa`] is what the CPU (and the environment) allow, for every kernel.
-//! [`MicroKernel`](crate::gemm::MicroKernel) is the choice of the matrix products' register
-//! tile, which a caller (a test, a benchmark) may name;
-//! [`MicroKernel::detect`](crate::gemm::MicroKernel::detect) is [`Isa::micro_kernel`] of [`isa`], and a chosen
-//! micro-kernel runs, with the vector helpers around its tiles, at [`Isa`] no higher than the
-//! detected one. (Above this crate, `layers::Execution` and `vision::Kernels` choose between
-//! these kernels and MLX's; they never choose the instruction set.)
+//! How the names relate: [`Isa`] is what the CPU (and the environment) allow, for every
+//! kernel of this crate. [`MicroKernel`](crate::gemm::MicroKernel) is the matrix products'
+//! choice of register tile, which a caller (a test, a benchmark) may name;
+//! [`MicroKernel::detect`](crate::gemm::MicroKernel::detect) is [`Isa::micro_kernel`] of
+//! [`isa`], and a named micro-kernel runs, with the vector helpers around its tiles, at its own
+//! instruction set capped at [`isa`]'s. Above this crate, `vision::Kernels` (for the encoder)
+//! and `layers::Execution` (per block) choose whether MLX or these kernels compute, and
+//! `layers::HostKernel` names which of these kernels ran for an op; none of them chooses the
+//! instruction set, which is this module's alone.
 //!
 //! Another instruction set (NEON on aarch64) is one more variant with its own token, resolved
 //! in [`isa`] under its `cfg`, and one more arm where a kernel has code for it; kernels

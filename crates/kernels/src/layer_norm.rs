@@ -139,7 +139,14 @@ mod avx2 {
     crate::cpu::target_entry! {
         Avx2;
         /// [`rows_tf`] behind the token that proves its target features.
-        pub(super) fn rows[X: Float, T: Float](x: &[X], weight: Option<&[T]>, bias: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) = rows_tf;
+        pub(super) fn rows[X: Float, T: Float](
+            x: &[X],
+            weight: Option<&[T]>,
+            bias: Option<&[T]>,
+            eps: f32,
+            dim: usize,
+            out: &mut [T],
+        ) = rows_tf;
     }
 
     /// Groups of 8 rows: the 8 sums, then the 8 sums of centred squares in one vector each (a

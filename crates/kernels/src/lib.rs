@@ -7,11 +7,15 @@
 //! product rounded before it is added. A kernel here keeps each output's own order of
 //! operations and vectorises across outputs or rows, never along one reduction; that is
 //! what lets it be exact and fast at once. Every kernel runs over all cores (rayon), with
-//! AVX2 + FMA where the CPU has it (detected at run time, [`cpu`]; the matrix products' tiles
-//! also in AVX-512 where the CPU has that) and a portable loop otherwise; all give the same
-//! bits.
+//! AVX2 + FMA where the CPU has it (the matrix products' tiles and the softmax also in AVX-512
+//! where the CPU has that) and a portable loop otherwise; all give the same bits. The
+//! instruction set is decided once per process ([`cpu::isa`], which the environment can
+//! lower) and passed down from each kernel's entry.
 //!
-//! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound.
+//! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound. The
+//! `#[target_feature]` code is reached through safe entries that take a proof token of the
+//! instruction set ([`cpu`]), so what `unsafe` remains is memory: the micro-kernels' pointers,
+//! the vector loads and stores.
 #![allow(unsafe_code, reason = "SIMD intrinsics (std::arch) behind run-time CPU feature checks")]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]

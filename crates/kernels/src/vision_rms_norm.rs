@@ -172,7 +172,12 @@ mod avx2 {
     crate::cpu::target_entry! {
         Avx2;
         /// [`normalize_rows_tf`] behind the token that proves its target features.
-        pub(super) fn normalize_rows[T: Float](x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) = normalize_rows_tf;
+        pub(super) fn normalize_rows[T: Float](
+            x: &mut [T],
+            weight: Option<&[f32]>,
+            eps: f32,
+            dim: usize,
+        ) = normalize_rows_tf;
     }
 
     /// Groups of 8 rows: the 8 sums of `powf(f, 2)` in one vector (a row per lane), then each

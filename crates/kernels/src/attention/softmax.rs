@@ -161,7 +161,11 @@ mod avx2 {
     crate::cpu::target_entry! {
         Avx2;
         /// [`scores_tf`] behind the token that proves its target features.
-        pub(super) fn scores[T: Float](rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) = scores_tf;
+        pub(super) fn scores[T: Float](
+            rows: &mut [f32],
+            mask: Option<&[f32]>,
+            maximum_lanes: &mut [f32; NR],
+        ) = scores_tf;
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -306,7 +310,11 @@ mod avx512 {
     crate::cpu::target_entry! {
         Avx512;
         /// [`scores_tf`] behind the token that proves its target features.
-        pub(super) fn scores[T: Float](rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) = scores_tf;
+        pub(super) fn scores[T: Float](
+            rows: &mut [f32],
+            mask: Option<&[f32]>,
+            maximum_lanes: &mut [f32; NR],
+        ) = scores_tf;
     }
 
     #[target_feature(enable = "avx512f")]

@@ -99,7 +99,12 @@ mod avx2 {
     crate::cpu::target_entry! {
         Avx2;
         /// [`store_row_tf`] behind the token that proves its target features.
-        pub(super) fn store_row[O: Float](acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) = store_row_tf;
+        pub(super) fn store_row[O: Float](
+            acc: &[f32],
+            bias: Option<&[O]>,
+            clip: Option<(f32, f32)>,
+            dst: &mut [O],
+        ) = store_row_tf;
     }
 
     /// [`super::Epilogue::store_row`] for a full row of `NR` values: `O(acc [+ bias])`, then

@@ -152,7 +152,11 @@ mod avx2 {
     crate::cpu::target_entry! {
         Avx2;
         /// [`gather_rows_tf`] behind the token that proves its target features.
-        pub(super) fn gather_rows[A: Float, O: Float](src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) = gather_rows_tf;
+        pub(super) fn gather_rows[A: Float, O: Float](
+            src: &[&[A]; MR],
+            out: &mut [f32],
+            clip: Option<(f32, f32)>,
+        ) = gather_rows_tf;
     }
 
     /// [`super::gather_rows`] 8 k at a time: the `MR` rows' 8 values (clipped, cast to `O`,
