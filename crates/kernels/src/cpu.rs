@@ -137,13 +137,23 @@ impl Avx512 {
 
 /// Declares a safe entry to a `#[target_feature]` function: `fn name[generics](args) = target;`
 /// after the token type (`Avx2` or `Avx512`) becomes `fn name<generics>(token, args)`, which
-/// calls `target::<generics>(args)`. `target` must be a *safe* function (not `unsafe fn`)
-/// whose features the token proves: then its only precondition is those features, which the
-/// token (made only by [`isa`], after the check) discharges.
+/// calls `target::<generics>(args)`.
+///
+/// The call goes through a trampoline compiled with exactly the token's features, which calls
+/// `target` without `unsafe`: it compiles only if `target` is a safe function (no `unsafe fn`
+/// with preconditions of its own) whose features the token's include. The one `unsafe` is the
+/// call into the trampoline, whose only precondition, those features, the token discharges
+/// (only [`isa`] makes one, after checking the CPU).
 #[cfg(target_arch = "x86_64")]
 macro_rules! target_entry {
+    (Avx2; $($entry:tt)*) => {
+        $crate::cpu::target_entry!(@entry Avx2, "avx2,fma"; $($entry)*);
+    };
+    (Avx512; $($entry:tt)*) => {
+        $crate::cpu::target_entry!(@entry Avx512, "avx512f,avx2,fma"; $($entry)*);
+    };
     (
-        $token:ident;
+        @entry $token:ident, $features:literal;
         $(#[$attr:meta])*
         $vis:vis fn $name:ident $([$($g:ident: $bound:path),+ $(,)?])? ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
         = $target:ident;
@@ -151,9 +161,14 @@ macro_rules! target_entry {
         $(#[$attr])*
         #[inline(always)]
         $vis fn $name $(<$($g: $bound),+>)? (_: $crate::cpu::$token, $($arg: $ty),*) $(-> $ret)? {
-            // SAFETY: `$target` is a safe function but for its `#[target_feature]`s, which the
-            // token proves the CPU has (only `cpu::isa` makes one, after checking).
-            unsafe { $target $(::<$($g),+>)? ($($arg),*) }
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn trampoline $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
+                $target $(::<$($g),+>)? ($($arg),*)
+            }
+            // SAFETY: the trampoline is safe but for its `#[target_feature]`s, which are the
+            // token's: only `cpu::isa` makes one, after checking that the CPU has them.
+            unsafe { trampoline $(::<$($g),+>)? ($($arg),*) }
         }
     };
 }
