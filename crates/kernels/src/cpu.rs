@@ -193,3 +193,36 @@ pub fn has_avx512f() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     return false;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::MicroKernel;
+
+    /// The overrides lower what the CPU allows (run the tests with `KERNELS_PORTABLE=1` or
+    /// `KERNELS_AVX2=1` to see each), and every view of the resolution agrees with it.
+    #[test]
+    fn the_instruction_set_is_resolved_once_and_honours_the_environment() {
+        let isa = isa();
+        assert_eq!(resolve(), isa, "the environment and the CPU do not change");
+        if std::env::var_os("KERNELS_PORTABLE").is_some() {
+            assert_eq!(isa, Isa::Portable);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::env::var_os("KERNELS_AVX2").is_some() {
+                assert_eq!(isa.avx512(), None);
+            }
+            let cpu_avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+            if std::env::var_os("KERNELS_PORTABLE").is_none() {
+                assert_eq!(isa.avx2().is_some(), cpu_avx2);
+            }
+            assert_eq!(isa.at_most_avx2().avx512(), None);
+            assert_eq!(isa.at_most_avx2().avx2(), isa.avx2());
+            assert_eq!(has_avx2_fma(), isa.avx2().is_some());
+            assert_eq!(has_avx512f(), isa.avx512().is_some());
+        }
+        assert_eq!(MicroKernel::detect(), isa.micro_kernel());
+        assert_eq!(MicroKernel::available().last(), Some(&isa.micro_kernel()));
+    }
+}
