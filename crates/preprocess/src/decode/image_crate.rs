@@ -1,4 +1,4 @@
-//! WebP, BMP and TIFF through the `image` crate, converted to RGB with Pillow's semantics:
+//! WebP and TIFF through the `image` crate, converted to RGB with Pillow's semantics:
 //! alpha dropped (never composited), gray replicated, 16-bit gray saturated at 255 (Pillow's
 //! `I;16` -> RGB), other 16-bit samples reduced to their high byte (Pillow's `;16` unpackers).
 
@@ -11,7 +11,6 @@ use std::io::Cursor;
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
     Webp,
-    Bmp,
     Tiff,
 }
 
@@ -19,7 +18,6 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Webp => "WebP",
-            Kind::Bmp => "BMP",
             Kind::Tiff => "TIFF",
         }
     }
@@ -32,7 +30,6 @@ pub fn decode(bytes: &[u8], kind: Kind, limits: &Limits) -> Result<Decoded> {
     let classify = |e: ImageError| classify(format, e);
     match kind {
         Kind::Webp => finish(image::codecs::webp::WebPDecoder::new(cursor).map_err(classify)?, format, limits, true),
-        Kind::Bmp => finish(image::codecs::bmp::BmpDecoder::new(cursor).map_err(classify)?, format, limits, false),
         Kind::Tiff => finish(image::codecs::tiff::TiffDecoder::new(cursor).map_err(classify)?, format, limits, false),
     }
 }
