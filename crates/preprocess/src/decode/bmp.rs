@@ -291,6 +291,11 @@ impl Bitmap {
         Ok(out)
     }
 
+    /// Absolute position of the pixel data (the tile offset).
+    pub(crate) fn data_at(&self) -> u64 {
+        self.data_at
+    }
+
     /// `convert("RGB")` of samples from [`Bitmap::pixels`].
     pub(crate) fn to_rgb(&self, samples: &[u8], height: u32) -> RgbImage {
         let rgb = match self.mode {

@@ -103,7 +103,15 @@ impl Format {
     pub fn is_decoded(self) -> bool {
         matches!(
             self,
-            Format::Jpeg | Format::Png | Format::Gif | Format::Webp | Format::Bmp | Format::Tiff | Format::Dib
+            Format::Jpeg
+                | Format::Png
+                | Format::Gif
+                | Format::Webp
+                | Format::Bmp
+                | Format::Tiff
+                | Format::Dib
+                | Format::Ico
+                | Format::Cur
         )
     }
 

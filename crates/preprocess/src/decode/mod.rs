@@ -8,6 +8,7 @@
 mod bmp;
 mod format;
 mod gif;
+mod ico;
 mod image_crate;
 mod jpeg;
 mod png;
@@ -65,6 +66,8 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, limits),
         Format::Bmp => bmp::decode(bytes, limits),
         Format::Dib => bmp::decode_dib(bytes, limits),
+        Format::Ico => ico::decode_ico(bytes, limits),
+        Format::Cur => ico::decode_cur(bytes, limits),
         Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
