@@ -41,9 +41,11 @@ fn finish(mut decoder: impl ImageDecoder, format: &'static str, limits: &Limits,
     image_limits.max_image_width = Some(width);
     image_limits.max_image_height = Some(height);
     decoder.set_limits(image_limits).map_err(|e| classify(format, e))?;
-    // WebP: Pillow reads the EXIF chunk; TIFF: its own tags (the image crate's orientation).
+    // WebP: Pillow reads the EXIF chunk, else the XMP chunk's tiff:Orientation; TIFF: its own tags (the image crate's orientation).
     let orientation = if exif_chunk {
-        decoder.exif_metadata().ok().flatten().map_or(Orientation::Normal, |e| Orientation::from_exif(&e))
+        let exif = decoder.exif_metadata().ok().flatten();
+        let xmp = decoder.xmp_metadata().ok().flatten();
+        Orientation::from_exif_or_xmp(exif.as_deref(), xmp.as_deref())
     } else {
         decoder.orientation().map_or(Orientation::Normal, |o| Orientation::from_exif_value(u32::from(o.to_exif())))
     };

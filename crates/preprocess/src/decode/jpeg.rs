@@ -44,7 +44,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     } else {
         pixels
     };
-    Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation: Orientation::from_exif(&exif(bytes)) })
+    Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation: orientation(bytes) })
 }
 
 /// Pillow's `CMYK;I` unpacker (`255 - v` per channel) followed by its `cmyk2rgb`:
@@ -94,10 +94,13 @@ fn classify(error: turbojpeg::Error, bytes: &[u8]) -> Error {
     }
 }
 
-/// The EXIF block Pillow's `getexif()` reads: the first APP1 segment starting `Exif\0\0`, with
-/// the payloads of later ones appended (Pillow concatenates them), markers scanned up to SOS.
-fn exif(bytes: &[u8]) -> Vec<u8> {
+/// The orientation Pillow's `getexif()` reads: the EXIF block is the first APP1 segment
+/// starting `Exif\0\0`, with the payloads of later ones appended (Pillow concatenates them);
+/// the XMP packet (used without an EXIF Orientation) is the last APP1 segment starting
+/// `http://ns.adobe.com/xap/1.0/\0`, after that prefix. Markers are scanned up to SOS.
+fn orientation(bytes: &[u8]) -> Orientation {
     let mut exif = Vec::new();
+    let mut xmp: Option<&[u8]> = None;
     let mut pos = 2;
     while pos + 1 < bytes.len() {
         if bytes[pos] != 0xFF {
@@ -123,8 +126,12 @@ fn exif(bytes: &[u8]) -> Vec<u8> {
         let Some(segment) = bytes.get(pos + 4..pos + 2 + len.max(2)) else { break };
         if marker == 0xE1 && segment.starts_with(b"Exif\0\0") {
             exif.extend_from_slice(if exif.is_empty() { segment } else { &segment[6..] });
+        } else if marker == 0xE1 && segment.starts_with(XMP_PREFIX) {
+            xmp = segment.get(XMP_PREFIX.len()..);
         }
         pos += 2 + len.max(2);
     }
-    exif
+    Orientation::from_exif_or_xmp((!exif.is_empty()).then_some(&exif[..]), xmp)
 }
+
+const XMP_PREFIX: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";

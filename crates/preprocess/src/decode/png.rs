@@ -11,7 +11,9 @@
 //! | RGB / RGBA 16              | RGB / RGBA  | high byte of each channel, alpha dropped        |
 //! | palette (± tRNS)           | P           | palette lookup, transparency ignored            |
 //!
-//! EXIF comes from the `eXIf` chunk, before or after the image data.
+//! The orientation is `PngImageFile.getexif()`'s: the `eXIf` chunk (before or after the image
+//! data), else ImageMagick's "Raw profile type exif" text chunk, and without an EXIF
+//! Orientation the XMP packet's `tiff:Orientation` (the "XML:com.adobe.xmp" text chunk).
 
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
@@ -40,7 +42,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let line_size = frame.line_size;
     // Trailing chunks (an eXIf after IDAT); Pillow reads them leniently, so errors are ignored.
     let _ = reader.finish();
-    let exif = reader.info().exif_metadata.as_deref().map(Orientation::from_exif).unwrap_or(Orientation::Normal);
+    let exif = orientation(reader.info())?;
 
     let channels = out_color.samples();
     let sample_bytes = if out_depth == BitDepth::Sixteen { 2 } else { 1 };
@@ -79,6 +81,46 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     }
     crate::buffer_pool::give(buf);
     Ok(Decoded { image: RgbImage::from_parts(width, height, rgb), orientation: exif })
+}
+
+/// The orientation from the `eXIf` chunk, the "Raw profile type exif" text (hex digits after
+/// three header lines; invalid hex is Pillow's `ValueError`) and the XMP text chunk.
+fn orientation(info: &png::Info) -> Result<Orientation> {
+    let text = |key: &str| -> Option<String> {
+        let latin1 = info.uncompressed_latin1_text.iter().filter(|c| c.keyword == key).map(|c| c.text.clone());
+        let zipped = info.compressed_latin1_text.iter().filter(|c| c.keyword == key).filter_map(|c| c.get_text().ok());
+        let utf8 = info.utf8_text.iter().filter(|c| c.keyword == key).filter_map(|c| c.get_text().ok());
+        latin1.chain(zipped).chain(utf8).last()
+    };
+    let raw_profile = || -> Result<Option<Vec<u8>>> {
+        let Some(profile) = text("Raw profile type exif") else { return Ok(None) };
+        let hex: String = profile.split('\n').skip(3).collect();
+        from_hex(&hex)
+            .map(Some)
+            .ok_or_else(|| Error::malformed(FORMAT, "non-hexadecimal number in the raw EXIF profile"))
+    };
+    let exif = match info.exif_metadata.as_deref() {
+        Some(exif) => Some(exif.to_vec()),
+        None => raw_profile()?,
+    };
+    let xmp = text("XML:com.adobe.xmp");
+    Ok(Orientation::from_exif_or_xmp(exif.as_deref(), xmp.as_deref().map(str::as_bytes)))
+}
+
+/// Python's `bytes.fromhex`: pairs of hex digits, ASCII whitespace allowed between pairs.
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let mut bytes = text.bytes();
+    let mut out = Vec::new();
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    while let Some(b) = bytes.next() {
+        if b.is_ascii_whitespace() {
+            continue;
+        }
+        let high = digit(b)?;
+        let low = digit(bytes.next()?)?;
+        out.push(high << 4 | low);
+    }
+    Some(out)
 }
 
 fn classify(error: DecodingError) -> Error {
