@@ -51,6 +51,32 @@ impl Orientation {
         orientation_value(tiff).map_or(Orientation::Normal, Orientation::from_exif_value)
     }
 
+    /// The orientation Pillow 13's `Image.getexif()` gives a file with this EXIF block (if any)
+    /// and this XMP packet (if any): the EXIF Orientation when IFD0 holds the tag at all (even
+    /// with a value `exif_transpose` ignores), else the XMP `tiff:Orientation`
+    /// ([`Orientation::from_xmp`]).
+    pub(crate) fn from_exif_or_xmp(exif: Option<&[u8]>, xmp: Option<&[u8]>) -> Orientation {
+        if let Some(exif) = exif
+            && has_orientation_tag(exif.strip_prefix(b"Exif\0\0").unwrap_or(exif))
+        {
+            return Orientation::from_exif(exif);
+        }
+        xmp.map_or(Orientation::Normal, Orientation::from_xmp)
+    }
+
+    /// The orientation of an XMP packet as `Image.getexif()` reads it: the first match of the
+    /// regular expression `tiff:Orientation(="|>)([0-9])` (an attribute or an element), its
+    /// digit taken as the EXIF Orientation value. No match is [`Orientation::Normal`].
+    pub(crate) fn from_xmp(xmp: &[u8]) -> Orientation {
+        const NAME: &[u8] = b"tiff:Orientation";
+        let digit = (0..xmp.len()).filter(|&i| xmp[i..].starts_with(NAME)).find_map(|i| {
+            let rest = &xmp[i + NAME.len()..];
+            let value = rest.strip_prefix(b"=\"").or_else(|| rest.strip_prefix(b">"))?;
+            value.first().filter(|d| d.is_ascii_digit()).map(|d| u32::from(d - b'0'))
+        });
+        digit.map_or(Orientation::Normal, Orientation::from_exif_value)
+    }
+
     /// Applies the transposition (pixels are moved, never resampled).
     pub fn apply(self, image: RgbImage) -> RgbImage {
         let (w, h) = (image.width() as usize, image.height() as usize);
@@ -81,6 +107,34 @@ impl Orientation {
         }
         RgbImage::from_parts(ow as u32, oh as u32, out)
     }
+}
+
+/// Whether IFD0 holds an Orientation (0x0112) entry that Pillow's `ImageFileDirectory_v2`
+/// keeps: a known field type whose data lies inside the block.
+fn has_orientation_tag(tiff: &[u8]) -> bool {
+    let big_endian = match tiff.get(..4) {
+        Some(b"II*\0") => false,
+        Some(b"MM\0*") => true,
+        _ => return false,
+    };
+    let reader = Reader { data: tiff, big_endian };
+    let Some(ifd) = reader.u32(4).map(|v| v as usize) else { return false };
+    let Some(count) = reader.u16(ifd) else { return false };
+    (0..usize::from(count)).map(|i| ifd + 2 + 12 * i).any(|entry| {
+        let unit: Option<usize> = match reader.u16(entry + 2) {
+            Some(1 | 2 | 6 | 7) => Some(1),
+            Some(3 | 8) => Some(2),
+            Some(4 | 9 | 11 | 13) => Some(4),
+            Some(5 | 10 | 12 | 16 | 17 | 18) => Some(8),
+            _ => None,
+        };
+        let (Some(tag), Some(unit), Some(values)) = (reader.u16(entry), unit, reader.u32(entry + 4)) else {
+            return false;
+        };
+        let Some(size) = unit.checked_mul(values as usize).filter(|&n| n > 0) else { return false };
+        let at = if size <= 4 { Some(entry + 8) } else { reader.u32(entry + 8).map(|v| v as usize) };
+        tag == 0x0112 && at.and_then(|at| at.checked_add(size)).is_some_and(|end| end <= tiff.len())
+    })
 }
 
 /// The first value of IFD0's first 0x0112 entry, if numeric and integral.

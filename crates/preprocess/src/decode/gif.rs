@@ -22,9 +22,19 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     options.set_memory_limit(MemoryLimit::Unlimited);
     // Pillow raises "image file is truncated" when the data stops before the LZW end code.
     options.check_lzw_end_code(true);
-    let mut decoder = options.read_info(Cursor::new(bytes)).map_err(classify)?;
+    // The `gif` crate refuses a frame without any colour table; Pillow reads its indices as
+    // gray. A stand-in global table (never looked up) lets the crate decode the indices.
+    let has_global = bytes.get(10).is_some_and(|flags| flags & 0x80 != 0);
+    let with_table;
+    let stream = if has_global || bytes.len() < 13 {
+        bytes
+    } else {
+        with_table = [&bytes[..10], &[(bytes[10] & 0x78) | 0x80], &bytes[11..13], &[0; 6], &bytes[13..]].concat();
+        &with_table[..]
+    };
+    let mut decoder = options.read_info(Cursor::new(stream)).map_err(classify)?;
     let (screen_w, screen_h) = (u32::from(decoder.width()), u32::from(decoder.height()));
-    let global = decoder.global_palette().map(<[u8]>::to_vec);
+    let global = if has_global { decoder.global_palette().map(<[u8]>::to_vec) } else { None };
     let frame = decoder.next_frame_info().map_err(classify)?.ok_or_else(|| Error::malformed(FORMAT, "no image"))?;
     let (left, top) = (u32::from(frame.left), u32::from(frame.top));
     let (fw, fh) = (u32::from(frame.width), u32::from(frame.height));

@@ -1,4 +1,4 @@
-//! WebP, BMP and TIFF through the `image` crate, converted to RGB with Pillow's semantics:
+//! WebP and TIFF through the `image` crate, converted to RGB with Pillow's semantics:
 //! alpha dropped (never composited), gray replicated, 16-bit gray saturated at 255 (Pillow's
 //! `I;16` -> RGB), other 16-bit samples reduced to their high byte (Pillow's `;16` unpackers).
 
@@ -11,7 +11,6 @@ use std::io::Cursor;
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
     Webp,
-    Bmp,
     Tiff,
 }
 
@@ -19,7 +18,6 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Webp => "WebP",
-            Kind::Bmp => "BMP",
             Kind::Tiff => "TIFF",
         }
     }
@@ -32,7 +30,6 @@ pub fn decode(bytes: &[u8], kind: Kind, limits: &Limits) -> Result<Decoded> {
     let classify = |e: ImageError| classify(format, e);
     match kind {
         Kind::Webp => finish(image::codecs::webp::WebPDecoder::new(cursor).map_err(classify)?, format, limits, true),
-        Kind::Bmp => finish(image::codecs::bmp::BmpDecoder::new(cursor).map_err(classify)?, format, limits, false),
         Kind::Tiff => finish(image::codecs::tiff::TiffDecoder::new(cursor).map_err(classify)?, format, limits, false),
     }
 }
@@ -44,9 +41,11 @@ fn finish(mut decoder: impl ImageDecoder, format: &'static str, limits: &Limits,
     image_limits.max_image_width = Some(width);
     image_limits.max_image_height = Some(height);
     decoder.set_limits(image_limits).map_err(|e| classify(format, e))?;
-    // WebP: Pillow reads the EXIF chunk; TIFF: its own tags (the image crate's orientation).
+    // WebP: Pillow reads the EXIF chunk, else the XMP chunk's tiff:Orientation; TIFF: its own tags (the image crate's orientation).
     let orientation = if exif_chunk {
-        decoder.exif_metadata().ok().flatten().map_or(Orientation::Normal, |e| Orientation::from_exif(&e))
+        let exif = decoder.exif_metadata().ok().flatten();
+        let xmp = decoder.xmp_metadata().ok().flatten();
+        Orientation::from_exif_or_xmp(exif.as_deref(), xmp.as_deref())
     } else {
         decoder.orientation().map_or(Orientation::Normal, |o| Orientation::from_exif_value(u32::from(o.to_exif())))
     };

@@ -15,20 +15,34 @@ const FORMAT: &str = "JPEG";
 /// Decodes a JPEG; the header is checked against `limits` before the pixel buffer exists.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let mut decompressor = Decompressor::new().map_err(|e| Error::malformed(FORMAT, e))?;
-    let header = decompressor.read_header(bytes).map_err(|e| classify(e, bytes))?;
+    // TurboJPEG fails on a libjpeg warning in the headers (junk before a marker, a bad ICC
+    // profile marker), in `decompress` too, which reads the headers first; libjpeg as Pillow
+    // drives it reads on, discarding the junk. The same stream without what libjpeg discards
+    // (and without the ICC markers, which do not touch the pixels) decodes the same pixels.
+    let cleaned;
+    let mut jpeg = bytes;
+    let header = match decompressor.read_header(jpeg) {
+        Err(error) if is_benign_warning(&error.to_string()) => {
+            cleaned = without_header_junk(bytes).ok_or_else(|| classify(error, bytes))?;
+            jpeg = &cleaned;
+            decompressor.read_header(jpeg)
+        }
+        other => other,
+    };
+    let header = header.map_err(|e| classify(e, bytes))?;
     let (width, height) = (header.width, header.height);
+    let cmyk = matches!(header.colorspace, Colorspace::CMYK | Colorspace::YCCK);
     limits.check(width as u64, height as u64)?;
     let dims = (u32::try_from(width), u32::try_from(height));
     let (Ok(w32), Ok(h32)) = dims else {
         return Err(Error::malformed(FORMAT, format!("dimensions {width}x{height}")));
     };
-    let cmyk = matches!(header.colorspace, Colorspace::CMYK | Colorspace::YCCK);
     let format = if cmyk { PixelFormat::CMYK } else { PixelFormat::RGB };
     let channels = format.size();
     // Every byte is written by the decoder.
     let mut pixels = crate::buffer_pool::take(width * height * channels);
     let image = Image { pixels: pixels.as_mut_slice(), width, pitch: width * channels, height, format };
-    if let Err(error) = decompressor.decompress(bytes, image) {
+    if let Err(error) = decompressor.decompress(jpeg, image) {
         // TurboJPEG reports libjpeg warnings as failures too; the image is complete after a
         // warning, and Pillow (which silences warnings) accepts it, except at the end of the
         // data, where Pillow raises "image file is truncated".
@@ -44,7 +58,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     } else {
         pixels
     };
-    Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation: Orientation::from_exif(&exif(bytes)) })
+    Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation: orientation(bytes) })
 }
 
 /// Pillow's `CMYK;I` unpacker (`255 - v` per channel) followed by its `cmyk2rgb`:
@@ -94,10 +108,13 @@ fn classify(error: turbojpeg::Error, bytes: &[u8]) -> Error {
     }
 }
 
-/// The EXIF block Pillow's `getexif()` reads: the first APP1 segment starting `Exif\0\0`, with
-/// the payloads of later ones appended (Pillow concatenates them), markers scanned up to SOS.
-fn exif(bytes: &[u8]) -> Vec<u8> {
+/// The orientation Pillow's `getexif()` reads: the EXIF block is the first APP1 segment
+/// starting `Exif\0\0`, with the payloads of later ones appended (Pillow concatenates them);
+/// the XMP packet (used without an EXIF Orientation) is the last APP1 segment starting
+/// `http://ns.adobe.com/xap/1.0/\0`, after that prefix. Markers are scanned up to SOS.
+fn orientation(bytes: &[u8]) -> Orientation {
     let mut exif = Vec::new();
+    let mut xmp: Option<&[u8]> = None;
     let mut pos = 2;
     while pos + 1 < bytes.len() {
         if bytes[pos] != 0xFF {
@@ -123,8 +140,51 @@ fn exif(bytes: &[u8]) -> Vec<u8> {
         let Some(segment) = bytes.get(pos + 4..pos + 2 + len.max(2)) else { break };
         if marker == 0xE1 && segment.starts_with(b"Exif\0\0") {
             exif.extend_from_slice(if exif.is_empty() { segment } else { &segment[6..] });
+        } else if marker == 0xE1 && segment.starts_with(XMP_PREFIX) {
+            xmp = segment.get(XMP_PREFIX.len()..);
         }
         pos += 2 + len.max(2);
     }
-    exif
+    Orientation::from_exif_or_xmp((!exif.is_empty()).then_some(&exif[..]), xmp)
 }
+
+/// The stream libjpeg reads up to the first SOS, rebuilt without what it discards with a
+/// warning: bytes other than `FF` before a marker, `FF 00` pairs and fill `FF`s (its
+/// `next_marker`), and without the APP2 `ICC_PROFILE` segments. From the first SOS on, the
+/// bytes are unchanged. `None` when the headers end before a SOS.
+fn without_header_junk(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = bytes.get(..2)?.to_vec();
+    let mut pos = 2;
+    loop {
+        let marker = loop {
+            while *bytes.get(pos)? != 0xFF {
+                pos += 1;
+            }
+            while *bytes.get(pos)? == 0xFF {
+                pos += 1;
+            }
+            pos += 1;
+            if bytes[pos - 1] != 0 {
+                break bytes[pos - 1];
+            }
+        };
+        if marker == 0xDA {
+            out.extend_from_slice(&[0xFF, 0xDA]);
+            out.extend_from_slice(&bytes[pos..]);
+            return Some(out);
+        }
+        if matches!(marker, 0x01 | 0xD0..=0xD9) {
+            out.extend_from_slice(&[0xFF, marker]);
+            continue;
+        }
+        let len = usize::from(u16::from_be_bytes([*bytes.get(pos)?, *bytes.get(pos + 1)?]));
+        let segment = bytes.get(pos..pos + len.max(2))?;
+        if !(marker == 0xE2 && segment.get(2..).is_some_and(|s| s.starts_with(b"ICC_PROFILE\0"))) {
+            out.extend_from_slice(&[0xFF, marker]);
+            out.extend_from_slice(segment);
+        }
+        pos += segment.len();
+    }
+}
+
+const XMP_PREFIX: &[u8] = b"http://ns.adobe.com/xap/1.0/\0";

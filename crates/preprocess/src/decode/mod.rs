@@ -2,10 +2,13 @@
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`.
+//! through their crates with Pillow's mode semantics, BMP and DIB by our own decoder, WebP and
+//! TIFF through `image`.
 
+mod bmp;
 mod format;
 mod gif;
+mod ico;
 mod image_crate;
 mod jpeg;
 mod png;
@@ -61,7 +64,10 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Png => png::decode(bytes, limits),
         Format::Gif => gif::decode(bytes, limits),
         Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, limits),
-        Format::Bmp => image_crate::decode(bytes, image_crate::Kind::Bmp, limits),
+        Format::Bmp => bmp::decode(bytes, limits),
+        Format::Dib => bmp::decode_dib(bytes, limits),
+        Format::Ico => ico::decode_ico(bytes, limits),
+        Format::Cur => ico::decode_cur(bytes, limits),
         Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }

@@ -11,7 +11,9 @@
 //! | RGB / RGBA 16              | RGB / RGBA  | high byte of each channel, alpha dropped        |
 //! | palette (± tRNS)           | P           | palette lookup, transparency ignored            |
 //!
-//! EXIF comes from the `eXIf` chunk, before or after the image data.
+//! The orientation is `PngImageFile.getexif()`'s: the `eXIf` chunk (before or after the image
+//! data), else ImageMagick's "Raw profile type exif" text chunk, and without an EXIF
+//! Orientation the XMP packet's `tiff:Orientation` (the "XML:com.adobe.xmp" text chunk).
 
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
@@ -40,7 +42,10 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let line_size = frame.line_size;
     // Trailing chunks (an eXIf after IDAT); Pillow reads them leniently, so errors are ignored.
     let _ = reader.finish();
-    let exif = reader.info().exif_metadata.as_deref().map(Orientation::from_exif).unwrap_or(Orientation::Normal);
+    if let Some(detail) = apng_sequence_error(bytes) {
+        return Err(Error::malformed(FORMAT, detail));
+    }
+    let exif = orientation(reader.info())?;
 
     let channels = out_color.samples();
     let sample_bytes = if out_depth == BitDepth::Sixteen { 2 } else { 1 };
@@ -79,6 +84,104 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     }
     crate::buffer_pool::give(buf);
     Ok(Decoded { image: RgbImage::from_parts(width, height, rgb), orientation: exif })
+}
+
+/// The error `PngImageFile` raises for APNG chunks while opening the file and loading its
+/// first image: an `fcTL` or `fdAT` out of sequence (the first `fcTL` must be number 0, each
+/// later one the previous plus one), a frame outside the image, truncated `acTL`/`fcTL`/`fdAT`.
+/// Before the image data every chunk counts; after it, the chunks up to `IEND`, or up to the
+/// next `fcTL` when the file is animated (an `acTL` of 1..=2^31 frames, plus one when the
+/// image data is a default image outside the animation).
+fn apng_sequence_error(bytes: &[u8]) -> Option<&'static str> {
+    let be32 = |b: &[u8], at: usize| b.get(at..at + 4).map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
+    let (im_w, im_h) = (u64::from(be32(bytes, 16)?), u64::from(be32(bytes, 20)?));
+    let (mut seq, mut n_frames, mut actl_seen, mut bbox) = (None::<u32>, None::<u32>, false, false);
+    let (mut after_idat, mut animated, mut pos) = (false, false, 8usize);
+    while let (Some(length), Some(kind)) = (be32(bytes, pos), bytes.get(pos + 4..pos + 8)) {
+        let data = bytes.get(pos + 8..)?;
+        let data = &data[..data.len().min(length as usize)];
+        match kind {
+            b"IDAT" if !after_idat => {
+                after_idat = true;
+                let frames = n_frames.unwrap_or(1) + u32::from(n_frames.is_some() && !bbox);
+                animated = frames > 1;
+            }
+            b"IEND" => return None,
+            b"acTL" if length < 8 => return Some("APNG contains truncated acTL chunk"),
+            b"acTL" if !after_idat => {
+                let n = be32(data, 0)?;
+                n_frames = if actl_seen || n == 0 || n > 0x8000_0000 { None } else { Some(n) };
+                actl_seen = true;
+            }
+            b"fcTL" if after_idat && animated => return None,
+            b"fcTL" if length < 26 => return Some("APNG contains truncated fcTL chunk"),
+            b"fcTL" | b"fdAT" => {
+                if kind == b"fdAT" && length < 4 {
+                    return Some("APNG contains truncated fDAT chunk");
+                }
+                let number = be32(data, 0)?;
+                let in_order = match seq {
+                    None => kind == b"fcTL" && number == 0,
+                    Some(previous) => u64::from(previous) + 1 == u64::from(number),
+                };
+                if !in_order {
+                    return Some("APNG contains frame sequence errors");
+                }
+                seq = Some(number);
+                if kind == b"fcTL" {
+                    let field = |at| be32(data, at).map(u64::from);
+                    let (w, h, x, y) = (field(4)?, field(8)?, field(12)?, field(16)?);
+                    if x + w > im_w || y + h > im_h {
+                        return Some("APNG contains invalid frames");
+                    }
+                    bbox |= !after_idat;
+                }
+            }
+            _ => {}
+        }
+        pos = pos.checked_add(12)?.checked_add(length as usize)?;
+    }
+    None
+}
+
+/// The orientation from the `eXIf` chunk, the "Raw profile type exif" text (hex digits after
+/// three header lines; invalid hex is Pillow's `ValueError`) and the XMP text chunk.
+fn orientation(info: &png::Info) -> Result<Orientation> {
+    let text = |key: &str| -> Option<String> {
+        let latin1 = info.uncompressed_latin1_text.iter().filter(|c| c.keyword == key).map(|c| c.text.clone());
+        let zipped = info.compressed_latin1_text.iter().filter(|c| c.keyword == key).filter_map(|c| c.get_text().ok());
+        let utf8 = info.utf8_text.iter().filter(|c| c.keyword == key).filter_map(|c| c.get_text().ok());
+        latin1.chain(zipped).chain(utf8).last()
+    };
+    let raw_profile = || -> Result<Option<Vec<u8>>> {
+        let Some(profile) = text("Raw profile type exif") else { return Ok(None) };
+        let hex: String = profile.split('\n').skip(3).collect();
+        from_hex(&hex)
+            .map(Some)
+            .ok_or_else(|| Error::malformed(FORMAT, "non-hexadecimal number in the raw EXIF profile"))
+    };
+    let exif = match info.exif_metadata.as_deref() {
+        Some(exif) => Some(exif.to_vec()),
+        None => raw_profile()?,
+    };
+    let xmp = text("XML:com.adobe.xmp");
+    Ok(Orientation::from_exif_or_xmp(exif.as_deref(), xmp.as_deref().map(str::as_bytes)))
+}
+
+/// Python's `bytes.fromhex`: pairs of hex digits, ASCII whitespace allowed between pairs.
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let mut bytes = text.bytes();
+    let mut out = Vec::new();
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    while let Some(b) = bytes.next() {
+        if b.is_ascii_whitespace() {
+            continue;
+        }
+        let high = digit(b)?;
+        let low = digit(bytes.next()?)?;
+        out.push(high << 4 | low);
+    }
+    Some(out)
 }
 
 fn classify(error: DecodingError) -> Error {
