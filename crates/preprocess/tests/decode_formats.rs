@@ -1,0 +1,93 @@
+//! PPM/PGM/PBM/PFM, TGA, QOI and DDS: Pillow's RGB bytes for every fixture Pillow reads, an
+//! error for every fixture it refuses, and typed errors (never a panic, never a large
+//! allocation) for hostile inputs.
+
+use preprocess::{DecodeOptions, Error, Format, Limits, RgbImage, decode};
+use std::path::Path;
+
+fn fixtures() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/formats"))
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn decode_default(bytes: &[u8]) -> preprocess::Result<RgbImage> {
+    decode(bytes, &DecodeOptions::default())
+}
+
+fn manifest() -> Vec<serde_json::Value> {
+    let text = String::from_utf8(read("manifest.json")).expect("utf8");
+    serde_json::from_str::<serde_json::Value>(&text).expect("manifest").as_array().expect("cases").clone()
+}
+
+#[test]
+fn fixtures_decode_as_pillow_decodes_them() {
+    let cases = manifest();
+    assert!(cases.len() >= 30);
+    for case in cases {
+        let name = case["image"].as_str().expect("image");
+        let result = decode_default(&read(name));
+        if let Some(error) = case["error"].as_str() {
+            match result {
+                Ok(image) => {
+                    panic!("{name}: read as {}x{}, Pillow refuses it ({error})", image.width(), image.height())
+                }
+                Err(e) => assert!(!matches!(e, Error::DecoderPanic { .. }), "{name}: {e}"),
+            }
+            continue;
+        }
+        let image = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want = read(case["rgb"].as_str().expect("rgb"));
+        let size = (case["width"].as_u64().expect("w") as u32, case["height"].as_u64().expect("h") as u32);
+        assert_eq!((image.width(), image.height()), size, "{name}");
+        let differing = image.data().iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(differing, 0, "{name}: {differing} bytes differ from Pillow");
+    }
+}
+
+#[test]
+fn truncated_and_corrupted_fixtures_fail_without_panicking() {
+    for case in manifest() {
+        let name = case["image"].as_str().expect("image");
+        let bytes = read(name);
+        let mut variants: Vec<Vec<u8>> = (0..bytes.len()).step_by(3).map(|n| bytes[..n].to_vec()).collect();
+        for at in (0..bytes.len()).step_by(5) {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0xA5;
+            variants.push(flipped);
+        }
+        for variant in variants {
+            if let Err(Error::DecoderPanic { message, .. }) = decode_default(&variant) {
+                panic!("{name} ({} bytes): decoder panicked: {message}", variant.len());
+            }
+        }
+    }
+}
+
+/// A header announcing more pixels than the limit is refused before any allocation.
+fn assert_too_many_pixels(bytes: &[u8]) {
+    let limits = Limits { max_pixels: 1000 };
+    match decode(bytes, &DecodeOptions { limits, ..Default::default() }) {
+        Err(Error::TooManyPixels { .. }) => {}
+        other => panic!("{:?}: {other:?}", &bytes[..bytes.len().min(20)]),
+    }
+}
+
+#[test]
+fn ppm_headers_are_checked_against_the_limits() {
+    assert_eq!(Format::sniff(b"P6 1 1 255\n\0\0\0").expect("ppm"), Format::Ppm);
+    assert_too_many_pixels(b"P6\n100 100\n255\n");
+    assert_too_many_pixels(b"P1\n100 100\n");
+    assert_too_many_pixels(b"Pf\n100 100\n-1\n");
+    assert_too_many_pixels(b"P5\n4000000000 4000000000\n65535\n");
+    // Malformed headers are typed errors.
+    for bad in [&b"P6"[..], b"P6 x 1 255\n", b"P6 1 1 -255\n", b"Pf 1 1 nan\n", b"P3 1 1 255\n1 2"] {
+        assert!(
+            matches!(decode_default(bad), Err(Error::Malformed { .. } | Error::Truncated { .. })),
+            "{bad:?}: {:?}",
+            decode_default(bad)
+        );
+    }
+}
