@@ -91,3 +91,18 @@ fn ppm_headers_are_checked_against_the_limits() {
         );
     }
 }
+
+#[test]
+fn tga_headers_are_checked_against_the_limits() {
+    let header = |kind: u8, depth: u8| {
+        let mut h = vec![0u8, 0, kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, depth, 0x20];
+        h.extend_from_slice(&[0x7f; 40]);
+        h
+    };
+    for (kind, depth) in [(2, 24), (10, 32), (3, 8), (11, 16), (3, 1)] {
+        assert_eq!(Format::sniff(&header(kind, depth)).expect("tga"), Format::Tga);
+        assert_too_many_pixels(&header(kind, depth));
+    }
+    // An image type Pillow's `_open` rejects is not a TGA file.
+    assert!(Format::sniff(&header(4, 8)).is_err());
+}

@@ -103,7 +103,14 @@ impl Format {
     pub fn is_decoded(self) -> bool {
         matches!(
             self,
-            Format::Jpeg | Format::Png | Format::Gif | Format::Webp | Format::Bmp | Format::Tiff | Format::Ppm
+            Format::Jpeg
+                | Format::Png
+                | Format::Gif
+                | Format::Webp
+                | Format::Bmp
+                | Format::Tiff
+                | Format::Ppm
+                | Format::Tga
         )
     }
 
@@ -152,7 +159,9 @@ const ACCEPT: &[(Format, Accept)] = &[
     (Format::Avif, |b| b.get(4..8) == Some(b"ftyp") && b.get(8..12).is_some_and(is_avif_brand)),
     (Format::Blp, |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2")),
     (Format::Bufr, |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC")),
-    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0")),
+    // CurImagePlugin's `_open` raises TypeError ("No cursors were found", so `Image.open` goes
+    // on to the next plugins) when the cursor count is 0, as in many TGA headers.
+    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0") && le16(b, 4).is_some_and(|n| n > 0)),
     (Format::Dcx, |b| le32(b, 0) == Some(0x3ADE_68B1)),
     (Format::Dds, |b| b.starts_with(b"DDS ")),
     (Format::Eps, |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5)),
@@ -202,12 +211,16 @@ fn is_avif_brand(brand: &[u8]) -> bool {
     matches!(brand, b"avif" | b"avis" | b"mif1" | b"msf1")
 }
 
-/// `TgaImagePlugin`'s header check (it has no `_accept`): a colour-map type of 0 or 1, a
-/// non-zero width and height and a pixel depth of 1, 8, 16, 24 or 32.
+/// `TgaImagePlugin._open`'s checks that raise `SyntaxError` (it has no `_accept`), so that a
+/// file failing them falls through to the next plugins as in `Image.open`: a colour-map type
+/// of 0 or 1, a non-zero width and height, a pixel depth of 1, 8, 16, 24 or 32, an image type
+/// of 1, 2, 3, 9, 10 or 11, and with a colour map, a map depth of 16, 24 or 32.
 fn is_tga(b: &[u8]) -> bool {
     b.len() >= 18
         && b[1] <= 1
         && le16(b, 12).is_some_and(|w| w > 0)
         && le16(b, 14).is_some_and(|h| h > 0)
         && [1, 8, 16, 24, 32].contains(&b[16])
+        && [1, 2, 3, 9, 10, 11].contains(&b[2])
+        && (b[1] == 0 || [16, 24, 32].contains(&b[7]))
 }
