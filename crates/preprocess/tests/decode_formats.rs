@@ -106,3 +106,14 @@ fn tga_headers_are_checked_against_the_limits() {
     // An image type Pillow's `_open` rejects is not a TGA file.
     assert!(Format::sniff(&header(4, 8)).is_err());
 }
+
+#[test]
+fn qoi_headers_are_checked_against_the_limits() {
+    let mut huge = b"qoif\xff\xff\xff\xff\xff\xff\xff\xff\x04\x00".to_vec();
+    huge.extend_from_slice(&[0xFE; 64]);
+    assert_eq!(Format::sniff(&huge).expect("qoi"), Format::Qoi);
+    assert_too_many_pixels(&huge);
+    // A 1-pixel-wide QOI file passes GIMP brush's `_accept` but not its `_open`.
+    let narrow = b"qoif\0\0\0\x01\0\0\0\x01\x04\0\x35";
+    assert_eq!(Format::sniff(narrow).expect("qoi"), Format::Qoi);
+}

@@ -130,8 +130,8 @@ impl Format {
 
 type Accept = fn(&[u8]) -> bool;
 
-/// Bytes [`Format::sniff`] looks at, at most (the TGA header is the longest test).
-pub(crate) const SNIFF_BYTES: usize = 18;
+/// Bytes [`Format::sniff`] looks at, at most (the GIMP brush header is the longest test).
+pub(crate) const SNIFF_BYTES: usize = 24;
 
 fn le32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
@@ -173,7 +173,7 @@ const ACCEPT: &[(Format, Accept)] = &[
     }),
     (Format::Fpx, |b| b.starts_with(OLE_MAGIC)),
     (Format::Ftex, |b| b.starts_with(b"FTEX")),
-    (Format::Gbr, |b| b.len() >= 8 && be32(b, 0) >= 20 && matches!(be32(b, 4), 1 | 2)),
+    (Format::Gbr, is_gbr),
     (Format::Grib, |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1),
     (Format::Hdf5, |b| b.starts_with(b"\x89HDF\r\n\x1a\n")),
     (Format::Icns, |b| b.starts_with(b"icns")),
@@ -205,6 +205,21 @@ const ACCEPT: &[(Format, Accept)] = &[
 
 fn be32(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
+}
+
+/// `GbrImagePlugin`'s `_accept` and the header checks of its `_open` that make `Image.open`
+/// try the next plugins (SyntaxError, or struct.error on a short read): a header size of at
+/// least 20, version 1 or 2, a non-zero width and height, a colour depth of 1 or 4, and for
+/// version 2 the `GIMP` magic. QOI files with a width of 1 or 2 pass `_accept`.
+fn is_gbr(b: &[u8]) -> bool {
+    let version = be32(b, 4);
+    b.len() >= 20
+        && be32(b, 0) >= 20
+        && matches!(version, 1 | 2)
+        && be32(b, 8) != 0
+        && be32(b, 12) != 0
+        && matches!(be32(b, 16), 1 | 4)
+        && (version == 1 || b.get(20..24) == Some(b"GIMP"))
 }
 
 fn is_avif_brand(brand: &[u8]) -> bool {

@@ -10,6 +10,7 @@ mod image_crate;
 mod jpeg;
 mod png;
 mod ppm;
+mod qoi;
 mod tga;
 
 pub use format::Format;
@@ -67,6 +68,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
         Format::Ppm => ppm::decode(bytes, limits),
         Format::Tga => tga::decode(bytes, limits),
+        Format::Qoi => qoi::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
