@@ -117,3 +117,15 @@ fn qoi_headers_are_checked_against_the_limits() {
     let narrow = b"qoif\0\0\0\x01\0\0\0\x01\x04\0\x35";
     assert_eq!(Format::sniff(narrow).expect("qoi"), Format::Qoi);
 }
+
+#[test]
+fn dds_headers_are_checked_against_the_limits() {
+    let mut header = b"DDS \x7c\0\0\0\x07\x10\0\0".to_vec();
+    header.extend_from_slice(&[0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0x0f]);
+    header.resize(76, 0);
+    header.extend_from_slice(&[32, 0, 0, 0, 4, 0, 0, 0]);
+    header.extend_from_slice(b"DXT1");
+    header.resize(128, 0);
+    assert_eq!(Format::sniff(&header).expect("dds"), Format::Dds);
+    assert_too_many_pixels(&header);
+}

@@ -4,6 +4,7 @@
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`.
 
+mod dds;
 mod format;
 mod gif;
 mod image_crate;
@@ -69,6 +70,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Ppm => ppm::decode(bytes, limits),
         Format::Tga => tga::decode(bytes, limits),
         Format::Qoi => qoi::decode(bytes, limits),
+        Format::Dds => dds::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
