@@ -111,6 +111,8 @@ impl Format {
                 | Format::Tiff
                 | Format::Ppm
                 | Format::Tga
+                | Format::Qoi
+                | Format::Dds
         )
     }
 
