@@ -137,6 +137,20 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     };
     limits.check(width.into(), height.into())?;
     let (w, h) = (width as usize, height as usize);
+    // The data must cover the image before the pixel buffer is allocated.
+    let needed = match pixels {
+        Pixels::Masked { bitcount, .. } => (w * h).checked_mul((bitcount / 8) as usize).filter(|&n| n > 0),
+        Pixels::Gray { bytes: step } => Some(w * h * step),
+        Pixels::Palette => Some(1024 + w * h),
+        Pixels::Rgba => Some(w * h * 4),
+        Pixels::Blocks(bcn) => w.div_ceil(4).checked_mul(h.div_ceil(4)).and_then(|n| n.checked_mul(bcn.block_bytes())),
+    };
+    if needed.is_none_or(|n| bytes.len() - offset < n) {
+        return Err(match pixels {
+            Pixels::Masked { .. } => Error::Truncated { format: FORMAT, detail: "not enough image data".into() },
+            _ => truncated(),
+        });
+    }
     let mut rgb = crate::buffer_pool::take(w * h * 3);
     match pixels {
         Pixels::Masked { bitcount, masks, channels } => {

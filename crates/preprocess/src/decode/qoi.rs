@@ -25,8 +25,13 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let height = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
     limits.check(width.into(), height.into())?;
     let pixels = width as usize * height as usize;
+    let data = bytes.get(HEADER..).unwrap_or_default();
+    // No op yields more than 62 pixels: data too short for the image is refused unallocated.
+    if data.len().saturating_mul(62) < pixels {
+        return Err(Error::Truncated { format: FORMAT, detail: "not enough image data".into() });
+    }
     let mut rgb = crate::buffer_pool::take(pixels * 3);
-    let written = decode_ops(bytes.get(HEADER..).unwrap_or_default(), &mut rgb);
+    let written = decode_ops(data, &mut rgb);
     if written < pixels {
         return Err(Error::Truncated { format: FORMAT, detail: "not enough image data".into() });
     }
