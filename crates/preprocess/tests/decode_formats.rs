@@ -120,6 +120,9 @@ fn qoi_headers_are_checked_against_the_limits() {
     huge.extend_from_slice(&[0xFE; 64]);
     assert_eq!(Format::sniff(&huge).expect("qoi"), Format::Qoi);
     assert_too_many_pixels(&huge);
+    // Within the limits but with almost no data: refused before the pixels are allocated.
+    let empty = b"qoif\0\0\x27\x10\0\0\x27\x10\x03\0\xfe\x01\x02\x03";
+    assert!(matches!(decode_default(empty), Err(Error::Truncated { .. })));
     // A 1-pixel-wide QOI file passes GIMP brush's `_accept` but not its `_open`.
     let narrow = b"qoif\0\0\0\x01\0\0\0\x01\x04\0\x35";
     assert_eq!(Format::sniff(narrow).expect("qoi"), Format::Qoi);

@@ -3,6 +3,8 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`.
+//! PPM (with PGM, PBM, PNM, PFM), TGA, QOI and DDS have decoders of their own, written after
+//! Pillow's plugins and C decoders.
 
 mod dds;
 mod format;
