@@ -112,6 +112,10 @@ impl Format {
                 | Format::Dib
                 | Format::Ico
                 | Format::Cur
+                | Format::Ppm
+                | Format::Tga
+                | Format::Qoi
+                | Format::Dds
         )
     }
 
@@ -131,8 +135,8 @@ impl Format {
 
 type Accept = fn(&[u8]) -> bool;
 
-/// Bytes [`Format::sniff`] looks at, at most (the TGA header is the longest test).
-pub(crate) const SNIFF_BYTES: usize = 18;
+/// Bytes [`Format::sniff`] looks at, at most (the GIMP brush header is the longest test).
+pub(crate) const SNIFF_BYTES: usize = 24;
 
 fn le32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
@@ -160,7 +164,9 @@ const ACCEPT: &[(Format, Accept)] = &[
     (Format::Avif, |b| b.get(4..8) == Some(b"ftyp") && b.get(8..12).is_some_and(is_avif_brand)),
     (Format::Blp, |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2")),
     (Format::Bufr, |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC")),
-    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0")),
+    // CurImagePlugin's `_open` raises TypeError ("No cursors were found", so `Image.open` goes
+    // on to the next plugins) when the cursor count is 0, as in many TGA headers.
+    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0") && le16(b, 4).is_some_and(|n| n > 0)),
     (Format::Dcx, |b| le32(b, 0) == Some(0x3ADE_68B1)),
     (Format::Dds, |b| b.starts_with(b"DDS ")),
     (Format::Eps, |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5)),
@@ -172,7 +178,7 @@ const ACCEPT: &[(Format, Accept)] = &[
     }),
     (Format::Fpx, |b| b.starts_with(OLE_MAGIC)),
     (Format::Ftex, |b| b.starts_with(b"FTEX")),
-    (Format::Gbr, |b| b.len() >= 8 && be32(b, 0) >= 20 && matches!(be32(b, 4), 1 | 2)),
+    (Format::Gbr, is_gbr),
     (Format::Grib, |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1),
     (Format::Hdf5, |b| b.starts_with(b"\x89HDF\r\n\x1a\n")),
     (Format::Icns, |b| b.starts_with(b"icns")),
@@ -206,16 +212,35 @@ fn be32(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
 }
 
+/// `GbrImagePlugin`'s `_accept` and the header checks of its `_open` that make `Image.open`
+/// try the next plugins (SyntaxError, or struct.error on a short read): a header size of at
+/// least 20, version 1 or 2, a non-zero width and height, a colour depth of 1 or 4, and for
+/// version 2 the `GIMP` magic. QOI files with a width of 1 or 2 pass `_accept`.
+fn is_gbr(b: &[u8]) -> bool {
+    let version = be32(b, 4);
+    b.len() >= 20
+        && be32(b, 0) >= 20
+        && matches!(version, 1 | 2)
+        && be32(b, 8) != 0
+        && be32(b, 12) != 0
+        && matches!(be32(b, 16), 1 | 4)
+        && (version == 1 || b.get(20..24) == Some(b"GIMP"))
+}
+
 fn is_avif_brand(brand: &[u8]) -> bool {
     matches!(brand, b"avif" | b"avis" | b"mif1" | b"msf1")
 }
 
-/// `TgaImagePlugin`'s header check (it has no `_accept`): a colour-map type of 0 or 1, a
-/// non-zero width and height and a pixel depth of 1, 8, 16, 24 or 32.
+/// `TgaImagePlugin._open`'s checks that raise `SyntaxError` (it has no `_accept`), so that a
+/// file failing them falls through to the next plugins as in `Image.open`: a colour-map type
+/// of 0 or 1, a non-zero width and height, a pixel depth of 1, 8, 16, 24 or 32, an image type
+/// of 1, 2, 3, 9, 10 or 11, and with a colour map, a map depth of 16, 24 or 32.
 fn is_tga(b: &[u8]) -> bool {
     b.len() >= 18
         && b[1] <= 1
         && le16(b, 12).is_some_and(|w| w > 0)
         && le16(b, 14).is_some_and(|h| h > 0)
         && [1, 8, 16, 24, 32].contains(&b[16])
+        && [1, 2, 3, 9, 10, 11].contains(&b[2])
+        && (b[1] == 0 || [16, 24, 32].contains(&b[7]))
 }

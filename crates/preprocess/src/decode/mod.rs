@@ -2,16 +2,21 @@
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, BMP and DIB by our own decoder, WebP and
-//! TIFF through `image`.
+//! through their crates with Pillow's mode semantics, WebP and TIFF through `image`. BMP and
+//! DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI and DDS have decoders of their own,
+//! written after Pillow's plugins and C decoders.
 
 mod bmp;
+mod dds;
 mod format;
 mod gif;
 mod ico;
 mod image_crate;
 mod jpeg;
 mod png;
+mod ppm;
+mod qoi;
+mod tga;
 
 pub use format::Format;
 
@@ -69,6 +74,10 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Ico => ico::decode_ico(bytes, limits),
         Format::Cur => ico::decode_cur(bytes, limits),
         Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
+        Format::Ppm => ppm::decode(bytes, limits),
+        Format::Tga => tga::decode(bytes, limits),
+        Format::Qoi => qoi::decode(bytes, limits),
+        Format::Dds => dds::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
