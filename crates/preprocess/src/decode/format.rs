@@ -101,7 +101,17 @@ impl Format {
 
     /// Whether [`decode`](crate::decode) reads this format (else it refuses it by name).
     pub fn is_decoded(self) -> bool {
-        matches!(self, Format::Jpeg | Format::Png | Format::Gif | Format::Webp | Format::Bmp | Format::Tiff)
+        matches!(
+            self,
+            Format::Jpeg
+                | Format::Png
+                | Format::Gif
+                | Format::Webp
+                | Format::Bmp
+                | Format::Tiff
+                | Format::Sgi
+                | Format::Pcx
+        )
     }
 
     /// The format of `bytes`, from its content. [`Error::Empty`] for no bytes,

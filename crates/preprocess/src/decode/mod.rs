@@ -8,7 +8,9 @@ mod format;
 mod gif;
 mod image_crate;
 mod jpeg;
+mod pcx;
 mod png;
+mod sgi;
 
 pub use format::Format;
 
@@ -63,6 +65,8 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, limits),
         Format::Bmp => image_crate::decode(bytes, image_crate::Kind::Bmp, limits),
         Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
+        Format::Sgi => sgi::decode(bytes, limits),
+        Format::Pcx => pcx::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
