@@ -1,0 +1,342 @@
+//! The header checks of the plugins Pillow registers without an `_accept` (IM, IMT, IPTC,
+//! PCD, SPIDER): `Image.open` runs their `_open` on any file that reaches them, and the file is
+//! theirs when `_open` returns with a mode and a non-zero size. Each check below follows its
+//! plugin's `_open` read for read, with the same outcome where `_open` would raise (`No`; the
+//! reference then tries the next plugin, or fails to open the file at all).
+//!
+//! The checks see a [`Header`]: the file's first bytes and whether they are the whole file. A
+//! check that would read past the bytes of an incomplete header answers
+//! [`Verdict::NeedMore`], so that [`open`](crate::open) reads more before deciding.
+
+/// A header check's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The plugin's `_open` accepts the file.
+    Yes,
+    /// It does not (it raised, or found no mode or size).
+    No,
+    /// The bytes end before the check could decide; only for an incomplete header.
+    NeedMore,
+}
+
+/// The first bytes of a file; `complete` when they are all of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header<'a> {
+    pub bytes: &'a [u8],
+    pub complete: bool,
+}
+
+/// A header check ([`Verdict`] for a [`Header`]).
+pub(crate) type Check = fn(Header<'_>) -> Verdict;
+
+/// Marks a read past the end of an incomplete header.
+struct NeedMore;
+
+/// A Python file object over the header: reads are short at the end of a complete file, and
+/// [`NeedMore`] past the end of an incomplete one.
+struct Reader<'a> {
+    header: Header<'a>,
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(header: Header<'a>) -> Self {
+        Reader { header, pos: 0 }
+    }
+
+    /// `fp.read(n)`.
+    fn read(&mut self, n: usize) -> Result<&'a [u8], NeedMore> {
+        let bytes = self.header.bytes;
+        let end = self.pos.saturating_add(n);
+        if end > bytes.len() && !self.header.complete {
+            return Err(NeedMore);
+        }
+        let end = end.min(bytes.len());
+        let data = bytes.get(self.pos.min(end)..end).unwrap_or(&[]);
+        self.pos = end;
+        Ok(data)
+    }
+
+    /// `fp.readline()`: up to and including the next `\n`, or to the end of the file.
+    fn readline(&mut self) -> Result<&'a [u8], NeedMore> {
+        let rest = self.header.bytes.get(self.pos..).unwrap_or(&[]);
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => self.read(i + 1),
+            None if self.header.complete => self.read(rest.len()),
+            None => Err(NeedMore),
+        }
+    }
+}
+
+/// Runs a check written with `?` on reads: a read past an incomplete header is `NeedMore`.
+fn verdict(check: impl FnOnce() -> Result<bool, NeedMore>) -> Verdict {
+    match check() {
+        Ok(true) => Verdict::Yes,
+        Ok(false) => Verdict::No,
+        Err(NeedMore) => Verdict::NeedMore,
+    }
+}
+
+/// Python's `int(s)` on ASCII text: surrounding whitespace, a sign, decimal digits with single
+/// underscores between them.
+fn python_int(text: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(text).ok()?.trim();
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+        return None;
+    }
+    text.replace('_', "").parse().ok()
+}
+
+/// `ImImagePlugin._open`: a text header of `Key: value` lines (each under 100 bytes, at least
+/// one with a known key) ended by `\0` or `\x1a`, then `\x1a` before the data; the size
+/// (default 512x512) must be two positive numbers and a lookup table, when announced, 768 bytes long.
+pub(crate) fn is_im(header: Header<'_>) -> Verdict {
+    const TAGS: [&[u8]; 9] = [
+        b"Comment",
+        b"Date",
+        b"Digitalization equipment",
+        b"File size (no of images)",
+        b"Lut",
+        b"Name",
+        b"Scale (x,y)",
+        b"Image size (x*y)",
+        b"Image type",
+    ];
+    const NUMERIC: [&[u8]; 3] = [b"File size (no of images)", b"Scale (x,y)", b"Image size (x*y)"];
+    verdict(|| {
+        let mut r = Reader::new(header);
+        if !r.read(100)?.contains(&b'\n') {
+            return Ok(false);
+        }
+        r.pos = 0;
+        let (mut known, mut size_ok, mut has_lut, mut mode_ok) = (0, true, false, true);
+        let ended_by = loop {
+            let first = r.read(1)?;
+            if first == b"\r" {
+                continue;
+            }
+            if matches!(first, [] | [0] | [0x1A]) {
+                break first;
+            }
+            let rest = r.readline()?;
+            if 1 + rest.len() > 100 {
+                return Ok(false);
+            }
+            let mut line = [first, rest].concat();
+            if line.ends_with(b"\r\n") {
+                line.truncate(line.len() - 2);
+            } else if line.ends_with(b"\n") {
+                line.truncate(line.len() - 1);
+            }
+            // `^([A-Za-z][^:]*):[ \t]*(.*)[ \t]*$`
+            let Some(colon) = line.iter().position(|&b| b == b':').filter(|_| line[0].is_ascii_alphabetic()) else {
+                return Ok(false);
+            };
+            let key = &line[..colon];
+            let value = line[colon + 1..].trim_ascii_start();
+            if NUMERIC.contains(&key) {
+                let text: Vec<u8> = value.iter().map(|&b| if b == b'*' { b',' } else { b }).collect();
+                let numbers: Option<Vec<f64>> = text
+                    .split(|&b| b == b',')
+                    .map(|n| {
+                        python_int(n).map(|i| i as f64).or_else(|| std::str::from_utf8(n).ok()?.trim().parse().ok())
+                    })
+                    .collect();
+                // Pillow's `number` raises ValueError on anything else.
+                let Some(numbers) = numbers else { return Ok(false) };
+                if key == b"Image size (x*y)" {
+                    size_ok = numbers.len() == 2 && numbers.iter().all(|&n| n > 0.0);
+                }
+            }
+            if key == b"Image type" {
+                mode_ok = !value.is_empty();
+            }
+            has_lut |= key == b"Lut";
+            known += usize::from(TAGS.contains(&key));
+        };
+        if known == 0 || !size_ok || !mode_ok {
+            return Ok(false);
+        }
+        let mut at = ended_by;
+        while !at.is_empty() && at != b"\x1a" {
+            at = r.read(1)?;
+        }
+        if at.is_empty() {
+            return Ok(false);
+        }
+        Ok(!has_lut || r.read(768)?.len() == 768)
+    })
+}
+
+/// `ImtImagePlugin._open`: `key value` lines (`[a-z]* [^ \r\n]*`, `*` starting a comment)
+/// read 100 bytes at a time, up to a `\x0c`; the file is IMT when it names `pixel n8` and a
+/// positive `width` and `height`.
+pub(crate) fn is_imt(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        let mut buffer = r.read(100)?.to_vec();
+        if !buffer.contains(&b'\n') {
+            return Ok(false);
+        }
+        let (mut width, mut height, mut mode_l) = (0i64, 0i64, false);
+        loop {
+            let mut s = if buffer.is_empty() { r.read(1)?.to_vec() } else { vec![buffer.remove(0)] };
+            if s.is_empty() || s == b"\x0c" {
+                break;
+            }
+            if !buffer.contains(&b'\n') {
+                buffer.extend_from_slice(r.read(100)?);
+            }
+            match buffer.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    s.extend_from_slice(&buffer[..i]);
+                    buffer.drain(..=i);
+                }
+                None => s.append(&mut buffer),
+            }
+            if s.len() == 1 || s.len() > 100 {
+                break;
+            }
+            if s[0] == b'*' {
+                continue;
+            }
+            // `([a-z]*) ([^ \r\n]*)`, matched at the start.
+            let key_len = s.iter().take_while(|b| b.is_ascii_lowercase()).count();
+            if s.get(key_len) != Some(&b' ') {
+                break;
+            }
+            let key = &s[..key_len];
+            let value: Vec<u8> = s[key_len + 1..].iter().copied().take_while(|b| !b" \r\n".contains(b)).collect();
+            match key {
+                // Pillow's `int(v)` raises ValueError on anything else.
+                b"width" => match python_int(&value) {
+                    Some(v) => width = v,
+                    None => return Ok(false),
+                },
+                b"height" => match python_int(&value) {
+                    Some(v) => height = v,
+                    None => return Ok(false),
+                },
+                b"pixel" if value == b"n8" => mode_l = true,
+                _ => {}
+            }
+        }
+        Ok(mode_l && width > 0 && height > 0)
+    })
+}
+
+/// `IptcImagePlugin._open`: IPTC/NAA fields (`0x1C`, record, dataset, length) up to the image
+/// data field (8:10) or a zero field; the file is IPTC when field 3:60 gives mode L, RGB or
+/// CMYK, fields 3:20 and 3:30 a non-zero size and field 3:120 compression 1 or 5.
+pub(crate) fn is_iptc(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        // Each tag's values in file order; `None` for a field of length 0.
+        let mut fields: Vec<((u8, u8), Option<&[u8]>)> = Vec::new();
+        loop {
+            let s = r.read(5)?;
+            if s.iter().all(|&b| b == 0) {
+                break;
+            }
+            let (Some(&marker), Some(&record), Some(&dataset)) = (s.first(), s.get(1), s.get(2)) else {
+                return Ok(false);
+            };
+            if marker != 0x1C || ![1, 2, 3, 4, 5, 6, 7, 8, 9, 240].contains(&record) {
+                return Ok(false);
+            }
+            let Some(&length) = s.get(3) else { return Ok(false) };
+            let size = match length {
+                133.. => return Ok(false),
+                128 => 0,
+                129..=132 => {
+                    let bytes = r.read(usize::from(length - 128))?;
+                    bytes.iter().fold(0usize, |n, &b| (n << 8) | usize::from(b))
+                }
+                _ => match s.get(4) {
+                    Some(&low) => usize::from(u16::from_be_bytes([length, low])),
+                    None => return Ok(false),
+                },
+            };
+            if (record, dataset) == (8, 10) {
+                break;
+            }
+            let data = if size > 0 { Some(r.read(size)?) } else { None };
+            fields.push(((record, dataset), data));
+        }
+        // `self.info[tag]`: a field that appears once, with data.
+        let single = |tag: (u8, u8)| {
+            let mut values = fields.iter().filter(|(t, _)| *t == tag);
+            match (values.next(), values.next()) {
+                (Some((_, data)), None) => *data,
+                _ => None,
+            }
+        };
+        let int = |tag| single(tag).map(|d: &[u8]| d.iter().rev().take(4).rev().fold(0u32, |n, &b| (n << 8) | u32::from(b)));
+        let Some(&[layers, component, ..]) = single((3, 60)) else { return Ok(false) };
+        let mode = match (layers, component) {
+            (1, 0) => true,
+            (3 | 4, c) => c != 0,
+            _ => false,
+        };
+        // `self.info[(3, 65)][0] - 1` when the field is there.
+        let band_ok = || !fields.iter().any(|(t, _)| *t == (3, 65)) || single((3, 65)).is_some_and(|d| !d.is_empty());
+        if !mode || (layers != 1 && !band_ok()) {
+            return Ok(false);
+        }
+        let (Some(width), Some(height)) = (int((3, 20)), int((3, 30))) else { return Ok(false) };
+        Ok(matches!(int((3, 120)), Some(1 | 5)) && width > 0 && height > 0)
+    })
+}
+
+/// `PcdImagePlugin._open`: `PCD_` at byte 2048 and the 1539-byte block there complete.
+pub(crate) fn is_pcd(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        r.read(2048)?;
+        let block = r.read(1539)?;
+        Ok(block.len() == 1539 && block.starts_with(b"PCD_"))
+    })
+}
+
+/// `SpiderImagePlugin._open`: 27 float32 header values, big- then little-endian, passing
+/// `isSpiderHeader` (integral values at the key positions, a known `iform`, `labbyt = labrec *
+/// lenbyt` non-zero), `iform` 1 (a 2D image), a stack layout Pillow opens and a positive size.
+pub(crate) fn is_spider(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        let bytes = r.read(108)?;
+        if bytes.len() < 108 {
+            return Ok(false);
+        }
+        let values = |big: bool| -> Vec<f64> {
+            // Fortran indexing: h[0] is a placeholder.
+            std::iter::once(99.0)
+                .chain(bytes.chunks_exact(4).map(|c| {
+                    let b = [c[0], c[1], c[2], c[3]];
+                    f64::from(if big { f32::from_be_bytes(b) } else { f32::from_le_bytes(b) })
+                }))
+                .collect()
+        };
+        let is_int = |f: f64| f.is_finite() && f.trunc() == f;
+        let header_len = |h: &[f64]| {
+            if [1, 2, 5, 12, 13, 22, 23].iter().any(|&i| !is_int(h[i])) {
+                return 0.0;
+            }
+            let valid = [1.0, 3.0, -11.0, -12.0, -21.0, -22.0].contains(&h[5]) && h[22] == h[13] * h[23];
+            if valid { h[22] } else { 0.0 }
+        };
+        let big = values(true);
+        let h = if header_len(&big) != 0.0 { big } else { values(false) };
+        if header_len(&h) == 0.0 || h[5] != 1.0 {
+            return Ok(false);
+        }
+        // `int(h[24])`, `int(h[27])` (and `int(h[26])` for a stack) raise on NaN and infinity.
+        if !h[24].is_finite() || !h[27].is_finite() {
+            return Ok(false);
+        }
+        let (stack, image) = (h[24].trunc(), h[27].trunc());
+        let layout = image == 0.0 && (stack == 0.0 || (stack > 0.0 && h[26].is_finite()));
+        Ok(layout && h[12].trunc() > 0.0 && h[2].trunc() > 0.0)
+    })
+}
