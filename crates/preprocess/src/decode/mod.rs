@@ -114,7 +114,11 @@ pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
         if format::sniff_header(header).map_err(in_file)?.is_some() {
             break;
         }
-        want = if want < format::HEADER_SNIFF_BYTES as u64 { format::HEADER_SNIFF_BYTES as u64 } else { max_bytes.saturating_add(1) };
+        want = if want < format::HEADER_SNIFF_BYTES as u64 {
+            format::HEADER_SNIFF_BYTES as u64
+        } else {
+            max_bytes.saturating_add(1)
+        };
     }
     let read = bytes.len() as u64;
     (&mut file).take(max_bytes.saturating_add(1).saturating_sub(read)).read_to_end(&mut bytes).map_err(io)?;

@@ -226,14 +226,17 @@ pub(crate) fn is_imt(header: Header<'_>) -> Verdict {
     })
 }
 
+/// An IPTC field: its (record, dataset) tag and its data (`None` for length 0).
+type IptcField<'a> = ((u8, u8), Option<&'a [u8]>);
+
 /// `IptcImagePlugin._open`: IPTC/NAA fields (`0x1C`, record, dataset, length) up to the image
 /// data field (8:10) or a zero field; the file is IPTC when field 3:60 gives mode L, RGB or
 /// CMYK, fields 3:20 and 3:30 a non-zero size and field 3:120 compression 1 or 5.
 pub(crate) fn is_iptc(header: Header<'_>) -> Verdict {
     verdict(|| {
         let mut r = Reader::new(header);
-        // Each tag's values in file order; `None` for a field of length 0.
-        let mut fields: Vec<((u8, u8), Option<&[u8]>)> = Vec::new();
+        // Each field's tag (record, dataset) and data in file order; `None` for length 0.
+        let mut fields: Vec<IptcField<'_>> = Vec::new();
         loop {
             let s = r.read(5)?;
             if s.iter().all(|&b| b == 0) {
@@ -272,7 +275,8 @@ pub(crate) fn is_iptc(header: Header<'_>) -> Verdict {
                 _ => None,
             }
         };
-        let int = |tag| single(tag).map(|d: &[u8]| d.iter().rev().take(4).rev().fold(0u32, |n, &b| (n << 8) | u32::from(b)));
+        let int =
+            |tag| single(tag).map(|d: &[u8]| d.iter().rev().take(4).rev().fold(0u32, |n, &b| (n << 8) | u32::from(b)));
         let Some(&[layers, component, ..]) = single((3, 60)) else { return Ok(false) };
         let mode = match (layers, component) {
             (1, 0) => true,
