@@ -126,6 +126,8 @@ impl Format {
                 | Format::Tiff
                 | Format::Sgi
                 | Format::Pcx
+                | Format::Xbm
+                | Format::Xpm
         )
     }
 
@@ -135,7 +137,8 @@ impl Format {
         sniff_header(Header { bytes, complete: true })?.ok_or_else(|| Error::malformed("image", "no format decided"))
     }
 
-    /// The `_open` header check of a plugin registered without an `_accept`.
+    /// The `_open` header check that decides after the `_accept` test (or instead of it, for a
+    /// plugin registered without one): a file whose `_open` fails goes on to the next plugin.
     fn open_check(self) -> Option<Check> {
         match self {
             Format::Im => Some(open_checks::is_im),
@@ -143,6 +146,7 @@ impl Format {
             Format::Iptc => Some(open_checks::is_iptc),
             Format::Pcd => Some(open_checks::is_pcd),
             Format::Spider => Some(open_checks::is_spider),
+            Format::Xbm => Some(super::xbm::is_xbm),
             _ => None,
         }
     }
@@ -158,9 +162,9 @@ pub(crate) fn sniff_header(header: Header<'_>) -> Result<Option<Format>> {
     }
     for &(format, accept) in ACCEPT {
         let verdict = match format.open_check() {
+            _ if !accept(bytes) => Verdict::No,
             Some(check) => check(header),
-            None if accept(bytes) => Verdict::Yes,
-            None => Verdict::No,
+            None => Verdict::Yes,
         };
         match verdict {
             Verdict::Yes => return Ok(Some(format)),
@@ -180,8 +184,9 @@ pub(crate) const SNIFF_BYTES: usize = 18;
 /// enough to reject any other file that starts with no IM, IMT or IPTC header.
 pub(crate) const HEADER_SNIFF_BYTES: usize = 4096;
 
-/// The `_accept` entry of a plugin that has none: its [`Format::open_check`] decides instead.
-const NO_ACCEPT: Accept = |_| false;
+/// The `_accept` entry of a plugin that has none: every file reaches its `_open`, whose
+/// header check ([`Format::open_check`]) decides.
+const NO_ACCEPT: Accept = |_| true;
 
 fn le32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))

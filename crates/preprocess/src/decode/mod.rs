@@ -12,6 +12,8 @@ mod open_checks;
 mod pcx;
 mod png;
 mod sgi;
+mod xbm;
+mod xpm;
 
 pub use format::Format;
 
@@ -68,6 +70,8 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
         Format::Sgi => sgi::decode(bytes, limits),
         Format::Pcx => pcx::decode(bytes, limits),
+        Format::Xbm => xbm::decode(bytes, limits),
+        Format::Xpm => xpm::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }

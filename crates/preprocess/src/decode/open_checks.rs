@@ -30,22 +30,23 @@ pub(crate) struct Header<'a> {
 pub(crate) type Check = fn(Header<'_>) -> Verdict;
 
 /// Marks a read past the end of an incomplete header.
-struct NeedMore;
+pub(crate) struct NeedMore;
 
 /// A Python file object over the header: reads are short at the end of a complete file, and
 /// [`NeedMore`] past the end of an incomplete one.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     header: Header<'a>,
-    pos: usize,
+    /// The position of the next read.
+    pub pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn new(header: Header<'a>) -> Self {
+    pub fn new(header: Header<'a>) -> Self {
         Reader { header, pos: 0 }
     }
 
     /// `fp.read(n)`.
-    fn read(&mut self, n: usize) -> Result<&'a [u8], NeedMore> {
+    pub fn read(&mut self, n: usize) -> Result<&'a [u8], NeedMore> {
         let bytes = self.header.bytes;
         let end = self.pos.saturating_add(n);
         if end > bytes.len() && !self.header.complete {
@@ -58,10 +59,16 @@ impl<'a> Reader<'a> {
     }
 
     /// `fp.readline()`: up to and including the next `\n`, or to the end of the file.
-    fn readline(&mut self) -> Result<&'a [u8], NeedMore> {
+    pub fn readline(&mut self) -> Result<&'a [u8], NeedMore> {
+        self.readline_max(usize::MAX)
+    }
+
+    /// `fp.readline(size)`: as [`readline`](Self::readline), at most `size` bytes.
+    pub fn readline_max(&mut self, size: usize) -> Result<&'a [u8], NeedMore> {
         let rest = self.header.bytes.get(self.pos..).unwrap_or(&[]);
-        match rest.iter().position(|&b| b == b'\n') {
+        match rest.iter().take(size).position(|&b| b == b'\n') {
             Some(i) => self.read(i + 1),
+            None if rest.len() >= size => self.read(size),
             None if self.header.complete => self.read(rest.len()),
             None => Err(NeedMore),
         }
@@ -69,7 +76,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Runs a check written with `?` on reads: a read past an incomplete header is `NeedMore`.
-fn verdict(check: impl FnOnce() -> Result<bool, NeedMore>) -> Verdict {
+pub(crate) fn verdict(check: impl FnOnce() -> Result<bool, NeedMore>) -> Verdict {
     match check() {
         Ok(true) => Verdict::Yes,
         Ok(false) => Verdict::No,
@@ -79,7 +86,7 @@ fn verdict(check: impl FnOnce() -> Result<bool, NeedMore>) -> Verdict {
 
 /// Python's `int(s)` on ASCII text: surrounding whitespace, a sign, decimal digits with single
 /// underscores between them.
-fn python_int(text: &[u8]) -> Option<i64> {
+pub(crate) fn python_int(text: &[u8]) -> Option<i64> {
     let text = std::str::from_utf8(text).ok()?.trim();
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
     if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
