@@ -128,6 +128,8 @@ impl Format {
                 | Format::Pcx
                 | Format::Xbm
                 | Format::Xpm
+                | Format::Sun
+                | Format::Msp
         )
     }
 
@@ -147,6 +149,8 @@ impl Format {
             Format::Pcd => Some(open_checks::is_pcd),
             Format::Spider => Some(open_checks::is_spider),
             Format::Xbm => Some(super::xbm::is_xbm),
+            Format::Sun => Some(super::sun::is_sun),
+            Format::Msp => Some(super::msp::is_msp),
             _ => None,
         }
     }

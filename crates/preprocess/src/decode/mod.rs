@@ -8,10 +8,12 @@ mod format;
 mod gif;
 mod image_crate;
 mod jpeg;
+mod msp;
 mod open_checks;
 mod pcx;
 mod png;
 mod sgi;
+mod sun;
 mod xbm;
 mod xpm;
 
@@ -72,6 +74,8 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Pcx => pcx::decode(bytes, limits),
         Format::Xbm => xbm::decode(bytes, limits),
         Format::Xpm => xpm::decode(bytes, limits),
+        Format::Sun => sun::decode(bytes, limits),
+        Format::Msp => msp::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
