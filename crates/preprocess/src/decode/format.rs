@@ -148,6 +148,7 @@ impl Format {
             Format::Iptc => Some(open_checks::is_iptc),
             Format::Pcd => Some(open_checks::is_pcd),
             Format::Spider => Some(open_checks::is_spider),
+            Format::Gbr => Some(open_checks::is_gbr),
             Format::Xbm => Some(super::xbm::is_xbm),
             Format::Sun => Some(super::sun::is_sun),
             Format::Msp => Some(super::msp::is_msp),

@@ -351,3 +351,30 @@ pub(crate) fn is_spider(header: Header<'_>) -> Verdict {
         Ok(layout && h[12].trunc() > 0.0 && h[2].trunc() > 0.0)
     })
 }
+
+/// `GbrImagePlugin._open`: header size of at least 20, version 1 or 2, a non-zero size, colour
+/// depth 1 or 4, and for version 2 the `GIMP` magic and a spacing word (big-endian words).
+pub(crate) fn is_gbr(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        let mut word = || -> Result<Option<u32>, NeedMore> { Ok(r.read(4)?.try_into().ok().map(u32::from_be_bytes)) };
+        let (Some(header_size), Some(version)) = (word()?, word()?) else { return Ok(false) };
+        if header_size < 20 || !matches!(version, 1 | 2) {
+            return Ok(false);
+        }
+        let (Some(width), Some(height)) = (word()?, word()?) else { return Ok(false) };
+        if width == 0 || height == 0 {
+            return Ok(false);
+        }
+        if !matches!(word()?, Some(1 | 4)) {
+            return Ok(false);
+        }
+        if version == 2 {
+            let magic = word()?;
+            if magic != Some(u32::from_be_bytes(*b"GIMP")) || word()?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
+}
