@@ -149,6 +149,7 @@ impl Format {
             Format::Pcd => Some(open_checks::is_pcd),
             Format::Spider => Some(open_checks::is_spider),
             Format::Gbr => Some(open_checks::is_gbr),
+            Format::Cur => Some(open_checks::is_cur),
             Format::Xbm => Some(super::xbm::is_xbm),
             Format::Sun => Some(super::sun::is_sun),
             Format::Msp => Some(super::msp::is_msp),
