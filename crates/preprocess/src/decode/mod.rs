@@ -2,7 +2,9 @@
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`.
+//! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
+//! SGI, PCX, XBM, XPM, SUN and MSP through decoders of our own that follow Pillow's plugins and
+//! C decoders step by step.
 
 mod format;
 mod gif;

@@ -110,8 +110,8 @@ fn decode_lines(data: &[u8], line_bytes: usize, height: usize) -> Result<Vec<u8>
 /// One line of `width` pixels to RGB, as Pillow's unpacker for the mode and `convert("RGB")`.
 fn unpack_line(mode: &Mode, line: &[u8], stride: usize, out: &mut [u8]) {
     let color = |palette: &[u8], i: usize| {
-        // Entries past the palette's end keep Pillow's initial gray ramp.
-        palette.get(i * 3..i * 3 + 3).map_or([i as u8; 3], |c| [c[0], c[1], c[2]])
+        // Entries past the palette's end are black (a new Pillow palette is zeroed).
+        palette.get(i * 3..i * 3 + 3).map_or([0; 3], |c| [c[0], c[1], c[2]])
     };
     let bit = |plane: usize, x: usize| line.get(plane * stride + x / 8).is_some_and(|b| b & (0x80 >> (x % 8)) != 0);
     for (x, px) in out.chunks_exact_mut(3).enumerate() {
