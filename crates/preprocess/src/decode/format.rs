@@ -130,6 +130,7 @@ impl Format {
                 | Format::Xpm
                 | Format::Sun
                 | Format::Msp
+                | Format::Psd
         )
     }
 

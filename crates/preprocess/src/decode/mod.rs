@@ -14,6 +14,7 @@ mod msp;
 mod open_checks;
 mod pcx;
 mod png;
+mod psd;
 mod sgi;
 mod sun;
 mod xbm;
@@ -78,6 +79,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Xpm => xpm::decode(bytes, limits),
         Format::Sun => sun::decode(bytes, limits),
         Format::Msp => msp::decode(bytes, limits),
+        Format::Psd => psd::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
