@@ -3,7 +3,7 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
-//! SGI, PCX, XBM, XPM, SUN and MSP through decoders of our own that follow Pillow's plugins and
+//! SGI, PCX, XBM, XPM, SUN, MSP and PSD through decoders of our own that follow Pillow's plugins and
 //! C decoders step by step.
 
 mod format;
