@@ -131,6 +131,8 @@ impl Format {
                 | Format::Sun
                 | Format::Msp
                 | Format::Psd
+                | Format::Dcx
+                | Format::XvThumb
         )
     }
 

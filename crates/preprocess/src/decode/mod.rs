@@ -3,9 +3,10 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
-//! SGI, PCX, XBM, XPM, SUN, MSP and PSD through decoders of our own that follow Pillow's plugins and
+//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD and XV thumbnails through decoders of our own that follow Pillow's plugins and
 //! C decoders step by step.
 
+mod dcx;
 mod format;
 mod gif;
 mod image_crate;
@@ -19,6 +20,7 @@ mod sgi;
 mod sun;
 mod xbm;
 mod xpm;
+mod xvthumb;
 
 pub use format::Format;
 
@@ -80,6 +82,8 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Sun => sun::decode(bytes, limits),
         Format::Msp => msp::decode(bytes, limits),
         Format::Psd => psd::decode(bytes, limits),
+        Format::Dcx => dcx::decode(bytes, limits),
+        Format::XvThumb => xvthumb::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }

@@ -32,7 +32,16 @@ enum Mode {
 
 /// Decodes a PCX file; the header's size is checked against `limits` before any pixel buffer exists.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
-    let header = bytes.get(..68).ok_or_else(|| Error::Truncated { format: FORMAT, detail: "short header".into() })?;
+    decode_at(bytes, 0, limits)
+}
+
+/// Decodes the PCX image that starts at byte `start` of `bytes` (a DCX frame): the header and
+/// data are read from there, the 8-bit palette from the end of `bytes`, as Pillow seeks.
+pub(crate) fn decode_at(bytes: &[u8], start: usize, limits: &Limits) -> Result<Decoded> {
+    let header = bytes
+        .get(start..)
+        .and_then(|b| b.get(..68))
+        .ok_or_else(|| Error::Truncated { format: FORMAT, detail: "short header".into() })?;
     let le16 = |at: usize| i64::from(u16::from_le_bytes([header[at], header[at + 1]]));
     let (x0, y0, x1, y1) = (le16(4), le16(6), le16(8) + 1, le16(10) + 1);
     if x1 <= x0 || y1 <= y0 {
@@ -54,7 +63,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         stride += stride % 2;
     }
     let line_bytes = planes * stride;
-    let lines = decode_lines(bytes.get(HEADER..).unwrap_or(&[]), line_bytes, height)?;
+    let lines = decode_lines(bytes.get(start.saturating_add(HEADER)..).unwrap_or(&[]), line_bytes, height)?;
 
     let mut rgb = crate::buffer_pool::take(width * height * 3);
     for (line, out) in lines.chunks_exact(line_bytes).zip(rgb.chunks_exact_mut(width * 3)) {
