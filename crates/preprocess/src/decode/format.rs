@@ -133,6 +133,7 @@ impl Format {
                 | Format::Psd
                 | Format::Dcx
                 | Format::XvThumb
+                | Format::Imt
         )
     }
 

@@ -3,13 +3,14 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
-//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD and XV thumbnails through decoders of our own that follow Pillow's plugins and
+//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails and IMT through decoders of our own that follow Pillow's plugins and
 //! C decoders step by step.
 
 mod dcx;
 mod format;
 mod gif;
 mod image_crate;
+mod imt;
 mod jpeg;
 mod msp;
 mod open_checks;
@@ -84,6 +85,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Psd => psd::decode(bytes, limits),
         Format::Dcx => dcx::decode(bytes, limits),
         Format::XvThumb => xvthumb::decode(bytes, limits),
+        Format::Imt => imt::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
