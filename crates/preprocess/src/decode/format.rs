@@ -134,6 +134,7 @@ impl Format {
                 | Format::Dcx
                 | Format::XvThumb
                 | Format::Imt
+                | Format::Spider
         )
     }
 

@@ -3,7 +3,7 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
-//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails and IMT through decoders of our own that follow Pillow's plugins and
+//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails, IMT and SPIDER through decoders of our own that follow Pillow's plugins and
 //! C decoders step by step.
 
 mod dcx;
@@ -18,6 +18,7 @@ mod pcx;
 mod png;
 mod psd;
 mod sgi;
+mod spider;
 mod sun;
 mod xbm;
 mod xpm;
@@ -86,6 +87,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Dcx => dcx::decode(bytes, limits),
         Format::XvThumb => xvthumb::decode(bytes, limits),
         Format::Imt => imt::decode(bytes, limits),
+        Format::Spider => spider::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }

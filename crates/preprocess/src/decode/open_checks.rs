@@ -329,42 +329,64 @@ pub(crate) fn is_pcd(header: Header<'_>) -> Verdict {
 /// `isSpiderHeader` (integral values at the key positions, a known `iform`, `labbyt = labrec *
 /// lenbyt` non-zero), `iform` 1 (a 2D image), a stack layout Pillow opens and a positive size.
 pub(crate) fn is_spider(header: Header<'_>) -> Verdict {
-    verdict(|| {
-        let mut r = Reader::new(header);
-        let bytes = r.read(108)?;
-        if bytes.len() < 108 {
-            return Ok(false);
+    verdict(|| Ok(spider_header(header)?.is_some()))
+}
+
+/// What a SPIDER header gives: the size, the byte order of its float32 samples and where they
+/// start (the header length, doubled for the first image of a stack; Pillow would seek to a
+/// negative one and fail).
+pub(crate) struct SpiderHeader {
+    pub width: i64,
+    pub height: i64,
+    pub big_endian: bool,
+    pub data_offset: f64,
+}
+
+/// `SpiderImagePlugin._open`: the header when the file is a SPIDER 2D image.
+pub(crate) fn spider_header(header: Header<'_>) -> Result<Option<SpiderHeader>, NeedMore> {
+    let mut r = Reader::new(header);
+    let bytes = r.read(108)?;
+    if bytes.len() < 108 {
+        return Ok(None);
+    }
+    let values = |big: bool| -> Vec<f64> {
+        // Fortran indexing: h[0] is a placeholder.
+        std::iter::once(99.0)
+            .chain(bytes.chunks_exact(4).map(|c| {
+                let b = [c[0], c[1], c[2], c[3]];
+                f64::from(if big { f32::from_be_bytes(b) } else { f32::from_le_bytes(b) })
+            }))
+            .collect()
+    };
+    let is_int = |f: f64| f.is_finite() && f.trunc() == f;
+    let header_len = |h: &[f64]| {
+        if [1, 2, 5, 12, 13, 22, 23].iter().any(|&i| !is_int(h[i])) {
+            return 0.0;
         }
-        let values = |big: bool| -> Vec<f64> {
-            // Fortran indexing: h[0] is a placeholder.
-            std::iter::once(99.0)
-                .chain(bytes.chunks_exact(4).map(|c| {
-                    let b = [c[0], c[1], c[2], c[3]];
-                    f64::from(if big { f32::from_be_bytes(b) } else { f32::from_le_bytes(b) })
-                }))
-                .collect()
-        };
-        let is_int = |f: f64| f.is_finite() && f.trunc() == f;
-        let header_len = |h: &[f64]| {
-            if [1, 2, 5, 12, 13, 22, 23].iter().any(|&i| !is_int(h[i])) {
-                return 0.0;
-            }
-            let valid = [1.0, 3.0, -11.0, -12.0, -21.0, -22.0].contains(&h[5]) && h[22] == h[13] * h[23];
-            if valid { h[22] } else { 0.0 }
-        };
-        let big = values(true);
-        let h = if header_len(&big) != 0.0 { big } else { values(false) };
-        if header_len(&h) == 0.0 || h[5] != 1.0 {
-            return Ok(false);
-        }
-        // `int(h[24])`, `int(h[27])` (and `int(h[26])` for a stack) raise on NaN and infinity.
-        if !h[24].is_finite() || !h[27].is_finite() {
-            return Ok(false);
-        }
-        let (stack, image) = (h[24].trunc(), h[27].trunc());
-        let layout = image == 0.0 && (stack == 0.0 || (stack > 0.0 && h[26].is_finite()));
-        Ok(layout && h[12].trunc() > 0.0 && h[2].trunc() > 0.0)
-    })
+        let valid = [1.0, 3.0, -11.0, -12.0, -21.0, -22.0].contains(&h[5]) && h[22] == h[13] * h[23];
+        if valid { h[22] } else { 0.0 }
+    };
+    let big = values(true);
+    let big_endian = header_len(&big) != 0.0;
+    let h = if big_endian { big } else { values(false) };
+    let length = header_len(&h);
+    if length == 0.0 || h[5] != 1.0 {
+        return Ok(None);
+    }
+    // `int(h[24])`, `int(h[27])` (and `int(h[26])` for a stack) raise on NaN and infinity.
+    if !h[24].is_finite() || !h[27].is_finite() {
+        return Ok(None);
+    }
+    let (stack, image) = (h[24].trunc(), h[27].trunc());
+    let layout = image == 0.0 && (stack == 0.0 || (stack > 0.0 && h[26].is_finite()));
+    let (width, height) = (h[12].trunc(), h[2].trunc());
+    let data_offset = if stack > 0.0 { 2.0 * length } else { length };
+    Ok((layout && width > 0.0 && height > 0.0).then_some(SpiderHeader {
+        width: width.min(i64::MAX as f64) as i64,
+        height: height.min(i64::MAX as f64) as i64,
+        big_endian,
+        data_offset,
+    }))
 }
 
 /// `GbrImagePlugin._open`: header size of at least 20, version 1 or 2, a non-zero size, colour
