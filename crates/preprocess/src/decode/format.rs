@@ -135,6 +135,7 @@ impl Format {
                 | Format::XvThumb
                 | Format::Imt
                 | Format::Spider
+                | Format::Gbr
         )
     }
 

@@ -3,11 +3,12 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
-//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails, IMT and SPIDER through decoders of our own that follow Pillow's plugins and
+//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails, IMT, SPIDER and GIMP brushes through decoders of our own that follow Pillow's plugins and
 //! C decoders step by step.
 
 mod dcx;
 mod format;
+mod gbr;
 mod gif;
 mod image_crate;
 mod imt;
@@ -88,6 +89,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::XvThumb => xvthumb::decode(bytes, limits),
         Format::Imt => imt::decode(bytes, limits),
         Format::Spider => spider::decode(bytes, limits),
+        Format::Gbr => gbr::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
