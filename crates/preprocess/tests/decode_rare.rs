@@ -1,4 +1,4 @@
-//! The less common formats (SGI, PCX, DCX, XBM, XPM, SUN, MSP, PSD, XVThumb): Pillow's RGB bytes for every
+//! The less common formats (SGI, PCX, DCX, XBM, XPM, SUN, MSP, PSD, XVThumb, IMT, SPIDER, GBR, PIXAR): Pillow's RGB bytes for every
 //! fixture it reads and an error for every one it refuses; identification as Pillow's
 //! `Image.open` names the format (including the plugins without an `_accept`: IM, IMT, IPTC,
 //! PCD, SPIDER); and hostile inputs. Fixtures and expectations: `fixtures/rare/make_rare.py`.

@@ -136,6 +136,7 @@ impl Format {
                 | Format::Imt
                 | Format::Spider
                 | Format::Gbr
+                | Format::Pixar
         )
     }
 
@@ -156,6 +157,7 @@ impl Format {
             Format::Spider => Some(open_checks::is_spider),
             Format::Gbr => Some(open_checks::is_gbr),
             Format::Cur => Some(open_checks::is_cur),
+            Format::Pixar => Some(super::pixar::is_pixar),
             Format::Xbm => Some(super::xbm::is_xbm),
             Format::Sun => Some(super::sun::is_sun),
             Format::Msp => Some(super::msp::is_msp),

@@ -3,7 +3,7 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`;
-//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails, IMT, SPIDER and GIMP brushes through decoders of our own that follow Pillow's plugins and
+//! SGI, PCX (and DCX), XBM, XPM, SUN, MSP, PSD, XV thumbnails, IMT, SPIDER, GIMP brushes and PIXAR through decoders of our own that follow Pillow's plugins and
 //! C decoders step by step.
 
 mod dcx;
@@ -16,6 +16,7 @@ mod jpeg;
 mod msp;
 mod open_checks;
 mod pcx;
+mod pixar;
 mod png;
 mod psd;
 mod sgi;
@@ -90,6 +91,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Imt => imt::decode(bytes, limits),
         Format::Spider => spider::decode(bytes, limits),
         Format::Gbr => gbr::decode(bytes, limits),
+        Format::Pixar => pixar::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
