@@ -1,7 +1,8 @@
-//! The less common formats (SGI, PCX, DCX, XBM, XPM, SUN, MSP, PSD, XVThumb, IMT, SPIDER, GBR, PIXAR): Pillow's RGB bytes for every
-//! fixture it reads and an error for every one it refuses; identification as Pillow's
-//! `Image.open` names the format (including the plugins without an `_accept`: IM, IMT, IPTC,
-//! PCD, SPIDER); and hostile inputs. Fixtures and expectations: `fixtures/rare/make_rare.py`.
+//! The less common formats (SGI, PCX, DCX, XBM, XPM, SUN, MSP, PSD, XVThumb, IMT, SPIDER, GBR,
+//! PIXAR): Pillow's RGB bytes for every fixture it reads and an error for every one it refuses;
+//! identification as Pillow's `Image.open` names the format (including the plugins without an
+//! `_accept`: IM, IMT, IPTC, PCD, SPIDER); and hostile inputs. Fixtures and expectations:
+//! `fixtures/rare/make_rare.py`.
 
 use preprocess::{DecodeOptions, Error, Format, Limits, decode, open};
 use std::path::{Path, PathBuf};
