@@ -1,8 +1,10 @@
 //! Which format a file is, recognised from its content as Pillow's `Image.open` recognises it:
 //! each plugin's `_accept` test on the first bytes, in the order Pillow registers the plugins
 //! (BMP, DIB, GIF, JPEG, PPM, PNG first, then the rest alphabetically), with the header check
-//! of TGA's `_open` (it has no `_accept`) in its place. The file name plays no part.
+//! of TGA's `_open` (it has no `_accept`) in its place, and those of IM, IMT, IPTC, PCD and
+//! SPIDER (see [`open_checks`](super::open_checks)) in theirs. The file name plays no part.
 
+use super::open_checks::{self, Check, Header, Verdict};
 use crate::{Error, Result};
 
 /// A format Pillow 13 identifies. [`Format::is_decoded`] says which ones this crate reads;
@@ -30,11 +32,18 @@ pub enum Format {
     Hdf5,
     Icns,
     Ico,
+    /// IFUNC/LabEye IM (`ImImagePlugin`).
+    Im,
+    /// IM Tools (`ImtImagePlugin`).
+    Imt,
+    /// IPTC/NAA (`IptcImagePlugin`).
+    Iptc,
     Jpeg,
     Jpeg2000,
     McIdas,
     Mpeg,
     Msp,
+    Pcd,
     Pcx,
     Pixar,
     Png,
@@ -43,6 +52,7 @@ pub enum Format {
     Psd,
     Qoi,
     Sgi,
+    Spider,
     Sun,
     Tga,
     Tiff,
@@ -76,11 +86,15 @@ impl Format {
             Format::Hdf5 => "HDF5",
             Format::Icns => "ICNS",
             Format::Ico => "ICO",
+            Format::Im => "IM",
+            Format::Imt => "IMT",
+            Format::Iptc => "IPTC",
             Format::Jpeg => "JPEG",
             Format::Jpeg2000 => "JPEG2000",
             Format::McIdas => "MCIDAS",
             Format::Mpeg => "MPEG",
             Format::Msp => "MSP",
+            Format::Pcd => "PCD",
             Format::Pcx => "PCX",
             Format::Pixar => "PIXAR",
             Format::Png => "PNG",
@@ -88,6 +102,7 @@ impl Format {
             Format::Psd => "PSD",
             Format::Qoi => "QOI",
             Format::Sgi => "SGI",
+            Format::Spider => "SPIDER",
             Format::Sun => "SUN",
             Format::Tga => "TGA",
             Format::Tiff => "TIFF",
@@ -116,27 +131,83 @@ impl Format {
                 | Format::Tga
                 | Format::Qoi
                 | Format::Dds
+                | Format::Sgi
+                | Format::Pcx
+                | Format::Xbm
+                | Format::Xpm
+                | Format::Sun
+                | Format::Msp
+                | Format::Psd
+                | Format::Dcx
+                | Format::XvThumb
+                | Format::Imt
+                | Format::Spider
+                | Format::Gbr
+                | Format::Pixar
         )
     }
 
     /// The format of `bytes`, from its content. [`Error::Empty`] for no bytes,
     /// [`Error::UnknownFormat`] when no Pillow plugin would accept them.
     pub fn sniff(bytes: &[u8]) -> Result<Format> {
-        if bytes.is_empty() {
-            return Err(Error::Empty);
-        }
-        ACCEPT
-            .iter()
-            .find(|(_, accept)| accept(bytes))
-            .map(|(format, _)| *format)
-            .ok_or_else(|| Error::UnknownFormat { magic: bytes.iter().take(8).copied().collect() })
+        sniff_header(Header { bytes, complete: true })?.ok_or_else(|| Error::malformed("image", "no format decided"))
     }
+
+    /// The `_open` header check that decides after the `_accept` test (or instead of it, for a
+    /// plugin registered without one): a file whose `_open` fails goes on to the next plugin.
+    fn open_check(self) -> Option<Check> {
+        match self {
+            Format::Im => Some(open_checks::is_im),
+            Format::Imt => Some(open_checks::is_imt),
+            Format::Iptc => Some(open_checks::is_iptc),
+            Format::Pcd => Some(open_checks::is_pcd),
+            Format::Spider => Some(open_checks::is_spider),
+            Format::Gbr => Some(open_checks::is_gbr),
+            Format::Cur => Some(open_checks::is_cur),
+            Format::Pixar => Some(super::pixar::is_pixar),
+            Format::Xbm => Some(super::xbm::is_xbm),
+            Format::Sun => Some(super::sun::is_sun),
+            Format::Msp => Some(super::msp::is_msp),
+            _ => None,
+        }
+    }
+}
+
+/// The format of a file from its first bytes, as [`Format::sniff`]; `Ok(None)` when `header`
+/// is incomplete and a header check needs more of it to decide. A format found, and an
+/// [`Error::UnknownFormat`], are final: more bytes would not change them.
+pub(crate) fn sniff_header(header: Header<'_>) -> Result<Option<Format>> {
+    let bytes = header.bytes;
+    if bytes.is_empty() && header.complete {
+        return Err(Error::Empty);
+    }
+    for &(format, accept) in ACCEPT {
+        let verdict = match format.open_check() {
+            _ if !accept(bytes) => Verdict::No,
+            Some(check) => check(header),
+            None => Verdict::Yes,
+        };
+        match verdict {
+            Verdict::Yes => return Ok(Some(format)),
+            Verdict::No => {}
+            Verdict::NeedMore => return Ok(None),
+        }
+    }
+    Err(Error::UnknownFormat { magic: bytes.iter().take(8).copied().collect() })
 }
 
 type Accept = fn(&[u8]) -> bool;
 
-/// Bytes [`Format::sniff`] looks at, at most (the GIMP brush header is the longest test).
-pub(crate) const SNIFF_BYTES: usize = 24;
+/// Bytes every `_accept` test decides on (the TGA header is the longest).
+pub(crate) const SNIFF_BYTES: usize = 18;
+
+/// Bytes the header checks of PCD (4096 covers its 2048 + 1539) and SPIDER (108) need, and
+/// enough to reject any other file that starts with no IM, IMT or IPTC header.
+pub(crate) const HEADER_SNIFF_BYTES: usize = 4096;
+
+/// The `_accept` entry of a plugin that has none: every file reaches its `_open`, whose
+/// header check ([`Format::open_check`]) decides.
+const NO_ACCEPT: Accept = |_| true;
 
 fn le32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
@@ -164,9 +235,7 @@ const ACCEPT: &[(Format, Accept)] = &[
     (Format::Avif, |b| b.get(4..8) == Some(b"ftyp") && b.get(8..12).is_some_and(is_avif_brand)),
     (Format::Blp, |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2")),
     (Format::Bufr, |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC")),
-    // CurImagePlugin's `_open` raises TypeError ("No cursors were found", so `Image.open` goes
-    // on to the next plugins) when the cursor count is 0, as in many TGA headers.
-    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0") && le16(b, 4).is_some_and(|n| n > 0)),
+    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0")),
     (Format::Dcx, |b| le32(b, 0) == Some(0x3ADE_68B1)),
     (Format::Dds, |b| b.starts_with(b"DDS ")),
     (Format::Eps, |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5)),
@@ -178,20 +247,25 @@ const ACCEPT: &[(Format, Accept)] = &[
     }),
     (Format::Fpx, |b| b.starts_with(OLE_MAGIC)),
     (Format::Ftex, |b| b.starts_with(b"FTEX")),
-    (Format::Gbr, is_gbr),
+    (Format::Gbr, |b| b.len() >= 8 && be32(b, 0) >= 20 && matches!(be32(b, 4), 1 | 2)),
     (Format::Grib, |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1),
     (Format::Hdf5, |b| b.starts_with(b"\x89HDF\r\n\x1a\n")),
     (Format::Icns, |b| b.starts_with(b"icns")),
     (Format::Ico, |b| b.starts_with(b"\0\0\x01\0")),
+    (Format::Im, NO_ACCEPT),
+    (Format::Imt, NO_ACCEPT),
+    (Format::Iptc, NO_ACCEPT),
     (Format::Jpeg2000, |b| b.starts_with(b"\xFF\x4F\xFF\x51") || b.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n")),
     (Format::McIdas, |b| b.starts_with(b"\0\0\0\0\0\0\0\x04")),
     (Format::Mpeg, |b| b.starts_with(b"\0\0\x01\xB3")),
     (Format::Msp, |b| b.starts_with(b"DanM") || b.starts_with(b"LinS")),
+    (Format::Pcd, NO_ACCEPT),
     (Format::Pcx, |b| b.len() >= 2 && b[0] == 10 && [0, 2, 3, 5].contains(&b[1])),
     (Format::Pixar, |b| b.starts_with(b"\x80\xE8\0\0")),
     (Format::Psd, |b| b.starts_with(b"8BPS")),
     (Format::Qoi, |b| b.starts_with(b"qoif")),
     (Format::Sgi, |b| be16(b, 0) == Some(474)),
+    (Format::Spider, NO_ACCEPT),
     (Format::Sun, |b| be32(b, 0) == 0x59A6_6A95),
     (Format::Tga, is_tga),
     (Format::Tiff, |b| {
@@ -210,21 +284,6 @@ const ACCEPT: &[(Format, Accept)] = &[
 
 fn be32(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
-}
-
-/// `GbrImagePlugin`'s `_accept` and the header checks of its `_open` that make `Image.open`
-/// try the next plugins (SyntaxError, or struct.error on a short read): a header size of at
-/// least 20, version 1 or 2, a non-zero width and height, a colour depth of 1 or 4, and for
-/// version 2 the `GIMP` magic. QOI files with a width of 1 or 2 pass `_accept`.
-fn is_gbr(b: &[u8]) -> bool {
-    let version = be32(b, 4);
-    b.len() >= 20
-        && be32(b, 0) >= 20
-        && matches!(version, 1 | 2)
-        && be32(b, 8) != 0
-        && be32(b, 12) != 0
-        && matches!(be32(b, 16), 1 | 4)
-        && (version == 1 || b.get(20..24) == Some(b"GIMP"))
 }
 
 fn is_avif_brand(brand: &[u8]) -> bool {

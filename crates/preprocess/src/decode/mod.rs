@@ -3,20 +3,35 @@
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP and TIFF through `image`. BMP and
-//! DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI and DDS have decoders of their own,
-//! written after Pillow's plugins and C decoders.
+//! DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI, DDS, SGI, PCX (and DCX), XBM, XPM,
+//! SUN, MSP, PSD, XV thumbnails, IMT, SPIDER, GIMP brushes and PIXAR have decoders of their own
+//! that follow Pillow's plugins and C decoders step by step.
 
 mod bmp;
+mod dcx;
 mod dds;
 mod format;
+mod gbr;
 mod gif;
 mod ico;
 mod image_crate;
+mod imt;
 mod jpeg;
+mod msp;
+mod open_checks;
+mod pcx;
+mod pixar;
 mod png;
 mod ppm;
+mod psd;
 mod qoi;
+mod sgi;
+mod spider;
+mod sun;
 mod tga;
+mod xbm;
+mod xpm;
+mod xvthumb;
 
 pub use format::Format;
 
@@ -78,6 +93,19 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Tga => tga::decode(bytes, limits),
         Format::Qoi => qoi::decode(bytes, limits),
         Format::Dds => dds::decode(bytes, limits),
+        Format::Sgi => sgi::decode(bytes, limits),
+        Format::Pcx => pcx::decode(bytes, limits),
+        Format::Xbm => xbm::decode(bytes, limits),
+        Format::Xpm => xpm::decode(bytes, limits),
+        Format::Sun => sun::decode(bytes, limits),
+        Format::Msp => msp::decode(bytes, limits),
+        Format::Psd => psd::decode(bytes, limits),
+        Format::Dcx => dcx::decode(bytes, limits),
+        Format::XvThumb => xvthumb::decode(bytes, limits),
+        Format::Imt => imt::decode(bytes, limits),
+        Format::Spider => spider::decode(bytes, limits),
+        Format::Gbr => gbr::decode(bytes, limits),
+        Format::Pixar => pixar::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
@@ -97,9 +125,11 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// wrapping the decoding error.
 ///
 /// Memory and time stay bounded for any path: the first bytes are checked for an image
-/// signature before the rest is read (so `/dev/zero` is refused at once, as `Image.open`
-/// refuses it), and no more than [`Limits::max_file_bytes`] are read
-/// ([`Error::TooManyBytes`]; a regular file that long is refused from its size, unread).
+/// signature before the rest is read (so `/dev/zero` is refused after at most
+/// [`HEADER_SNIFF_BYTES`](format::HEADER_SNIFF_BYTES), as `Image.open` refuses it), more of the
+/// file is read only while a header check without a signature (IM, IMT, IPTC, PCD, SPIDER)
+/// needs it, and no more than [`Limits::max_file_bytes`] are read ([`Error::TooManyBytes`]; a
+/// regular file that long is refused from its size, unread).
 pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
     let path = path.as_ref();
     let io = |source| Error::Io { path: path.to_path_buf(), source };
@@ -112,14 +142,26 @@ pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
         return Err(too_long());
     }
     let mut bytes = Vec::new();
-    (&mut file).take(SNIFF_BYTES).read_to_end(&mut bytes).map_err(io)?;
-    Format::sniff(&bytes).map_err(in_file)?;
-    (&mut file).take(max_bytes.saturating_add(1).saturating_sub(SNIFF_BYTES)).read_to_end(&mut bytes).map_err(io)?;
+    let mut want = format::SNIFF_BYTES as u64;
+    loop {
+        (&mut file).take(want - bytes.len() as u64).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(too_long());
+        }
+        let header = open_checks::Header { bytes: &bytes, complete: (bytes.len() as u64) < want };
+        if format::sniff_header(header).map_err(in_file)?.is_some() {
+            break;
+        }
+        want = if want < format::HEADER_SNIFF_BYTES as u64 {
+            format::HEADER_SNIFF_BYTES as u64
+        } else {
+            max_bytes.saturating_add(1)
+        };
+    }
+    let read = bytes.len() as u64;
+    (&mut file).take(max_bytes.saturating_add(1).saturating_sub(read)).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > max_bytes {
         return Err(too_long());
     }
     decode(&bytes, &DecodeOptions { limits: *limits, apply_exif_orientation: true }).map_err(in_file)
 }
-
-/// Bytes read before [`Format::sniff`] decides whether the rest is worth reading.
-const SNIFF_BYTES: u64 = format::SNIFF_BYTES as u64;
