@@ -9,6 +9,7 @@ mod gif;
 mod image_crate;
 mod jpeg;
 mod png;
+mod tiff;
 
 pub use format::Format;
 
@@ -62,7 +63,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Gif => gif::decode(bytes, limits),
         Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, limits),
         Format::Bmp => image_crate::decode(bytes, image_crate::Kind::Bmp, limits),
-        Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
+        Format::Tiff => tiff::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }

@@ -1,0 +1,89 @@
+//! Pillow's unpacker for the TIFF's rawmode followed by `convert("RGB")` (Unpack.c, Convert.c),
+//! pixel by pixel from a [`Raster`].
+
+use super::mode::Pixel;
+use super::raster::Raster;
+
+/// Pillow's `MULDIV255(a, b)`: `((a * b + 128) >> 8) + a * b + 128) >> 8`.
+fn muldiv255(a: i32, b: i32) -> i32 {
+    let t = a * b + 128;
+    ((t >> 8) + t) >> 8
+}
+
+/// Pillow's `unpackRGBa` on one 8-bit colour value: `CLIP8(c * 255 / a)`, 0 where `a == 0`.
+fn unpremultiply(c: u32, a: u32) -> u8 {
+    match a {
+        0 => 0,
+        255 => c as u8,
+        a => (c * 255 / a).min(255) as u8,
+    }
+}
+
+/// The RGB8 (HWC) image of `raster` in Pillow's semantics for `pixel`; `palette` holds 256
+/// entries (Pillow's ColorMap, `value // 256`, zeros past the map).
+pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8> {
+    let (w, h) = (raster.width, raster.height);
+    let mut rgb = crate::buffer_pool::take(w * h * 3);
+    let hi = |v: u32, bits: u8| if bits == 16 { v >> 8 } else { v };
+    let mut i = 0;
+    for y in 0..h {
+        for x in 0..w {
+            let s = |k: usize| raster.sample(y, x, k);
+            let px: [u8; 3] = match pixel {
+                Pixel::Bilevel { invert } => {
+                    let v = if (s(0) != 0) != invert { 255 } else { 0 };
+                    [v; 3]
+                }
+                Pixel::Gray { bits, invert } => {
+                    let v = match bits {
+                        2 => s(0) * 0x55,
+                        4 => s(0) * 0x11,
+                        _ => s(0),
+                    } as u8;
+                    [if invert { 255 - v } else { v }; 3]
+                }
+                Pixel::Gray16 => [s(0).min(255) as u8; 3],
+                Pixel::Int { bits, signed } => {
+                    let v = match (bits, signed) {
+                        (16, true) => i32::from(s(0) as u16 as i16),
+                        (16, false) => s(0) as i32,
+                        _ => s(0) as i32,
+                    };
+                    [v.clamp(0, 255) as u8; 3]
+                }
+                Pixel::Float => {
+                    let f = f32::from_bits(s(0));
+                    let v = if f <= 0.0 {
+                        0
+                    } else if f >= 255.0 {
+                        255
+                    } else {
+                        f as u8
+                    };
+                    [v; 3]
+                }
+                Pixel::Rgb { bits } => [hi(s(0), bits) as u8, hi(s(1), bits) as u8, hi(s(2), bits) as u8],
+                Pixel::RgbPremultiplied { bits } => {
+                    let a = hi(s(3), bits);
+                    [
+                        unpremultiply(hi(s(0), bits), a),
+                        unpremultiply(hi(s(1), bits), a),
+                        unpremultiply(hi(s(2), bits), a),
+                    ]
+                }
+                Pixel::Cmyk { bits } => {
+                    let nk = 255 - hi(s(3), bits) as i32;
+                    let c = |v: u32| (nk - muldiv255(hi(v, bits) as i32, nk)).clamp(0, 255) as u8;
+                    [c(s(0)), c(s(1)), c(s(2))]
+                }
+                Pixel::Palette { .. } => palette.get(s(0) as usize).copied().unwrap_or([0; 3]),
+                Pixel::YCbCr => [0; 3],
+            };
+            if let Some(out) = rgb.get_mut(i..i + 3) {
+                out.copy_from_slice(&px);
+            }
+            i += 3;
+        }
+    }
+    rgb
+}
