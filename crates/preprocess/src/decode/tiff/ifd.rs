@@ -179,6 +179,12 @@ impl<'a> Ifd<'a> {
         self.ints(tag).and_then(|v| v.first().copied())
     }
 
+    /// Whether `tag` is stored as BYTE or UNDEFINED (types 1, 7), which Pillow's `tag_v2` gives
+    /// as `bytes`, so that its comparisons with integers fail.
+    pub fn is_bytes(&self, tag: u16) -> bool {
+        self.entry(tag).is_some_and(|e| matches!(e.field_type, 1 | 7))
+    }
+
     /// The raw bytes of `tag`'s value (JPEGTables, XMP).
     pub fn bytes(&self, tag: u16) -> Option<&'a [u8]> {
         self.entry(tag).map(|e| e.value)

@@ -160,6 +160,12 @@ impl Layout {
         }
         if photometric == 6 && pixel == Pixel::YCbCr {
             if codec == Codec::Jpeg && !planar {
+                // Pillow picks rawmode RGB only when its own PlanarConfiguration compares equal
+                // to 1; otherwise RGBX, whose rows are wider than libtiff's, and
+                // `TiffDecode.c` refuses the segment size.
+                if ifd.is_bytes(PLANAR_CONFIGURATION) {
+                    return Err(malformed("YCbCr JPEG tiles wider than libtiff's rows (rawmode RGBX)"));
+                }
                 pixel = Pixel::Rgb { bits: 8 };
             } else {
                 return Err(Error::unsupported(FORMAT, format!("YCbCr with {codec:?} compression")));
@@ -241,11 +247,24 @@ fn segments(ifd: &Ifd<'_>, layout: &Layout, width: usize, height: usize) -> Resu
         if rows == 0 {
             return Err(malformed("RowsPerStrip 0"));
         }
+        // `TiffDecode.c` refuses a RowsPerStrip past INT_MAX (0xFFFFFFFF means "one strip").
+        if libtiff && rows > i32::MAX as u64 && rows != u64::from(u32::MAX) {
+            return Err(malformed(format!("RowsPerStrip {rows}")));
+        }
         let offsets = ifd.ints(STRIP_OFFSETS).ok_or_else(|| malformed("no StripOffsets"))?;
         (width, rows.min(height as u64) as usize, offsets, ifd.ints(STRIP_BYTE_COUNTS))
     };
     let across = width.div_ceil(seg_w);
     let per_plane = across * height.div_ceil(seg_h);
+    // Pillow's raw planar tiles take rawmode[layer] for every offset: more offsets than the
+    // rawmode has letters fail `_setup` (IndexError, so the file is not identified).
+    if !libtiff && layout.planar && offsets.len() > per_plane * layout.samples {
+        return Err(malformed(format!(
+            "{} offsets for {} planes of {per_plane} segments",
+            offsets.len(),
+            layout.samples
+        )));
+    }
     Ok(Segments { seg_w, seg_h, across, per_plane, offsets, counts, tiled })
 }
 
