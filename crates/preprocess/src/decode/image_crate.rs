@@ -1,4 +1,4 @@
-//! WebP, BMP and TIFF through the `image` crate, converted to RGB with Pillow's semantics:
+//! WebP and BMP through the `image` crate, converted to RGB with Pillow's semantics:
 //! alpha dropped (never composited), gray replicated, 16-bit gray saturated at 255 (Pillow's
 //! `I;16` -> RGB), other 16-bit samples reduced to their high byte (Pillow's `;16` unpackers).
 
@@ -12,7 +12,6 @@ use std::io::Cursor;
 pub enum Kind {
     Webp,
     Bmp,
-    Tiff,
 }
 
 impl Kind {
@@ -20,7 +19,6 @@ impl Kind {
         match self {
             Kind::Webp => "WebP",
             Kind::Bmp => "BMP",
-            Kind::Tiff => "TIFF",
         }
     }
 }
@@ -33,7 +31,6 @@ pub fn decode(bytes: &[u8], kind: Kind, limits: &Limits) -> Result<Decoded> {
     match kind {
         Kind::Webp => finish(image::codecs::webp::WebPDecoder::new(cursor).map_err(classify)?, format, limits, true),
         Kind::Bmp => finish(image::codecs::bmp::BmpDecoder::new(cursor).map_err(classify)?, format, limits, false),
-        Kind::Tiff => finish(image::codecs::tiff::TiffDecoder::new(cursor).map_err(classify)?, format, limits, false),
     }
 }
 
@@ -44,7 +41,7 @@ fn finish(mut decoder: impl ImageDecoder, format: &'static str, limits: &Limits,
     image_limits.max_image_width = Some(width);
     image_limits.max_image_height = Some(height);
     decoder.set_limits(image_limits).map_err(|e| classify(format, e))?;
-    // WebP: Pillow reads the EXIF chunk; TIFF: its own tags (the image crate's orientation).
+    // WebP: Pillow reads the EXIF chunk; BMP has none (the image crate reports no orientation).
     let orientation = if exif_chunk {
         decoder.exif_metadata().ok().flatten().map_or(Orientation::Normal, |e| Orientation::from_exif(&e))
     } else {

@@ -2,7 +2,8 @@
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, WebP, BMP and TIFF through `image`.
+//! through their crates with Pillow's mode semantics, TIFF through our own decoder (`tiff/`),
+//! WebP and BMP through `image`.
 
 mod format;
 mod gif;

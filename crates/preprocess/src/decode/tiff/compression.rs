@@ -140,10 +140,10 @@ pub fn fax(data: &[u8], group4: bool, width: usize, rows: usize, out: &mut [u8])
         }
         if let Some(row) = out.get_mut(y * row_bytes..(y + 1) * row_bytes) {
             for (x, pel) in fax::decoder::pels(transitions, w16).enumerate() {
-                if pel == fax::Color::Black {
-                    if let Some(b) = row.get_mut(x / 8) {
-                        *b |= 0x80 >> (x % 8);
-                    }
+                if pel == fax::Color::Black
+                    && let Some(b) = row.get_mut(x / 8)
+                {
+                    *b |= 0x80 >> (x % 8);
                 }
             }
         }

@@ -165,7 +165,7 @@ impl<'a> Ifd<'a> {
             (8, [a, b]) => order.u16([*a, *b]) as i16 as i64 as u64,
             (4 | 13, [a, b, c, d]) => u64::from(order.u32([*a, *b, *c, *d])),
             (9, [a, b, c, d]) => order.u32([*a, *b, *c, *d]) as i32 as i64 as u64,
-            (16 | 17 | 18, [a, b, c, d, e, f, g, h]) => order.u64([*a, *b, *c, *d, *e, *f, *g, *h]),
+            (16..=18, [a, b, c, d, e, f, g, h]) => order.u64([*a, *b, *c, *d, *e, *f, *g, *h]),
             _ => u64::MAX,
         });
         if !matches!(e.field_type, 1 | 3 | 4 | 6 | 7 | 8 | 9 | 13 | 16 | 17 | 18) {

@@ -30,6 +30,7 @@ fn stream(tables: Option<&[u8]>, data: &[u8]) -> Vec<u8> {
 /// (`width * channels` bytes per row). A stream smaller than the segment fills what it covers
 /// (libtiff warns; Pillow's buffer stays zero elsewhere); a larger one is an error, as in
 /// libtiff, except a last strip coded taller than the image.
+#[allow(clippy::too_many_arguments, reason = "the segment's stream, colour and geometry inputs")]
 pub fn decode_segment(
     tables: Option<&[u8]>,
     data: &[u8],

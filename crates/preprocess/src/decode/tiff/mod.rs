@@ -48,6 +48,7 @@ const TILE_BYTE_COUNTS: u16 = 325;
 const EXTRA_SAMPLES: u16 = 338;
 const SAMPLE_FORMAT: u16 = 339;
 const JPEG_TABLES: u16 = 347;
+#[allow(dead_code, reason = "read by `xmp_packet`, wired to `Orientation::from_xmp` at merge")]
 const XMP: u16 = 700;
 /// Pillow's `MAX_SAMPLESPERPIXEL`.
 const MAX_SAMPLES_PER_PIXEL: u64 = 6;
@@ -87,6 +88,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
 
 /// The XMP packet of the first IFD (tag 700), which Pillow's `getexif()` falls back to for the
 /// orientation when tag 274 is absent.
+#[allow(dead_code, reason = "wired to `Orientation::from_xmp` (orientation.rs) at merge")]
 pub fn xmp_packet(bytes: &[u8]) -> Option<&[u8]> {
     Ifd::first(bytes).ok()?.bytes(XMP)
 }
@@ -337,7 +339,7 @@ fn read_raster(
 }
 
 /// Decodes segment `i` (at `offset`) into `out` (`rows` rows of `row_bytes`).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the segment's place, geometry and codec inputs")]
 fn decode_segment(
     bytes: &[u8],
     offset: u64,

@@ -87,17 +87,15 @@ pub fn lookup(key: &Key<'_>) -> Option<Pixel> {
             if reversed {
                 return all(8, 3).then_some(Pixel::Rgb { bits: 8 });
             }
-            if all(8, 3) && extra.is_empty() {
+            let straight8 = (all(8, 3) && extra.is_empty())
+                || (all(8, 4) && matches!(extra, [] | [0] | [2] | [999]))
+                || (all(8, 5) && matches!(extra, [0, 0] | [2, 0]))
+                || (all(8, 6) && matches!(extra, [0, 0, 0] | [2, 0, 0]));
+            let premultiplied8 =
+                (all(8, 4) && extra == [1]) || (all(8, 5) && extra == [1, 0]) || (all(8, 6) && extra == [1, 0, 0]);
+            if straight8 {
                 Pixel::Rgb { bits: 8 }
-            } else if all(8, 4) && matches!(extra, [] | [0] | [2] | [999]) {
-                Pixel::Rgb { bits: 8 }
-            } else if all(8, 4) && extra == [1] {
-                Pixel::RgbPremultiplied { bits: 8 }
-            } else if (all(8, 5) && matches!(extra, [0, 0] | [2, 0]))
-                || (all(8, 6) && matches!(extra, [0, 0, 0] | [2, 0, 0]))
-            {
-                Pixel::Rgb { bits: 8 }
-            } else if (all(8, 5) && extra == [1, 0]) || (all(8, 6) && extra == [1, 0, 0]) {
+            } else if premultiplied8 {
                 Pixel::RgbPremultiplied { bits: 8 }
             } else if (all(16, 3) && extra.is_empty()) || (all(16, 4) && matches!(extra, [] | [0] | [2])) {
                 Pixel::Rgb { bits: 16 }
