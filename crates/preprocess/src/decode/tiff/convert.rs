@@ -22,6 +22,9 @@ fn unpremultiply(c: u32, a: u32) -> u8 {
 /// The RGB8 (HWC) image of `raster` in Pillow's semantics for `pixel`; `palette` holds 256
 /// entries (Pillow's ColorMap, `value // 256`, zeros past the map).
 pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8> {
+    if let Some(rgb) = contiguous_8bit(raster, pixel) {
+        return rgb;
+    }
     let (w, h) = (raster.width, raster.height);
     let mut rgb = crate::buffer_pool::take(w * h * 3);
     let hi = |v: u32, bits: u8| if bits == 16 { v >> 8 } else { v };
@@ -86,4 +89,37 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8
         }
     }
     rgb
+}
+
+/// The common cases row by row: contiguous 8-bit gray (`L`) and RGB/RGBA/RGBX… samples, the
+/// same bytes as [`to_rgb`]'s per-pixel path.
+fn contiguous_8bit(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
+    let plane = match raster.planes.as_slice() {
+        [plane] if raster.bits == 8 => plane,
+        _ => return None,
+    };
+    let (w, n) = (raster.width, raster.samples);
+    let mut rgb = crate::buffer_pool::take(w * raster.height * 3);
+    let rows = plane.chunks_exact(raster.row_bytes.max(1)).zip(rgb.chunks_exact_mut(w * 3));
+    match pixel {
+        Pixel::Rgb { bits: 8 } if n >= 3 => {
+            for (src, dst) in rows {
+                for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(3)) {
+                    d.copy_from_slice(&s[..3]);
+                }
+            }
+        }
+        Pixel::Gray { bits: 8, invert } => {
+            for (src, dst) in rows {
+                for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(3)) {
+                    d.fill(if invert { 255 - s[0] } else { s[0] });
+                }
+            }
+        }
+        _ => {
+            crate::buffer_pool::give(rgb);
+            return None;
+        }
+    }
+    Some(rgb)
 }
