@@ -183,6 +183,9 @@ fn hostile_files_are_refused_with_typed_errors() {
     let small = Limits { max_pixels: 7 };
     let options = DecodeOptions { limits: small, ..Default::default() };
     assert!(matches!(decode(&gray_tiff(4, 2, 8, 8, &[]), &options), Err(Error::TooManyPixels { .. })));
+    // Large but allowed dimensions with no data behind them: refused before the raster exists.
+    let result = decode_default(&gray_tiff(10_000, 10_000, 8, 8, &[]));
+    assert!(matches!(result, Err(Error::Truncated { .. })), "{result:?}");
     // Zero size.
     assert!(matches!(decode_default(&gray_tiff(0, 2, 8, 8, &[])), Err(Error::ZeroSize { .. })));
     // A huge tile on a tiny image.

@@ -125,7 +125,7 @@ pub fn packbits(data: &[u8], out: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
-/// CCITT Group 3 (one-dimensional) or Group 4 into 1-bit rows, MSB first, a set bit black
+/// CCITT Group 3 (one-dimensional; `T4Options` bit 0 clear) or Group 4 into 1-bit rows, MSB first, a set bit black
 /// (libtiff's Fax3 codec output); rows the data does not reach stay white (zero), as Pillow
 /// clears the strip buffer before libtiff fills it.
 pub fn fax(data: &[u8], group4: bool, width: usize, rows: usize, out: &mut [u8]) -> Result<()> {

@@ -39,6 +39,7 @@ const SAMPLES_PER_PIXEL: u16 = 277;
 const ROWS_PER_STRIP: u16 = 278;
 const STRIP_BYTE_COUNTS: u16 = 279;
 const PLANAR_CONFIGURATION: u16 = 284;
+const T4_OPTIONS: u16 = 292;
 const PREDICTOR: u16 = 317;
 const COLOR_MAP: u16 = 320;
 const TILE_WIDTH: u16 = 322;
@@ -113,6 +114,9 @@ struct Layout {
 impl Layout {
     fn from_ifd(ifd: &Ifd<'_>) -> Result<Layout> {
         let codec = Codec::from_tag(ifd.int(COMPRESSION).unwrap_or(1))?;
+        if codec == Codec::Group3 && ifd.int(T4_OPTIONS).unwrap_or(0) & 1 != 0 {
+            return Err(Error::unsupported(FORMAT, "two-dimensional CCITT Group 3 coding"));
+        }
         let photometric = ifd.int(PHOTOMETRIC).unwrap_or(0);
         let planar = ifd.int(PLANAR_CONFIGURATION).unwrap_or(1) == 2;
         let fill_order = ifd.int(FILL_ORDER).unwrap_or(1);
@@ -287,6 +291,11 @@ fn read_raster(
         Raster::row_bytes(segs.seg_w, plane_samples, layout.bits).ok_or_else(|| malformed("row size overflows"))?;
     let planes = layout.planes();
     let plane_len = row_bytes.checked_mul(height).ok_or_else(|| malformed("image size overflows"))?;
+    // Uncompressed samples are at least the raster's size: a file shorter than that is
+    // truncated, refused before the raster is allocated.
+    if layout.codec == Codec::None && plane_len.saturating_mul(planes) > bytes.len() {
+        return Err(truncated(format!("{} bytes cannot hold {planes} planes of {plane_len} bytes", bytes.len())));
+    }
     let mut raster_planes = Vec::with_capacity(planes);
     for _ in 0..planes {
         let mut p = crate::buffer_pool::take(plane_len);
