@@ -91,7 +91,7 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8
     rgb
 }
 
-/// The common cases row by row: contiguous 8-bit gray (`L`) and RGB/RGBA/RGBX… samples, the
+/// The common cases row by row: contiguous 8-bit gray (`L`), RGB/RGBA/RGBX… and CMYK samples, the
 /// same bytes as [`to_rgb`]'s per-pixel path.
 fn contiguous_8bit(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
     let plane = match raster.planes.as_slice() {
@@ -113,6 +113,16 @@ fn contiguous_8bit(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
             for (src, dst) in rows {
                 for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(3)) {
                     d.fill(if invert { 255 - s[0] } else { s[0] });
+                }
+            }
+        }
+        Pixel::Cmyk { bits: 8 } if n >= 4 => {
+            for (src, dst) in rows {
+                for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(3)) {
+                    let nk = 255 - i32::from(s[3]);
+                    for (o, &c) in d.iter_mut().zip(&s[..3]) {
+                        *o = (nk - muldiv255(i32::from(c), nk)).clamp(0, 255) as u8;
+                    }
                 }
             }
         }
