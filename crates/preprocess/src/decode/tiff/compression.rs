@@ -21,6 +21,8 @@ pub enum Codec {
     Group4,
     /// 5: LZW, MSB first, with TIFF's early code-size switch.
     Lzw,
+    /// 6: old-style JPEG (one JPEG interchange stream, JPEGInterchangeFormat).
+    OldJpeg,
     /// 7: JPEG ("new-style", with JPEGTables).
     Jpeg,
     /// 8 and 32946: zlib.
@@ -38,10 +40,10 @@ impl Codec {
             3 => Codec::Group3,
             4 => Codec::Group4,
             5 => Codec::Lzw,
+            6 => Codec::OldJpeg,
             7 => Codec::Jpeg,
             8 | 32946 => Codec::Deflate,
             32773 => Codec::PackBits,
-            6 => return Err(Error::unsupported(FORMAT, "old-style JPEG compression (6)")),
             34925 => return Err(Error::unsupported(FORMAT, "LZMA compression (34925)")),
             50000 => return Err(Error::unsupported(FORMAT, "Zstandard compression (50000)")),
             50001 => return Err(Error::unsupported(FORMAT, "WebP compression (50001)")),

@@ -174,6 +174,21 @@ impl<'a> Ifd<'a> {
         Some(values.collect())
     }
 
+    /// The values of a RATIONAL (type 5) `tag`, as libtiff reads them into floats.
+    pub fn rationals(&self, tag: u16) -> Option<Vec<f32>> {
+        let e = self.entry(tag)?;
+        if e.field_type != 5 {
+            return None;
+        }
+        let order = self.order;
+        let values = e.value.chunks_exact(8).map(|c| {
+            let num = order.u32([c[0], c[1], c[2], c[3]]);
+            let den = order.u32([c[4], c[5], c[6], c[7]]);
+            if den == 0 { 0.0 } else { (f64::from(num) / f64::from(den)) as f32 }
+        });
+        Some(values.collect())
+    }
+
     /// The first integer value of `tag`.
     pub fn int(&self, tag: u16) -> Option<u64> {
         self.ints(tag).and_then(|v| v.first().copied())

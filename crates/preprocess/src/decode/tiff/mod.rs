@@ -6,17 +6,20 @@
 //!
 //! Decoded: strips and tiles, contiguous and planar samples; 1/2/4/8/12/16/32-bit and float
 //! samples as Pillow's table lists them; bilevel, gray, RGB, RGBA, premultiplied RGBa, CMYK,
-//! palette; none, LZW, Deflate, PackBits, CCITT Group 3 (1-D) and Group 4, and JPEG
-//! (YCbCr, RGB, gray, CMYK) compression; horizontal and floating-point predictors. Refused
-//! with [`Error::Unsupported`] naming them: LAB (Pillow converts it through LittleCMS), YCbCr
-//! outside JPEG (libtiff's RGBA interface), old-style JPEG, LZMA, Zstandard, WebP, CCITT RLE.
+//! palette; none, LZW, Deflate, PackBits, CCITT Group 3 (1-D) and Group 4, JPEG (YCbCr, RGB,
+//! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
+//! floating-point predictors. Refused with [`Error::Unsupported`] naming them: LAB (Pillow
+//! converts it through LittleCMS), YCbCr outside JPEG (libtiff's RGBA interface), LZMA,
+//! Zstandard, WebP, CCITT RLE, 2-D Group 3.
 
 mod compression;
 mod convert;
 mod ifd;
 mod jpeg;
 mod mode;
+mod old_jpeg;
 mod raster;
+mod ycbcr;
 
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
@@ -51,6 +54,9 @@ const SAMPLE_FORMAT: u16 = 339;
 const JPEG_TABLES: u16 = 347;
 #[allow(dead_code, reason = "read by `xmp_packet`, wired to `Orientation::from_xmp` at merge")]
 const XMP: u16 = 700;
+const JPEG_INTERCHANGE_FORMAT: u16 = 513;
+const YCBCR_COEFFICIENTS: u16 = 529;
+const REFERENCE_BLACK_WHITE: u16 = 532;
 /// Pillow's `MAX_SAMPLESPERPIXEL`.
 const MAX_SAMPLES_PER_PIXEL: u64 = 6;
 
@@ -77,7 +83,11 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         return Err(malformed(format!("dimensions {width}x{height}")));
     };
     let layout = Layout::from_ifd(&ifd)?;
-    let raster = read_raster(bytes, &ifd, &layout, w32 as usize, h32 as usize, limits)?;
+    let raster = if layout.codec == Codec::OldJpeg {
+        old_jpeg_raster(bytes, &ifd, w32 as usize, h32 as usize, limits)?
+    } else {
+        read_raster(bytes, &ifd, &layout, w32 as usize, h32 as usize, limits)?
+    };
     let palette = palette(&ifd, layout.pixel)?;
     let rgb = convert::to_rgb(&raster, layout.pixel, &palette);
     for plane in raster.planes {
@@ -85,6 +95,27 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     }
     let orientation = ifd.int(ORIENTATION).map_or(Orientation::Normal, |v| Orientation::from_exif_value(v as u32));
     Ok(Decoded { image: RgbImage::from_parts(w32, h32, rgb), orientation })
+}
+
+/// Old-style JPEG as RGB samples: the interchange stream (tag 513, else the first strip)
+/// through [`old_jpeg::decode`] with libtiff's YCbCr tables for the IFD's YCbCrCoefficients and
+/// ReferenceBlackWhite (libtiff's defaults where absent).
+fn old_jpeg_raster(bytes: &[u8], ifd: &Ifd<'_>, width: usize, height: usize, limits: &Limits) -> Result<Raster> {
+    let offset = ifd
+        .int(JPEG_INTERCHANGE_FORMAT)
+        .or_else(|| ifd.int(STRIP_OFFSETS))
+        .ok_or_else(|| malformed("old-style JPEG without JPEGInterchangeFormat"))?;
+    let luma = match ifd.rationals(YCBCR_COEFFICIENTS).as_deref() {
+        Some(&[r, g, b]) => [r, g, b],
+        _ => [0.299, 0.587, 0.114],
+    };
+    let reference = match ifd.rationals(REFERENCE_BLACK_WHITE).as_deref() {
+        Some(&[a, b, c, d, e, f]) => [a, b, c, d, e, f],
+        _ => [0.0, 255.0, 128.0, 255.0, 128.0, 255.0],
+    };
+    let tables = ycbcr::YCbCrToRgb::new(luma, reference);
+    let rgb = old_jpeg::decode(bytes, offset, width, height, &tables, limits)?;
+    Ok(Raster { width, height, planes: vec![rgb], row_bytes: width * 3, samples: 3, bits: 8, order: ifd.order })
 }
 
 /// The XMP packet of the first IFD (tag 700), which Pillow's `getexif()` falls back to for the
@@ -114,10 +145,12 @@ struct Layout {
 impl Layout {
     fn from_ifd(ifd: &Ifd<'_>) -> Result<Layout> {
         let codec = Codec::from_tag(ifd.int(COMPRESSION).unwrap_or(1))?;
+        let old_jpeg = codec == Codec::OldJpeg;
         if codec == Codec::Group3 && ifd.int(T4_OPTIONS).unwrap_or(0) & 1 != 0 {
             return Err(Error::unsupported(FORMAT, "two-dimensional CCITT Group 3 coding"));
         }
-        let photometric = ifd.int(PHOTOMETRIC).unwrap_or(0);
+        // Pillow takes old-style JPEG as YCbCr whatever the tag says.
+        let photometric = if old_jpeg { 6 } else { ifd.int(PHOTOMETRIC).unwrap_or(0) };
         let planar = ifd.int(PLANAR_CONFIGURATION).unwrap_or(1) == 2;
         let fill_order = ifd.int(FILL_ORDER).unwrap_or(1);
         let mut sample_format = ifd.ints(SAMPLE_FORMAT).unwrap_or_else(|| vec![1]);
@@ -126,7 +159,7 @@ impl Layout {
         }
         let mut bits = ifd.ints(BITS_PER_SAMPLE).unwrap_or_else(|| vec![1]);
         let mut extra = ifd.ints(EXTRA_SAMPLES).unwrap_or_default();
-        let mut samples = ifd.int(SAMPLES_PER_PIXEL).unwrap_or(1);
+        let mut samples = ifd.int(SAMPLES_PER_PIXEL).unwrap_or(if old_jpeg { 3 } else { 1 });
         if planar && !extra.is_empty() && extra.iter().all(|&e| e == 0) {
             bits.truncate(bits.len().saturating_sub(extra.len()));
             samples = samples.saturating_sub(extra.len() as u64);
@@ -165,7 +198,9 @@ impl Layout {
             return Err(Error::unsupported(FORMAT, "CIELab (Pillow converts LAB through LittleCMS)"));
         }
         if photometric == 6 && pixel == Pixel::YCbCr {
-            if codec == Codec::Jpeg && !planar {
+            if old_jpeg && !planar {
+                pixel = Pixel::Rgb { bits: 8 };
+            } else if codec == Codec::Jpeg && !planar {
                 // Pillow picks rawmode RGB only when its own PlanarConfiguration compares equal
                 // to 1; otherwise RGBX, whose rows are wider than libtiff's, and
                 // `TiffDecode.c` refuses the segment size.
@@ -403,6 +438,7 @@ fn decode_segment(
             }
             compression::fax(data, layout.codec == Codec::Group4, segs.seg_w, rows, out)?;
         }
+        Codec::OldJpeg => return Err(malformed("old-style JPEG is read whole, not by segment")),
         Codec::CcittRle => return Err(Error::unsupported(FORMAT, "CCITT modified Huffman (RLE) compression (2)")),
         Codec::Jpeg => {
             if layout.bits != 8 || layout.planar {
