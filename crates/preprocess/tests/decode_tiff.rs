@@ -46,14 +46,8 @@ fn every_fixture_decodes_to_pillows_bytes() {
 
 /// The corpus files this decoder must match byte for byte (every TIFF Pillow reads, less those
 /// refused by name: LAB, LZMA, CCITT RLE).
-const REFUSED_BY_NAME: &[&str] = &[
-    "compression.tif",
-    "hopper.Lab.tif",
-    "hopper_lzma.tif",
-    "lab-green.tif",
-    "lab-red.tif",
-    "lab.tif",
-];
+const REFUSED_BY_NAME: &[&str] =
+    &["compression.tif", "hopper.Lab.tif", "hopper_lzma.tif", "lab-green.tif", "lab-red.tif", "lab.tif"];
 
 #[test]
 fn pillows_corpus_tiffs_decode_as_pillow_decodes_them() {

@@ -1,6 +1,7 @@
 //! Pillow's unpacker for the TIFF's rawmode followed by `convert("RGB")` (Unpack.c, Convert.c),
 //! pixel by pixel from a [`Raster`].
 
+use super::ifd::ByteOrder;
 use super::mode::Pixel;
 use super::raster::Raster;
 
@@ -96,6 +97,7 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8
 fn contiguous_8bit(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
     let plane = match raster.planes.as_slice() {
         [plane] if raster.bits == 8 => plane,
+        [plane] if raster.bits == 16 => return contiguous_16bit(raster, plane, pixel),
         _ => return None,
     };
     let (w, n) = (raster.width, raster.samples);
@@ -123,6 +125,37 @@ fn contiguous_8bit(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
                     for (o, &c) in d.iter_mut().zip(&s[..3]) {
                         *o = (nk - muldiv255(i32::from(c), nk)).clamp(0, 255) as u8;
                     }
+                }
+            }
+        }
+        _ => {
+            crate::buffer_pool::give(rgb);
+            return None;
+        }
+    }
+    Some(rgb)
+}
+
+/// Contiguous 16-bit gray (`I;16`: saturated at 255) and RGB/RGBA (the high byte of each
+/// sample), row by row; the same bytes as [`to_rgb`]'s per-pixel path.
+fn contiguous_16bit(raster: &Raster, plane: &[u8], pixel: Pixel) -> Option<Vec<u8>> {
+    let (w, n) = (raster.width, raster.samples);
+    // The byte holding each sample's high half, in the file's byte order.
+    let (hi, lo) = if raster.order == ByteOrder::Little { (1, 0) } else { (0, 1) };
+    let mut rgb = crate::buffer_pool::take(w * raster.height * 3);
+    let rows = plane.chunks_exact(raster.row_bytes.max(1)).zip(rgb.chunks_exact_mut(w * 3));
+    match pixel {
+        Pixel::Rgb { bits: 16 } if n >= 3 => {
+            for (src, dst) in rows {
+                for (s, d) in src.chunks_exact(2 * n).zip(dst.chunks_exact_mut(3)) {
+                    d.copy_from_slice(&[s[hi], s[2 + hi], s[4 + hi]]);
+                }
+            }
+        }
+        Pixel::Gray16 if n == 1 => {
+            for (src, dst) in rows {
+                for (s, d) in src.chunks_exact(2).zip(dst.chunks_exact_mut(3)) {
+                    d.fill(if s[hi] == 0 { s[lo] } else { 255 });
                 }
             }
         }
