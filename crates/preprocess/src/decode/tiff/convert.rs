@@ -4,6 +4,7 @@
 use super::ifd::ByteOrder;
 use super::mode::Pixel;
 use super::raster::Raster;
+use super::ycbcr::YCbCrToRgb;
 
 /// Pillow's `MULDIV255(a, b)`: `((a * b + 128) >> 8) + a * b + 128) >> 8`.
 fn muldiv255(a: i32, b: i32) -> i32 {
@@ -21,8 +22,9 @@ fn unpremultiply(c: u32, a: u32) -> u8 {
 }
 
 /// The RGB8 (HWC) image of `raster` in Pillow's semantics for `pixel`; `palette` holds 256
-/// entries (Pillow's ColorMap, `value // 256`, zeros past the map).
-pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8> {
+/// entries (Pillow's ColorMap, `value // 256`, zeros past the map); `ycbcr` converts YCbCr
+/// samples (libtiff's RGBA interface).
+pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256], ycbcr: Option<&YCbCrToRgb>) -> Vec<u8> {
     if let Some(rgb) = contiguous_8bit(raster, pixel) {
         return rgb;
     }
@@ -81,7 +83,10 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256]) -> Vec<u8
                     [c(s(0)), c(s(1)), c(s(2))]
                 }
                 Pixel::Palette { .. } => palette.get(s(0) as usize).copied().unwrap_or([0; 3]),
-                Pixel::YCbCr => [0; 3],
+                Pixel::YCbCr => {
+                    let v = |k: usize| s(k).min(255) as u8;
+                    ycbcr.map_or([0; 3], |t| t.rgb(v(0), v(1), v(2)))
+                }
             };
             if let Some(out) = rgb.get_mut(i..i + 3) {
                 out.copy_from_slice(&px);

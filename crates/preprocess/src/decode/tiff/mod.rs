@@ -9,8 +9,9 @@
 //! palette; none, LZW, Deflate, PackBits, CCITT Group 3 (1-D) and Group 4, JPEG (YCbCr, RGB,
 //! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
 //! floating-point predictors. Refused with [`Error::Unsupported`] naming them: LAB (Pillow
-//! converts it through LittleCMS), YCbCr outside JPEG (libtiff's RGBA interface), LZMA,
-//! Zstandard, WebP, CCITT RLE, 2-D Group 3.
+//! converts it through LittleCMS), uncompressed or chroma-subsampled YCbCr outside JPEG, LZMA,
+//! Zstandard, WebP, CCITT RLE, 2-D Group 3. Compressed YCbCr without subsampling goes through
+//! libtiff's RGBA interface's conversion ([`ycbcr`]).
 
 mod compression;
 mod convert;
@@ -56,6 +57,7 @@ const JPEG_TABLES: u16 = 347;
 const XMP: u16 = 700;
 const JPEG_INTERCHANGE_FORMAT: u16 = 513;
 const YCBCR_COEFFICIENTS: u16 = 529;
+const YCBCR_SUBSAMPLING: u16 = 530;
 const REFERENCE_BLACK_WHITE: u16 = 532;
 /// Pillow's `MAX_SAMPLESPERPIXEL`.
 const MAX_SAMPLES_PER_PIXEL: u64 = 6;
@@ -89,7 +91,8 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         read_raster(bytes, &ifd, &layout, w32 as usize, h32 as usize, limits)?
     };
     let palette = palette(&ifd, layout.pixel)?;
-    let rgb = convert::to_rgb(&raster, layout.pixel, &palette);
+    let tables = (layout.pixel == Pixel::YCbCr).then(|| ycbcr_tables(&ifd));
+    let rgb = convert::to_rgb(&raster, layout.pixel, &palette, tables.as_ref());
     for plane in raster.planes {
         crate::buffer_pool::give(plane);
     }
@@ -105,6 +108,13 @@ fn old_jpeg_raster(bytes: &[u8], ifd: &Ifd<'_>, width: usize, height: usize, lim
         .int(JPEG_INTERCHANGE_FORMAT)
         .or_else(|| ifd.int(STRIP_OFFSETS))
         .ok_or_else(|| malformed("old-style JPEG without JPEGInterchangeFormat"))?;
+    let rgb = old_jpeg::decode(bytes, offset, width, height, &ycbcr_tables(ifd), limits)?;
+    Ok(Raster { width, height, planes: vec![rgb], row_bytes: width * 3, samples: 3, bits: 8, order: ifd.order })
+}
+
+/// libtiff's YCbCr tables for the IFD's YCbCrCoefficients and ReferenceBlackWhite (libtiff's
+/// defaults where absent: Rec. 601 luma, 0/255 and 128/255 for YCbCr).
+fn ycbcr_tables(ifd: &Ifd<'_>) -> ycbcr::YCbCrToRgb {
     let luma = match ifd.rationals(YCBCR_COEFFICIENTS).as_deref() {
         Some(&[r, g, b]) => [r, g, b],
         _ => [0.299, 0.587, 0.114],
@@ -113,9 +123,7 @@ fn old_jpeg_raster(bytes: &[u8], ifd: &Ifd<'_>, width: usize, height: usize, lim
         Some(&[a, b, c, d, e, f]) => [a, b, c, d, e, f],
         _ => [0.0, 255.0, 128.0, 255.0, 128.0, 255.0],
     };
-    let tables = ycbcr::YCbCrToRgb::new(luma, reference);
-    let rgb = old_jpeg::decode(bytes, offset, width, height, &tables, limits)?;
-    Ok(Raster { width, height, planes: vec![rgb], row_bytes: width * 3, samples: 3, bits: 8, order: ifd.order })
+    ycbcr::YCbCrToRgb::new(luma, reference)
 }
 
 /// The XMP packet of the first IFD (tag 700), which Pillow's `getexif()` falls back to for the
@@ -209,7 +217,15 @@ impl Layout {
                 }
                 pixel = Pixel::Rgb { bits: 8 };
             } else {
-                return Err(Error::unsupported(FORMAT, format!("YCbCr with {codec:?} compression")));
+                // libtiff's RGBA interface (`TIFFRGBAImage`) converts it; read here without
+                // chroma subsampling only (the tag's default is 2x2).
+                let subsampling = ifd.ints(YCBCR_SUBSAMPLING).unwrap_or_else(|| vec![2, 2]);
+                if codec == Codec::None || planar || subsampling != [1, 1] {
+                    return Err(Error::unsupported(
+                        FORMAT,
+                        format!("YCbCr with {codec:?} compression, subsampling {subsampling:?}, planar {planar}"),
+                    ));
+                }
             }
         }
         let bit_depth = bits[0];

@@ -29,7 +29,8 @@ pub enum Pixel {
     Cmyk { bits: u8 },
     /// `P` (1, 2, 4 or 8-bit indexes; `PX`, `PA` use sample 0) through the ColorMap.
     Palette { bits: u8 },
-    /// `YCbCr` stored uncompressed: read by Pillow's raw unpacker, converted by `ycbcr2rgb`.
+    /// YCbCr samples: converted by libtiff's RGBA interface (compressed data; Pillow's raw
+    /// unpacker and `ycbcr2rgb` for uncompressed data, not decoded here).
     YCbCr,
 }
 
