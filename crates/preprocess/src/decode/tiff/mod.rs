@@ -194,6 +194,9 @@ impl Layout {
             bits: &bits,
             extra: &extra,
         };
+        if photometric == 8 {
+            return Err(Error::unsupported(FORMAT, "CIELab (Pillow converts LAB through LittleCMS)"));
+        }
         let Some(mut pixel) = mode::lookup(&key) else {
             return Err(Error::unsupported(
                 FORMAT,
@@ -202,9 +205,6 @@ impl Layout {
                 ),
             ));
         };
-        if photometric == 8 {
-            return Err(Error::unsupported(FORMAT, "CIELab (Pillow converts LAB through LittleCMS)"));
-        }
         if photometric == 6 && pixel == Pixel::YCbCr {
             if old_jpeg && !planar {
                 pixel = Pixel::Rgb { bits: 8 };
