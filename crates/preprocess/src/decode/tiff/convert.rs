@@ -25,7 +25,7 @@ fn unpremultiply(c: u32, a: u32) -> u8 {
 /// entries (Pillow's ColorMap, `value // 256`, zeros past the map); `ycbcr` converts YCbCr
 /// samples (libtiff's RGBA interface).
 pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256], ycbcr: Option<&YCbCrToRgb>) -> Vec<u8> {
-    if let Some(rgb) = contiguous_8bit(raster, pixel) {
+    if let Some(rgb) = by_rows(raster, pixel) {
         return rgb;
     }
     let (w, h) = (raster.width, raster.height);
@@ -97,12 +97,14 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256], ycbcr: Op
     rgb
 }
 
-/// The common cases row by row: contiguous 8-bit gray (`L`), RGB/RGBA/RGBX… and CMYK samples, the
-/// same bytes as [`to_rgb`]'s per-pixel path.
-fn contiguous_8bit(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
+/// The common cases row by row (contiguous 8-bit gray (`L`), RGB/RGBA/RGBX… and CMYK samples
+/// here; 16-bit and planar RGB in the functions below), the same bytes as [`to_rgb`]'s
+/// per-pixel path; `None` for the other cases.
+fn by_rows(raster: &Raster, pixel: Pixel) -> Option<Vec<u8>> {
     let plane = match raster.planes.as_slice() {
         [plane] if raster.bits == 8 => plane,
         [plane] if raster.bits == 16 => return contiguous_16bit(raster, plane, pixel),
+        [r, g, b] => return planar_rgb(raster, [r, g, b], pixel),
         _ => return None,
     };
     let (w, n) = (raster.width, raster.samples);
@@ -167,6 +169,28 @@ fn contiguous_16bit(raster: &Raster, plane: &[u8], pixel: Pixel) -> Option<Vec<u
         _ => {
             crate::buffer_pool::give(rgb);
             return None;
+        }
+    }
+    Some(rgb)
+}
+
+/// Planar 8 or 16-bit RGB (three planes; the high byte of 16-bit samples), row by row; the same
+/// bytes as [`to_rgb`]'s per-pixel path.
+fn planar_rgb(raster: &Raster, planes: [&Vec<u8>; 3], pixel: Pixel) -> Option<Vec<u8>> {
+    let (size, hi) = match (pixel, raster.bits, raster.order) {
+        (Pixel::Rgb { bits: 8 }, 8, _) => (1, 0),
+        (Pixel::Rgb { bits: 16 }, 16, ByteOrder::Little) => (2, 1),
+        (Pixel::Rgb { bits: 16 }, 16, ByteOrder::Big) => (2, 0),
+        _ => return None,
+    };
+    let w = raster.width;
+    let mut rgb = crate::buffer_pool::take(w * raster.height * 3);
+    let row_bytes = raster.row_bytes.max(1);
+    let [r, g, b] = planes.map(|p| p.chunks_exact(row_bytes));
+    for (((dst, r), g), b) in rgb.chunks_exact_mut(w * 3).zip(r).zip(g).zip(b) {
+        let samples = r.chunks_exact(size).zip(g.chunks_exact(size)).zip(b.chunks_exact(size));
+        for (d, ((r, g), b)) in dst.chunks_exact_mut(3).zip(samples) {
+            d.copy_from_slice(&[r[hi], g[hi], b[hi]]);
         }
     }
     Some(rgb)
