@@ -80,7 +80,7 @@ fn cmyk_inverted_to_rgb(cmyk: &[u8]) -> Vec<u8> {
 
 /// libjpeg's warning texts (`JWRN_*` of jerror.h) that leave a complete image. "Premature end of
 /// JPEG file" is deliberately absent: that is a truncated file.
-fn is_benign_warning(message: &str) -> bool {
+pub(super) fn is_benign_warning(message: &str) -> bool {
     const WARNINGS: &[&str] = &[
         "Corrupt JPEG data",
         "Unknown Adobe color transform code",

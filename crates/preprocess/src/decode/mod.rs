@@ -2,8 +2,8 @@
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, WebP and TIFF through `image`. BMP and
-//! DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI, DDS, SGI, PCX (and DCX), XBM, XPM,
+//! through their crates with Pillow's mode semantics, WebP through `image`. TIFF (`tiff/`), BMP
+//! and DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI, DDS, SGI, PCX (and DCX), XBM, XPM,
 //! SUN, MSP, PSD, XV thumbnails, IMT, SPIDER, GIMP brushes and PIXAR have decoders of their own
 //! that follow Pillow's plugins and C decoders step by step.
 
@@ -14,7 +14,6 @@ mod format;
 mod gbr;
 mod gif;
 mod ico;
-mod image_crate;
 mod imt;
 mod jpeg;
 mod msp;
@@ -29,6 +28,8 @@ mod sgi;
 mod spider;
 mod sun;
 mod tga;
+mod tiff;
+mod webp;
 mod xbm;
 mod xpm;
 mod xvthumb;
@@ -83,12 +84,11 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Jpeg => jpeg::decode(bytes, limits),
         Format::Png => png::decode(bytes, limits),
         Format::Gif => gif::decode(bytes, limits),
-        Format::Webp => image_crate::decode(bytes, image_crate::Kind::Webp, limits),
+        Format::Webp => webp::decode(bytes, limits),
         Format::Bmp => bmp::decode(bytes, limits),
         Format::Dib => bmp::decode_dib(bytes, limits),
         Format::Ico => ico::decode_ico(bytes, limits),
         Format::Cur => ico::decode_cur(bytes, limits),
-        Format::Tiff => image_crate::decode(bytes, image_crate::Kind::Tiff, limits),
         Format::Ppm => ppm::decode(bytes, limits),
         Format::Tga => tga::decode(bytes, limits),
         Format::Qoi => qoi::decode(bytes, limits),
@@ -106,6 +106,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Spider => spider::decode(bytes, limits),
         Format::Gbr => gbr::decode(bytes, limits),
         Format::Pixar => pixar::decode(bytes, limits),
+        Format::Tiff => tiff::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }

@@ -1,4 +1,4 @@
-//! WebP and TIFF through the `image` crate, converted to RGB with Pillow's semantics:
+//! WebP through the `image` crate, converted to RGB with Pillow's semantics:
 //! alpha dropped (never composited), gray replicated, 16-bit gray saturated at 255 (Pillow's
 //! `I;16` -> RGB), other 16-bit samples reduced to their high byte (Pillow's `;16` unpackers).
 
@@ -7,50 +7,25 @@ use crate::{Error, Limits, Orientation, Result, RgbImage};
 use image::{DynamicImage, ImageDecoder, ImageError};
 use std::io::Cursor;
 
-/// The formats this module decodes.
-#[derive(Debug, Clone, Copy)]
-pub enum Kind {
-    Webp,
-    Tiff,
-}
+const FORMAT: &str = "WEBP";
 
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Webp => "WebP",
-            Kind::Tiff => "TIFF",
-        }
-    }
-}
-
-/// Decodes one image; the header is checked against `limits` before the pixel buffer exists.
-pub fn decode(bytes: &[u8], kind: Kind, limits: &Limits) -> Result<Decoded> {
-    let format = kind.name();
-    let cursor = Cursor::new(bytes);
-    let classify = |e: ImageError| classify(format, e);
-    match kind {
-        Kind::Webp => finish(image::codecs::webp::WebPDecoder::new(cursor).map_err(classify)?, format, limits, true),
-        Kind::Tiff => finish(image::codecs::tiff::TiffDecoder::new(cursor).map_err(classify)?, format, limits, false),
-    }
-}
-
-fn finish(mut decoder: impl ImageDecoder, format: &'static str, limits: &Limits, exif_chunk: bool) -> Result<Decoded> {
+/// Decodes the first frame; the header is checked against `limits` before the pixel buffer
+/// exists. The orientation is the EXIF chunk's, else the XMP chunk's `tiff:Orientation`, as
+/// Pillow's `getexif` reads them.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+    let classify = |e: ImageError| classify(FORMAT, e);
+    let mut decoder = image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)).map_err(classify)?;
     let (width, height) = decoder.dimensions();
     limits.check(width.into(), height.into())?;
     let mut image_limits = image::Limits::no_limits();
     image_limits.max_image_width = Some(width);
     image_limits.max_image_height = Some(height);
-    decoder.set_limits(image_limits).map_err(|e| classify(format, e))?;
-    // WebP: Pillow reads the EXIF chunk, else the XMP chunk's tiff:Orientation; TIFF: its own tags (the image crate's orientation).
-    let orientation = if exif_chunk {
-        let exif = decoder.exif_metadata().ok().flatten();
-        let xmp = decoder.xmp_metadata().ok().flatten();
-        Orientation::from_exif_or_xmp(exif.as_deref(), xmp.as_deref())
-    } else {
-        decoder.orientation().map_or(Orientation::Normal, |o| Orientation::from_exif_value(u32::from(o.to_exif())))
-    };
-    let image = DynamicImage::from_decoder(decoder).map_err(|e| classify(format, e))?;
-    Ok(Decoded { image: to_rgb(image, format)?, orientation })
+    decoder.set_limits(image_limits).map_err(classify)?;
+    let exif = decoder.exif_metadata().ok().flatten();
+    let xmp = decoder.xmp_metadata().ok().flatten();
+    let orientation = Orientation::from_exif_or_xmp(exif.as_deref(), xmp.as_deref());
+    let image = DynamicImage::from_decoder(decoder).map_err(classify)?;
+    Ok(Decoded { image: to_rgb(image, FORMAT)?, orientation })
 }
 
 fn to_rgb(image: DynamicImage, format: &'static str) -> Result<RgbImage> {
