@@ -45,6 +45,9 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     if let Some(detail) = apng_sequence_error(bytes) {
         return Err(Error::malformed(FORMAT, detail));
     }
+    if let Some(detail) = text_chunk_error(bytes) {
+        return Err(Error::malformed(FORMAT, detail));
+    }
     let exif = orientation(reader.info())?;
 
     let channels = out_color.samples();
@@ -142,6 +145,79 @@ fn apng_sequence_error(bytes: &[u8]) -> Option<&'static str> {
         pos = pos.checked_add(12)?.checked_add(length as usize)?;
     }
     None
+}
+
+/// `PngImagePlugin.MAX_TEXT_CHUNK` (`ImageFile.SAFEBLOCK`): the most bytes one compressed text
+/// or ICC chunk may inflate to.
+const MAX_TEXT_CHUNK: usize = 1 << 20;
+
+/// The error `PngImageFile` raises for a compressed metadata chunk, before or after the image
+/// data, up to `IEND`: a `zTXt` or `iCCP` whose compression method is not 0 (SyntaxError, so
+/// `Image.open` finds no format), or a `zTXt`, `iCCP` or compressed `iTXt` that inflates to more
+/// than [`MAX_TEXT_CHUNK`] bytes ("Decompressed data too large"). Data that is not valid zlib
+/// is ignored, as Pillow ignores `zlib.error` there.
+fn text_chunk_error(bytes: &[u8]) -> Option<String> {
+    let be32 = |at: usize| bytes.get(at..at + 4).map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
+    let mut pos = 8usize;
+    while let (Some(length), Some(kind)) = (be32(pos), bytes.get(pos + 4..pos + 8)) {
+        let data = bytes.get(pos + 8..)?;
+        let data = &data[..data.len().min(length as usize)];
+        let split = data.iter().position(|&b| b == 0).map(|i| (&data[..i], &data[i + 1..]));
+        let compressed = match (kind, split) {
+            (b"IEND", _) => return None,
+            (b"zTXt", split) => {
+                // Without a NUL the whole chunk is the keyword and the method reads as 0.
+                let value = split.map_or(&[][..], |(_, value)| value);
+                match value.split_first() {
+                    Some((&method, _)) if method != 0 => {
+                        return Some(format!("Unknown compression method {method} in zTXt chunk"));
+                    }
+                    Some((_, text)) => Some(text),
+                    None => None,
+                }
+            }
+            (b"iCCP", Some((_, value))) => match value.split_first() {
+                Some((&method, _)) if method != 0 => {
+                    return Some(format!("Unknown compression method {method} in iCCP chunk"));
+                }
+                Some((_, profile)) => Some(profile),
+                None => None,
+            },
+            // iTXt: keyword NUL, compression flag, method, language NUL, translated keyword NUL, text.
+            (b"iTXt", Some((_, &[1, 0, ref rest @ ..]))) => {
+                let mut fields = rest.splitn(3, |&b| b == 0);
+                fields.nth(2)
+            }
+            _ => None,
+        };
+        if compressed.is_some_and(inflates_past_limit) {
+            return Some("Decompressed data too large for PngImagePlugin.MAX_TEXT_CHUNK".to_owned());
+        }
+        pos = pos.checked_add(12)?.checked_add(length as usize)?;
+    }
+    None
+}
+
+/// Whether zlib data inflates to more than [`MAX_TEXT_CHUNK`] bytes before it ends or turns
+/// out invalid (inflating stops one byte past the limit).
+fn inflates_past_limit(data: &[u8]) -> bool {
+    let mut inflater = flate2::Decompress::new(true);
+    let mut out = vec![0u8; 64 << 10];
+    let mut produced = 0usize;
+    loop {
+        let (before_in, before_out) = (inflater.total_in(), inflater.total_out());
+        let input = data.get(usize::try_from(before_in).unwrap_or(usize::MAX)..).unwrap_or(&[]);
+        let room = out.len().min(MAX_TEXT_CHUNK + 1 - produced);
+        let status = inflater.decompress(input, &mut out[..room], flate2::FlushDecompress::None);
+        produced += usize::try_from(inflater.total_out() - before_out).unwrap_or(usize::MAX);
+        if produced > MAX_TEXT_CHUNK {
+            return true;
+        }
+        match status {
+            Ok(flate2::Status::Ok) if inflater.total_in() > before_in || inflater.total_out() > before_out => {}
+            _ => return false,
+        }
+    }
 }
 
 /// The orientation from the `eXIf` chunk, the "Raw profile type exif" text (hex digits after
