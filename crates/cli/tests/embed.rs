@@ -405,9 +405,13 @@ fn every_file_of_pillows_corpus_the_decoders_refuse_is_recorded_and_the_job_fini
         .unwrap()
         .filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("shard-"))
         .count();
+    let mut kinds = BTreeMap::<&str, usize>::new();
+    for line in &lines {
+        *kinds.entry(line["kind"].as_str().unwrap()).or_default() += 1;
+    }
     println!(
         "{listed} files ({} good, {} refused by the decoders, {} tiled planar TIFFs decoded): {} encoded, {} \
-         recorded in errors.jsonl, {shards} shard(s)\n{summary}",
+         recorded in errors.jsonl {kinds:?}, {shards} shard(s)\n{summary}",
         good.len(),
         refused.len(),
         panicked_before.len(),
