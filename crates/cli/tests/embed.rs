@@ -329,3 +329,146 @@ fn fatal_errors_exit_2_with_one_line() {
     let other_budget = fails(&strs(&with(&["--max-soft-tokens", "8"])));
     assert!(other_budget.contains("was written with a budget of 6 soft tokens, this job's is 8"), "{other_budget}");
 }
+
+/// Pillow 13.0.0's test images (every format, broken and hostile files), which `cargo xtask
+/// setup` fetches; `cargo xtask test` runs setup first, so a missing directory is an error.
+fn pillow_images() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps/corpus/pillow-13.0.0/Tests/images");
+    assert!(dir.is_dir(), "{} is missing: run `cargo xtask setup` (it fetches Pillow's test images)", dir.display());
+    dir
+}
+
+/// Every file below `dir`, sorted.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_below(&path));
+        } else if path.is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Runs `embed` and expects it to finish (exit 0, the summary on stdout, returned). Stderr may
+/// hold the default panic hook's lines of panics caught on the way.
+fn embed_finishes(args: &[&str]) -> String {
+    let out = gemma_vision(&[&["embed"], args].concat());
+    assert!(out.status.success(), "{args:?}: {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The rows of an output directory's errors file.
+fn error_lines(out: &Path) -> Vec<Value> {
+    fs::read_to_string(out.join("errors.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn every_file_of_pillows_corpus_the_decoders_refuse_is_recorded_and_the_job_finishes() {
+    let pillow = pillow_images();
+    let dir = temp_dir("embed-pillow-refused");
+    let images = dir.join("images");
+    let good = corpus(&images, 3);
+    // Each file `preprocess` refuses, and the tiled planar TIFFs that once panicked inside the
+    // `tiff` crate (ending a job with exit 101, no shard and no errors file), under flattened
+    // names, with their extensions kept.
+    let mut refused = Vec::new();
+    let mut panicked_before = Vec::new();
+    for path in files_below(&pillow) {
+        let name = path.strip_prefix(&pillow).unwrap().to_string_lossy().replace('/', "__");
+        let bytes = fs::read(&path).unwrap();
+        let fails = preprocess::decode(&bytes, &Default::default()).is_err();
+        let once_panicked = name.starts_with("tiff_tiled_planar_");
+        if fails || once_panicked {
+            let copy = images.join(format!("pillow-{name}"));
+            fs::write(&copy, &bytes).unwrap();
+            if fails {
+                refused.push(copy);
+            } else {
+                panicked_before.push(copy);
+            }
+        }
+    }
+    assert!(refused.len() > 100, "only {} refused files in Pillow's corpus", refused.len());
+    let listed = files_below(&images).len();
+    assert_eq!(listed, good.len() + refused.len() + panicked_before.len());
+
+    let out = dir.join("out");
+    let args = ["--model", &model("tiny-clipped"), "--images", text(&images), "--out", text(&out), "--batch", "2"];
+    let summary = embed_finishes(&args);
+    let (stored, errors) = read_output(&out);
+    let lines = error_lines(&out);
+    let shards = fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("shard-"))
+        .count();
+    let mut kinds = BTreeMap::<&str, usize>::new();
+    for line in &lines {
+        *kinds.entry(line["kind"].as_str().unwrap()).or_default() += 1;
+    }
+    println!(
+        "{listed} files ({} good, {} refused by the decoders, {} tiled planar TIFFs decoded): {} encoded, {} \
+         recorded in errors.jsonl {kinds:?}, {shards} shard(s)\n{summary}",
+        good.len(),
+        refused.len(),
+        panicked_before.len(),
+        stored.len(),
+        lines.len(),
+    );
+    for path in &good {
+        assert!(stored.contains_key(text(path)), "{} not encoded: {:?}", path.display(), errors.get(text(path)));
+    }
+    for path in &refused {
+        assert!(errors.contains_key(text(path)), "{} not in the errors", path.display());
+    }
+    // Whatever the decoders make of the TIFFs now, each is accounted for once.
+    for path in &panicked_before {
+        assert!(stored.contains_key(text(path)) != errors.contains_key(text(path)), "{}", path.display());
+    }
+    assert_eq!(stored.len() + errors.len(), listed, "every file is encoded or recorded once");
+    assert_eq!(lines.len(), errors.len());
+    for line in &lines {
+        let path = line["path"].as_str().unwrap();
+        assert_eq!(line["error"].as_str(), Some(errors[path].as_str()));
+        let kind = line["kind"].as_str().unwrap();
+        assert!(kind != "other" && kind != "timeout", "{path}: {kind}");
+    }
+    assert!(summary.contains(&format!("{} image(s) could not be read in this run", errors.len())), "{summary}");
+
+    // A rerun retries none of them.
+    let summary = embed_finishes(&args);
+    assert!(
+        summary.starts_with("embedded 0 image(s)") && summary.contains(&format!("skipped {listed} image(s)")),
+        "{summary}"
+    );
+    assert_eq!(error_lines(&out), lines);
+}
+
+#[test]
+fn a_file_slower_to_decode_than_the_bound_is_recorded_as_a_timeout_and_the_job_goes_on() {
+    let dir = temp_dir("embed-timeout");
+    let images = dir.join("images");
+    let paths = corpus(&images, 3);
+    let out = dir.join("out");
+    let args = [
+        "--model",
+        &model("tiny-clipped"),
+        "--images",
+        text(&images),
+        "--out",
+        text(&out),
+        "--file-timeout",
+        "0.000000001",
+    ];
+    let summary = embed_finishes(&args);
+    assert!(summary.starts_with("embedded 0 image(s)"), "{summary}");
+    let lines = error_lines(&out);
+    assert_eq!(lines.iter().map(|l| PathBuf::from(l["path"].as_str().unwrap())).collect::<Vec<_>>(), paths);
+    for line in &lines {
+        assert_eq!(line["kind"], "timeout");
+        assert!(line["error"].as_str().unwrap().contains("took longer than the per-file bound"), "{line}");
+    }
+}

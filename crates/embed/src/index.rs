@@ -7,7 +7,8 @@ use std::fs;
 use std::path::Path;
 
 /// The name of the errors file in the output directory: one JSON object per line,
-/// `{"path": …, "error": …}`, for every image of every shard that could not be read.
+/// `{"path": …, "kind": …, "error": …}` ([`ErrorRow`]), for every image of every shard that
+/// could not be embedded.
 pub const ERRORS_FILE: &str = "errors.jsonl";
 
 /// The images recorded in an output directory's complete shards.

@@ -6,7 +6,7 @@ use crate::shard::{JobFacts, ShardWriter};
 use crate::{Error, Result};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use vision::VisionEncoder;
 
 /// How a job batches and shards its images.
@@ -21,16 +21,27 @@ pub struct JobOptions {
     pub workers: NonZeroUsize,
     /// The soft-token budget per image; `None`: the checkpoint's (else 280).
     pub budget: Option<vision::SoftTokenBudget>,
+    /// The longest one file may take to be read and decoded before it is recorded as a
+    /// [`FailureKind::Timeout`](crate::FailureKind::Timeout) and the job goes on without it.
+    /// The decode itself is abandoned on its thread, not stopped (it ends on its own: every
+    /// decoder's work is bounded by its input and the job's limits).
+    pub file_timeout: Duration,
 }
 
+/// [`JobOptions::file_timeout`]'s default: far longer than decoding the largest image the
+/// default limits allow takes.
+pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(120);
+
 impl Default for JobOptions {
-    /// Batches of 8, shards of 256 entries, one worker per core, the checkpoint's budget.
+    /// Batches of 8, shards of 256 entries, one worker per core, the checkpoint's budget,
+    /// [`DEFAULT_FILE_TIMEOUT`].
     fn default() -> JobOptions {
         JobOptions {
             batch: NonZeroUsize::new(8).unwrap_or(NonZeroUsize::MIN),
             shard_size: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
             workers: std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN),
             budget: None,
+            file_timeout: DEFAULT_FILE_TIMEOUT,
         }
     }
 }
@@ -81,9 +92,12 @@ pub struct Summary {
 /// recorded in `out`'s shards by earlier runs (encoded or failed) are skipped, and temporary
 /// files a killed run left are removed. Every shard is written whole or not at all; each
 /// image's rows are what [`VisionEncoder::encode_files`] gives for that image alone. An image
-/// that cannot be read is recorded with its message and the job goes on; anything else (a
-/// foreign shard in `out`, a budget the encoder cannot serve, an encode or write failure) stops
-/// it with an [`Error`], after the shards already complete.
+/// that fails in any way (unreadable, not an image, refused, too large, slower to decode than
+/// [`JobOptions::file_timeout`], a panic on its path, the encoder failing on it alone) is
+/// recorded with its [`FailureKind`](crate::FailureKind) and message, and the job goes on; a
+/// rerun skips it. Anything else (a foreign shard in `out`, a budget the encoder cannot serve,
+/// an MLX failure, a write failure) stops the job with an [`Error`], after writing out what it
+/// did so far (the last shard and the errors file).
 pub fn run(
     encoder: &VisionEncoder,
     images: &[PathBuf],
@@ -102,16 +116,24 @@ pub fn run(
 
     let facts = JobFacts { identity: identity.clone(), budget, hidden: encoder.config().text_hidden_size as usize };
     let mut writer = ShardWriter::new(out, facts, options.shard_size.get(), index.next_shard);
-    let settings = Settings { batch: options.batch.get(), workers: options.workers.get(), budget };
+    let settings = Settings {
+        batch: options.batch.get(),
+        workers: options.workers.get(),
+        budget,
+        file_timeout: options.file_timeout,
+    };
     let started = Instant::now();
     progress.started(todo.len());
-    let counts = pipeline::run(encoder, &preprocessor, &todo, settings, &mut writer, progress)?;
+    let outcome = pipeline::run(encoder, &preprocessor, &todo, settings, &mut writer, progress);
+    // What the run did before an error is kept: the last shard and the errors file are
+    // written either way, so a rerun does not redo it.
     let (new_errors, shards) = writer.finish()?;
     let seconds = started.elapsed().as_secs_f64();
 
     let mut errors = index.errors;
     errors.extend(new_errors);
     index::write_errors(out, &errors)?;
+    let counts = outcome?;
     Ok(Summary {
         encoded: counts.encoded,
         soft_tokens: counts.soft_tokens,

@@ -11,7 +11,9 @@
 //!   [`read_shard_header`] reads one back without its data.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod deadline;
 mod error;
+mod failure;
 mod index;
 mod job;
 mod pipeline;
@@ -20,6 +22,8 @@ mod sources;
 
 pub use error::{Error, Result};
 pub use index::ERRORS_FILE;
-pub use job::{JobOptions, Progress, Silent, Summary, run};
-pub use shard::{ErrorRow, FORMAT, ImageRow, MAX_SHARD_FEATURE_BYTES, ShardHeader, ShardWriter, read_shard_header};
-pub use sources::{IMAGE_EXTENSIONS, list_images};
+pub use job::{DEFAULT_FILE_TIMEOUT, JobOptions, Progress, Silent, Summary, run};
+pub use shard::{
+    ErrorRow, FORMAT, FailureKind, ImageRow, MAX_SHARD_FEATURE_BYTES, ShardHeader, ShardWriter, read_shard_header,
+};
+pub use sources::list_images;

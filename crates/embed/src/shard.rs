@@ -39,11 +39,51 @@ pub struct ImageRow {
     pub budget: u32,
 }
 
-/// One image that could not be read, decoded or prepared, with the message saying why.
+/// One image that could not be embedded: its path as listed, what kind of failure it was and
+/// the message saying why (for a file that cannot be read or decoded, the message
+/// `gemma-vision encode` prints for it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorRow {
     pub path: String,
+    /// Recorded as a snake_case word (`"unknown_format"`, `"timeout"`, …); rows of shards
+    /// written before kinds were recorded read as [`FailureKind::Other`].
+    #[serde(default)]
+    pub kind: FailureKind,
     pub error: String,
+}
+
+/// Why an image was not embedded. Every kind is a property of the file (its bytes, its size, or
+/// what the encoder makes of it alone), so a rerun skips the image rather than trying it again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The file could not be read (missing, a directory, no permission, an I/O error).
+    Unreadable,
+    /// The bytes are of no image format Pillow identifies (an empty file included).
+    UnknownFormat,
+    /// A format Pillow identifies but `preprocess` does not read, or a variant of a read format
+    /// it does not (a bit depth, a compression).
+    UnsupportedFormat,
+    /// Malformed or truncated image data, or a zero-size image.
+    Malformed,
+    /// More pixels than the job's [`Limits`](preprocess::Limits) allow, or a file longer than
+    /// an image of that many pixels: refused before the pixels are allocated.
+    TooLarge,
+    /// A decoder panicked on the bytes (caught by `preprocess`).
+    DecoderPanic,
+    /// Something else in the image's path (orientation, resize, preparation, encoding)
+    /// panicked; the panic was caught at the image's boundary.
+    Panic,
+    /// Reading and decoding the file took longer than the job's per-file bound.
+    Timeout,
+    /// The decoded image could not be prepared for the encoder (a size its budget cannot
+    /// serve).
+    Prepare,
+    /// The encoder failed on this image alone (its batch was retried image by image).
+    Encode,
+    /// A row of a shard written before kinds were recorded.
+    #[default]
+    Other,
 }
 
 /// The file name of shard number `n`.
@@ -220,6 +260,14 @@ fn rows<T: serde::de::DeserializeOwned>(json: &str) -> serde_json::Result<Vec<T>
 mod tests {
     use super::*;
 
+    #[test]
+    fn error_rows_record_their_kind_and_rows_without_one_read_as_other() {
+        let row = ErrorRow { path: "a".into(), kind: FailureKind::DecoderPanic, error: "x".into() };
+        assert_eq!(serde_json::to_string(&row).unwrap(), r#"{"path":"a","kind":"decoder_panic","error":"x"}"#);
+        let old: ErrorRow = serde_json::from_str(r#"{"path":"a","error":"x"}"#).unwrap();
+        assert_eq!(old.kind, FailureKind::Other);
+    }
+
     fn facts() -> JobFacts {
         JobFacts { identity: "abc".into(), budget: 6, hidden: 2 }
     }
@@ -244,7 +292,7 @@ mod tests {
         let dir = tensor::testing::TestDir::new("embed-shard");
         let mut writer = ShardWriter::new(&dir, facts(), 2, 5);
         writer.push_image(row("a", 1), Dtype::F32, &[0; 8]).unwrap();
-        writer.push_error(ErrorRow { path: "b".into(), error: "bad".into() }).unwrap();
+        writer.push_error(ErrorRow { path: "b".into(), kind: FailureKind::Malformed, error: "bad".into() }).unwrap();
         writer.push_image(row("c", 2), Dtype::F32, &[1; 16]).unwrap();
         assert!(writer.push_image(row("d", 1), Dtype::Bf16, &[0; 4]).unwrap_err().to_string().contains("dtype"));
         let short = writer.push_image(row("d", 1), Dtype::F32, &[0; 4]).unwrap_err();
@@ -254,7 +302,7 @@ mod tests {
         let first = read_shard_header(&dir.join(shard_name(5))).unwrap();
         assert_eq!((first.format.as_str(), first.identity.as_str(), first.budget), (FORMAT, "abc", Some(6)));
         assert_eq!(first.images, [row("a", 1)]);
-        assert_eq!(first.errors, [ErrorRow { path: "b".into(), error: "bad".into() }]);
+        assert_eq!(first.errors, [ErrorRow { path: "b".into(), kind: FailureKind::Malformed, error: "bad".into() }]);
         let second = read_shard_header(&dir.join(shard_name(6))).unwrap();
         assert_eq!((second.images, second.errors), (vec![row("c", 2)], vec![]));
         let bytes = std::fs::read(dir.join(shard_name(6))).unwrap();

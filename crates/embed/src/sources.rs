@@ -5,23 +5,28 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// File extensions (lower case) a directory search picks up: the formats `preprocess` decodes.
-pub const IMAGE_EXTENSIONS: [&str; 8] = ["jpg", "jpeg", "png", "gif", "webp", "bmp", "tif", "tiff"];
-
 /// The images named by `source`, each once, in a stable order:
-/// - an existing directory: every file below it (recursively, symbolic links followed) whose
-///   extension is in [`IMAGE_EXTENSIONS`] (any case), sorted by path;
+/// - an existing directory: every regular file below it (recursively, symbolic links followed,
+///   each directory once), sorted by path, except hidden ones (a name starting with `.`, and
+///   everything below a hidden directory: `.git`, `.DS_Store`, macOS's `._*` companions);
 /// - an existing file ending in `.txt`: one path per line, in the file's order; blank lines and
 ///   lines starting with `#` are skipped; relative paths are taken from the list's directory;
 /// - otherwise a glob pattern (`*`, `?`, `[…]`, `**` for any depth) over files, sorted by path.
 ///
+/// A directory's files are not filtered by extension: the reference (`Image.open`) identifies
+/// an image by its bytes, never its name, so a PNG named `.jpg` or an image without an
+/// extension is an image, and a folder holds formats no extension list keeps up with (`.tga`,
+/// `.dds`, `.ico`, `.ppm`, `.qoi`, `.psd`, …). Each listed file is sniffed by `preprocess`
+/// from its first bytes: one that is not an image, or of a format not read, costs one read and
+/// one recorded line in the errors file naming why, rather than being skipped without a trace.
+///
 /// Paths are kept as listed or as found below the directory or pattern: they are the keys
 /// under which the output records each image. Fails ([`Error::Source`]) when the source names
-/// no image or is none of the three.
+/// no file or is none of the three.
 pub fn list_images(source: &Path) -> Result<Vec<PathBuf>> {
     let paths = if source.is_dir() {
         let mut found = Vec::new();
-        walk(source, &mut found)?;
+        walk(source, &mut HashSet::new(), &mut found)?;
         found.sort();
         found
     } else if source.is_file() {
@@ -52,24 +57,27 @@ pub fn list_images(source: &Path) -> Result<Vec<PathBuf>> {
     Ok(unique)
 }
 
-/// Appends the image files below `dir`.
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+/// Appends the files below `dir`, not hidden, each directory visited once (`visited`: the
+/// canonical directories seen, so that a symbolic link to an ancestor does not loop).
+fn walk(dir: &Path, visited: &mut HashSet<PathBuf>, found: &mut Vec<PathBuf>) -> Result<()> {
+    let canonical = fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+    if !visited.insert(canonical) {
+        return Ok(());
+    }
     let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     for entry in entries {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if entry.file_name().as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let path = entry.path();
         if path.is_dir() {
-            walk(&path, found)?;
-        } else if is_image_name(&path) && path.is_file() {
+            walk(&path, visited, found)?;
+        } else if path.is_file() {
             found.push(path);
         }
     }
     Ok(())
-}
-
-fn is_image_name(path: &Path) -> bool {
-    path.extension()
-        .and_then(|ext| ext.to_str())
-        .is_some_and(|ext| IMAGE_EXTENSIONS.iter().any(|known| ext.eq_ignore_ascii_case(known)))
 }
 
 fn read_list(list: &Path) -> Result<Vec<PathBuf>> {
@@ -98,11 +106,26 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_gives_its_image_files_recursively_sorted() {
+    fn a_directory_gives_its_files_not_hidden_recursively_sorted_whatever_their_extension() {
         let dir = scratch("dir");
+        fs::create_dir_all(dir.join(".hidden")).unwrap();
+        for hidden in [".DS_Store", ".hidden/f.png", "sub/._c.webp"] {
+            fs::write(dir.join(hidden), b"x").unwrap();
+        }
         let names: Vec<PathBuf> =
             list_images(&dir).unwrap().iter().map(|p| p.strip_prefix(&dir).unwrap().into()).collect();
-        assert_eq!(names, ["a.JPG", "b.png", "sub/c.webp", "sub/deeper/d.jpeg"].map(PathBuf::from));
+        let expected = ["a.JPG", "b.png", "notes.md", "sub/c.webp", "sub/deeper/d.jpeg", "sub/e.txt"];
+        assert_eq!(names, expected.map(PathBuf::from));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_an_ancestor_directory_is_followed_once() {
+        let dir = scratch("loop");
+        std::os::unix::fs::symlink(&*dir, dir.join("sub/up")).unwrap();
+        let names: Vec<PathBuf> =
+            list_images(&dir).unwrap().iter().map(|p| p.strip_prefix(&dir).unwrap().into()).collect();
+        assert_eq!(names.len(), 6, "{names:?}");
     }
 
     #[test]

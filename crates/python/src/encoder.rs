@@ -33,17 +33,19 @@ impl Encoder {
     #[new]
     #[pyo3(signature = (model_dir, dtype = "native", max_soft_tokens = None))]
     fn new(py: Python<'_>, model_dir: PathBuf, dtype: &str, max_soft_tokens: Option<i64>) -> PyResult<Encoder> {
-        let dtype = compute_dtype(dtype)?;
-        let budget = budget(max_soft_tokens)?;
-        let options = EncoderOptions { compute_dtype: dtype, ..EncoderOptions::default() };
-        let inner = py
-            .detach(|| {
-                let encoder = VisionEncoder::load(&model_dir, options)?;
-                encoder.preprocessor(budget)?;
-                Ok(encoder)
-            })
-            .map_err(to_python)?;
-        Ok(Encoder { inner, model_dir, dtype, budget })
+        crate::errors::catching_panics(|| {
+            let dtype = compute_dtype(dtype)?;
+            let budget = budget(max_soft_tokens)?;
+            let options = EncoderOptions { compute_dtype: dtype, ..EncoderOptions::default() };
+            let inner = py
+                .detach(|| {
+                    let encoder = VisionEncoder::load(&model_dir, options)?;
+                    encoder.preprocessor(budget)?;
+                    Ok(encoder)
+                })
+                .map_err(to_python)?;
+            Ok(Encoder { inner, model_dir, dtype, budget })
+        })
     }
 
     /// Soft tokens of `images`, one `[n_i, D]` array per image in input order.
@@ -61,22 +63,27 @@ impl Encoder {
         max_soft_tokens: Option<i64>,
         as_float32: bool,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        if images.cast::<PyString>().is_ok()
-            || images.cast::<PyBytes>().is_ok()
-            || images.cast::<PyByteArray>().is_ok()
-            || images.hasattr("__fspath__")?
-            || images.hasattr("__array_interface__")?
-        {
-            return Err(PyTypeError::new_err("encode takes a list of images; wrap a single image in a list"));
-        }
-        let inputs: Vec<Input> =
-            images.try_iter()?.enumerate().map(|(i, image)| inputs::extract(i, &image?)).collect::<PyResult<_>>()?;
-        if inputs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let budget = budget(max_soft_tokens)?.or(self.budget);
-        let host = py.detach(|| self.encode_inputs(inputs, budget, as_float32))?;
-        arrays::to_numpy(py, host)
+        crate::errors::catching_panics(|| {
+            if images.cast::<PyString>().is_ok()
+                || images.cast::<PyBytes>().is_ok()
+                || images.cast::<PyByteArray>().is_ok()
+                || images.hasattr("__fspath__")?
+                || images.hasattr("__array_interface__")?
+            {
+                return Err(PyTypeError::new_err("encode takes a list of images; wrap a single image in a list"));
+            }
+            let inputs: Vec<Input> = images
+                .try_iter()?
+                .enumerate()
+                .map(|(i, image)| inputs::extract(i, &image?))
+                .collect::<PyResult<_>>()?;
+            if inputs.is_empty() {
+                return Ok(Vec::new());
+            }
+            let budget = budget(max_soft_tokens)?.or(self.budget);
+            let host = py.detach(|| self.encode_inputs(inputs, budget, as_float32))?;
+            arrays::to_numpy(py, host)
+        })
     }
 
     /// The encoder of `model_dir` whose vision weights are exactly `parameters`: `(name,
@@ -86,13 +93,15 @@ impl Encoder {
     /// "f32" encoder. Raises ValueError naming the first parameter that differs.
     #[staticmethod]
     fn matching(py: Python<'_>, model_dir: PathBuf, parameters: &Bound<'_, PyAny>) -> PyResult<Encoder> {
-        let held = held_parameters::extract(parameters)?;
-        let checkpoint = py.detach(|| Checkpoint::open(&model_dir)).map_err(to_python)?;
-        let compute_dtype = VisionEncoder::held_compute_dtype(&checkpoint, &held).map_err(to_python)?;
-        let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
-        let inner = py.detach(|| VisionEncoder::from_checkpoint(checkpoint, options)).map_err(to_python)?;
-        inner.check_held_weights(&held).map_err(to_python)?;
-        Ok(Encoder { inner, model_dir, dtype: compute_dtype, budget: None })
+        crate::errors::catching_panics(|| {
+            let held = held_parameters::extract(parameters)?;
+            let checkpoint = py.detach(|| Checkpoint::open(&model_dir)).map_err(to_python)?;
+            let compute_dtype = VisionEncoder::held_compute_dtype(&checkpoint, &held).map_err(to_python)?;
+            let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
+            let inner = py.detach(|| VisionEncoder::from_checkpoint(checkpoint, options)).map_err(to_python)?;
+            inner.check_held_weights(&held).map_err(to_python)?;
+            Ok(Encoder { inner, model_dir, dtype: compute_dtype, budget: None })
+        })
     }
 
     /// What mlx-vlm's model computes from the pixel inputs its processor made, as an mx.array:
@@ -110,22 +119,24 @@ impl Encoder {
         pixel_values: &Bound<'py, PyAny>,
         position_ids: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let model_type = self.inner.config().model_type;
-        let inputs = model_inputs::extract(model_type, pixel_values, position_ids)?;
-        let encoder = &self.inner;
-        let features = py
-            .detach(move || {
-                let out = encoder.encode_model_inputs(&inputs)?;
-                out.features.eval()?;
-                Ok(out.features)
-            })
-            .map_err(to_python)?;
-        let (rows, hidden) = (features.dim(0).map_err(tensor_error)?, features.dim(1).map_err(tensor_error)?);
-        let shape = match model_type {
-            ModelType::Gemma4 => vec![1, rows, hidden],
-            ModelType::Gemma4Unified => vec![rows, hidden],
-        };
-        mlx_arrays::to_mlx(py, &features, &shape)
+        crate::errors::catching_panics(|| {
+            let model_type = self.inner.config().model_type;
+            let inputs = model_inputs::extract(model_type, pixel_values, position_ids)?;
+            let encoder = &self.inner;
+            let features = py
+                .detach(move || {
+                    let out = encoder.encode_model_inputs(&inputs)?;
+                    out.features.eval()?;
+                    Ok(out.features)
+                })
+                .map_err(to_python)?;
+            let (rows, hidden) = (features.dim(0).map_err(tensor_error)?, features.dim(1).map_err(tensor_error)?);
+            let shape = match model_type {
+                ModelType::Gemma4 => vec![1, rows, hidden],
+                ModelType::Gemma4Unified => vec![rows, hidden],
+            };
+            mlx_arrays::to_mlx(py, &features, &shape)
+        })
     }
 
     /// Soft tokens of the frames of one video, one `[n_i, D]` array per kept frame, in order:
@@ -142,29 +153,34 @@ impl Encoder {
         max_soft_tokens: Option<i64>,
         as_float32: bool,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let inputs: Vec<Input> =
-            frames.try_iter()?.enumerate().map(|(i, frame)| inputs::extract(i, &frame?)).collect::<PyResult<_>>()?;
-        let budget = budget(max_soft_tokens)?;
-        let limits = self.inner.options().limits;
-        let host = py.detach(|| -> PyResult<HostFeatures> {
-            let video = self.inner.video_preprocessor(budget).map_err(to_python)?;
-            let frames = inputs
-                .into_iter()
+        crate::errors::catching_panics(|| {
+            let inputs: Vec<Input> = frames
+                .try_iter()?
                 .enumerate()
-                .map(|(i, input)| input.decode(i, &limits))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|(kind, message)| to_python_as(kind, message))?;
-            let features = self.inner.encode_video_with(&frames, &video).map_err(to_python)?;
-            arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
-        })?;
-        arrays::to_numpy(py, host)
+                .map(|(i, frame)| inputs::extract(i, &frame?))
+                .collect::<PyResult<_>>()?;
+            let budget = budget(max_soft_tokens)?;
+            let limits = self.inner.options().limits;
+            let host = py.detach(|| -> PyResult<HostFeatures> {
+                let video = self.inner.video_preprocessor(budget).map_err(to_python)?;
+                let frames = inputs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, input)| input.decode(i, &limits))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|(kind, message)| to_python_as(kind, message))?;
+                let features = self.inner.encode_video_with(&frames, &video).map_err(to_python)?;
+                arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
+            })?;
+            arrays::to_numpy(py, host)
+        })
     }
 
     /// The cache identity (SHA-256, hex): equal identities give equal features for equal image
     /// bytes and budgets. The first call reads the weights once.
     #[getter]
     fn identity(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| self.inner.cache_identity()).map_err(to_python)
+        crate::errors::catching_panics(|| py.detach(|| self.inner.cache_identity()).map_err(to_python))
     }
 
     /// What the encoder makes of its checkpoint, as `gemma-vision inspect --json` prints it (a
@@ -178,15 +194,17 @@ impl Encoder {
         max_soft_tokens: Option<i64>,
         image_size: Option<(i64, i64)>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let budget = budget(max_soft_tokens)?.or(self.budget);
-        let image_size = match image_size {
-            Some((width, height)) => Some((side("width", width)?, side("height", height)?)),
-            None => None,
-        };
-        let json = py
-            .detach(|| vision::Inspection::of(&self.inner, budget, image_size).map(|i| i.to_json()))
-            .map_err(to_python)?;
-        py.import("json")?.call_method1("loads", (json,))
+        crate::errors::catching_panics(|| {
+            let budget = budget(max_soft_tokens)?.or(self.budget);
+            let image_size = match image_size {
+                Some((width, height)) => Some((side("width", width)?, side("height", height)?)),
+                None => None,
+            };
+            let json = py
+                .detach(|| vision::Inspection::of(&self.inner, budget, image_size).map(|i| i.to_json()))
+                .map_err(to_python)?;
+            py.import("json")?.call_method1("loads", (json,))
+        })
     }
 
     /// "gemma4" or "gemma4_unified".

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -47,3 +50,20 @@ def test_bad_arguments_are_the_library_errors_as_exceptions(tmp_path):
         gemma_vision.embed(model("tiny-clipped"), tmp_path, tmp_path / "out", batch=0)
     with pytest.raises(ValueError, match='dtype must be "native" or "f32"'):
         gemma_vision.embed(model("tiny-clipped"), tmp_path, tmp_path / "out", dtype="f16")
+
+
+def test_files_that_fail_in_any_way_are_recorded_with_their_kind_and_the_job_goes_on(tmp_path):
+    images = tmp_path / "images"
+    corpus(images, count=2)
+    (images / "png-named.jpg").write_bytes((images / "img-0.png").read_bytes())
+    (images / "layers.psd").write_bytes(b"8BPS" + bytes(40))
+    (images / "README").write_text("not an image")
+    out = tmp_path / "out"
+    summary = gemma_vision.embed(model("tiny-clipped"), images, out, max_soft_tokens=6)
+    assert (summary["encoded"], summary["failed"]) == (3, 3)
+    rows = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    kinds = {Path(row["path"]).name: row["kind"] for row in rows}
+    assert kinds == {"README": "unknown_format", "broken.png": "unknown_format", "layers.psd": "unsupported_format"}
+    assert any(row["error"].endswith("PSD is not supported") for row in rows)
+    again = gemma_vision.embed(model("tiny-clipped"), images, out, max_soft_tokens=6)
+    assert (again["encoded"], again["failed"], again["skipped"]) == (0, 0, 6)

@@ -209,3 +209,25 @@ def test_the_gil_is_released_while_encoding_pixel_values(tiny_checkpoints):
         counter.join()
         sys.setswitchinterval(0.005)
     assert seen > 0, "no other thread ran while encode_pixel_values was running"
+
+
+def test_a_failure_inside_the_encoder_reaches_mlx_vlm_as_an_exception(tiny_checkpoints):
+    """mlx-vlm's server turns an `Exception` of a request into its HTTP error; a `BaseException`
+    (pyo3's `PanicException`) would end its generation thread. The encoder's own errors are
+    exceptions, and whatever else comes out of it is raised as `RuntimeError`."""
+    from gemma_vision.mlx_vlm import EncoderVisionTower
+
+    encoder = gemma_vision.Encoder(tiny_checkpoints["gemma4"])
+    tower = EncoderVisionTower(encoder, nn.Identity())
+    with pytest.raises(ValueError, match=r"expected \[B, 3, H, W\]"):
+        tower(mx.zeros((3, 48, 48)))
+
+    class Panic(BaseException):
+        pass
+
+    class Panicking:
+        def encode_pixel_values(self, pixel_values, position_ids=None):
+            raise Panic("called `Option::unwrap()` on a `None` value")
+
+    with pytest.raises(RuntimeError, match="unwrap"):
+        EncoderVisionTower(Panicking(), nn.Identity())(mx.zeros((1, 3, 4, 4)))

@@ -26,9 +26,13 @@ def embed(
     batch: int = 8,
     shard_size: int = 256,
     workers: Optional[int] = None,
+    file_timeout: float = 120.0,
 ) -> Dict[str, Any]:
     """Embeds a corpus (a directory, a glob pattern or a ``.txt`` list of paths) into shards of
     soft tokens in ``out``, resumably: ``gemma-vision embed``'s job, the same shards bit for bit.
+    An image that fails in any way (not an image, refused, a panic, slower to read and decode
+    than ``file_timeout`` seconds) is recorded in ``errors.jsonl`` with its ``kind`` and the job
+    goes on.
     Returns the run's summary: ``encoded``, ``soft_tokens``, ``failed``, ``skipped``, ``shards``,
     ``seconds``, ``errors_total``, ``model_identity``, ``max_soft_tokens``, ``errors_file``.
     Releases the GIL while it runs."""

@@ -35,19 +35,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff")
-
-
 def list_images(source: str) -> list[str]:
-    """The images of ``source`` as ``gemma-vision embed`` lists them: a directory searched
-    recursively for image extensions (sorted), or a ``.txt`` file of paths (relative to it)."""
+    """The images of ``source`` as ``gemma-vision embed`` lists them: every file below a
+    directory that is not hidden (no name on its path below ``source`` starts with ``.``),
+    whatever its extension, since images are identified by their bytes (sorted), or a ``.txt``
+    file of paths (relative to it)."""
     root = Path(source)
     if root.is_dir():
         found = []
-        for directory, _, files in os.walk(root, followlinks=True):
+        for directory, subdirectories, files in os.walk(root, followlinks=True):
+            subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
             for name in files:
-                if name.lower().endswith(IMAGE_EXTENSIONS):
-                    found.append(os.path.join(directory, name))
+                path = os.path.join(directory, name)
+                if not name.startswith(".") and os.path.isfile(path):
+                    found.append(path)
         return sorted(found)
     if root.is_file() and root.suffix.lower() == ".txt":
         lines = (line.strip() for line in root.read_text().splitlines())

@@ -61,7 +61,23 @@ class EncoderVisionTower(nn.Module):
         self.model_type = getattr(stock, "model_type", None)
 
     def __call__(self, pixel_values: Any, pixel_position_ids: Any = None) -> mx.array:
-        return self._encoder.encode_pixel_values(pixel_values, pixel_position_ids)
+        return _encode(self._encoder, pixel_values, pixel_position_ids)
+
+
+def _encode(encoder: Encoder, pixel_values: Any, position_ids: Any) -> mx.array:
+    """``encoder.encode_pixel_values``, any failure raised as an ``Exception``: mlx-vlm's server
+    turns an ``Exception`` of a request's generation into that request's HTTP error and goes on,
+    while a ``BaseException`` that is not one (pyo3's ``PanicException``, should a panic ever get
+    past the extension's own guard) would end its generation thread and stall every request
+    after it."""
+    try:
+        return encoder.encode_pixel_values(pixel_values, position_ids)
+    except Exception:
+        raise
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as error:
+        raise RuntimeError(f"gemma_vision: encoding failed: {error}") from error
 
 
 @dataclass
@@ -161,7 +177,7 @@ def _accelerated_attributes(model_type: str, encoder: Encoder, modules: dict) ->
 def _image_features(encoder: Encoder) -> Callable[..., mx.array]:
     def get_image_features(pixel_values: mx.array, image_position_ids: Optional[mx.array] = None) -> mx.array:
         """gemma4_unified's ``Model.get_image_features`` on gemma_vision's encoder."""
-        return encoder.encode_pixel_values(pixel_values, image_position_ids)
+        return _encode(encoder, pixel_values, image_position_ids)
 
     return get_image_features
 
