@@ -6,6 +6,7 @@
 
 mod bench;
 mod cli;
+mod corpus;
 mod downstream;
 mod fuzz;
 mod parity;
