@@ -265,6 +265,18 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The real thing, into a scratch directory: pip fetches the 47 MB sdist from PyPI (needs
+    /// the network and the venv: `cargo test -p xtask -- --ignored`).
+    #[test]
+    #[ignore]
+    fn fetches_pillows_sdist_and_unpacks_its_test_images() {
+        let dir = scratch("pypi");
+        let images = ensure(&dir, &PILLOW).unwrap();
+        assert_eq!(images, dir.join("pillow-13.0.0/Tests/images"));
+        assert_eq!(tree_sha256(&images).unwrap(), PILLOW.images_sha256);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn the_tree_digest_covers_names_and_bytes() {
         let dir = scratch("digest");
