@@ -16,12 +16,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(processor) = Preprocessor::new(ProcessorConfig::default().with_max_soft_tokens(Some(budget))) else {
         return;
     };
+    let tokens = budget.get() as usize;
     if let Ok(pixels) = processor.gemma4_image(&image) {
         assert_eq!(pixels.data.len(), 3 * pixels.height * pixels.width);
-        assert!(pixels.soft_tokens <= budget as usize);
+        assert!(pixels.soft_tokens <= tokens);
     }
     if let Ok(unified) = processor.gemma4_unified_image(&image) {
-        assert_eq!(unified.patches.data.len(), budget as usize * 6912);
-        assert!(unified.soft_tokens <= budget as usize);
+        assert_eq!(unified.patches.data.len(), tokens * 6912);
+        assert!(unified.soft_tokens <= tokens);
     }
 });

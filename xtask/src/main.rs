@@ -6,6 +6,7 @@
 
 mod bench;
 mod cli;
+mod corpus;
 mod downstream;
 mod fuzz;
 mod parity;
@@ -26,13 +27,15 @@ cargo xtask <command>
                 kernels' matmul GFLOP/s and whether their bits agree
   parity [ops|preprocess|vision] [--quick] [--fresh]
                 our outputs against the reference's, bit for bit (all suites by default;
+                preprocess ends with one row per file of Pillow's test images;
                 --quick: the tiny vision cases only; --fresh: recompute the reference
                 outputs kept in .deps/parity-cache)
   bench <ops|preprocess|e2e|kernels|embed|mlx-vlm> [--help]
                 timings beside the reference's (embed: corpus jobs; mlx-vlm: its generation,
                 stock against accelerated), written into BENCHMARKS.md
-  fuzz [--seconds N]
-                every cargo-fuzz target under fuzz/ for N seconds each
+  fuzz [--seconds N] [--target NAME]
+                every cargo-fuzz target under fuzz/ (or the one named) for N seconds each;
+                the decode_<format> targets seeded with Pillow's test images of their format
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
   encode --model DIR (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE

@@ -8,12 +8,17 @@
 //! arguments go to both sides. Exits non-zero unless every row of every suite is bit-exact,
 //! after the line `parity: N/M stages bit-exact`.
 //!
+//! The preprocess suite ends with the corpus rows: every file of Pillow's test images (which
+//! setup unpacks into `.deps/corpus`), one row each, exact or refused (passing) or differ or
+//! crashed (failing), and the line `corpus: N files: exact A / refused B / differ C / crashed D`.
+//!
 //! The vision suite's reference outputs (its real-size cases take most of a first run) are kept
 //! per case in `.deps/parity-cache/vision/`, named by the SHA-256 of everything they depend on:
 //! every installed Python distribution and its version (the reference as pip resolved it, the
 //! MLX wheels), the interpreter, the oracle scripts' source, the case's definition and seed. A
 //! rerun computes only what changed; `--fresh` drops the kept outputs first.
 
+use crate::corpus;
 use crate::project::{Result, cargo, deps, oracle_python, release_binary, root, run, work_dir};
 use crate::setup;
 use std::io::{BufRead, BufReader};
@@ -53,6 +58,9 @@ fn run_suite(suite: &str, extra: &[String]) -> Result<(usize, usize)> {
     reference.arg("--out").arg(&dir).args(extra);
     if suite == "vision" {
         reference.arg("--cache").arg(cache_dir().join(suite));
+    }
+    if suite == "preprocess" {
+        reference.arg("--corpus").arg(corpus::images());
     }
     run(reference)?;
     eprintln!("parity {suite}: our side");

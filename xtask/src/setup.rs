@@ -10,7 +10,11 @@
 //!   (`xtask/python-requirements.txt`), which may not change a package of the reference.
 //! - `.deps/mlx`: a link to the wheel's MLX directory (`include/`, `lib/libmlx.so`), which
 //!   `mlx-ffi`'s build script finds. mlx-c's sources are the build script's own business.
+//! - `.deps/corpus/pillow-13.0.0/Tests/images`: Pillow's test images (every format, broken and
+//!   hostile files), the files of the corpus rows of `cargo xtask parity preprocess` and the
+//!   seeds of the decode fuzz targets (see [`corpus`](crate::corpus)).
 
+use crate::corpus;
 use crate::project::{self, Result, cmd, deps, output, python, run};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,6 +28,7 @@ pub fn main() -> Result<()> {
     debian_packages()?;
     python_env()?;
     mlx_link()?;
+    corpus::ensure(&deps().join("corpus"), &corpus::PILLOW)?;
     eprintln!("setup: ready in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -130,11 +135,11 @@ fn mlx_link() -> Result<()> {
 
 const STAMP: &str = ".xtask-stamp";
 
-fn stamp_matches(dir: &Path, recipe: &str) -> bool {
+pub(crate) fn stamp_matches(dir: &Path, recipe: &str) -> bool {
     fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == recipe)
 }
 
-fn write_stamp(dir: &Path, recipe: &str) -> Result<()> {
+pub(crate) fn write_stamp(dir: &Path, recipe: &str) -> Result<()> {
     fs::write(dir.join(STAMP), recipe).map_err(|e| format!("writing {}: {e}", dir.join(STAMP).display()))
 }
 

@@ -11,6 +11,9 @@ For every input file (scikit-image's sample photographs plus generated edge case
     `_pad_video_patches` on the image as a one-frame video (the gemma4 padded path),
 each the reference's own function or method. Writes raw little-endian arrays and `manifest.json`; the
 Rust side (`parity-preprocess`) runs ours on the same files and compares byte for byte.
+
+Then the corpus rows' reference (`corpus.py`): `load_image` on every file of Pillow's test images
+(`--corpus`, by default `.deps/corpus/pillow-13.0.0/Tests/images`), written into `<out>/corpus/`.
 """
 
 import io
@@ -29,6 +32,7 @@ from mlx_vlm.models.gemma4_unified import processing_gemma4_unified as unified  
 from mlx_vlm.utils import load_image  # noqa: E402
 from transformers.image_utils import ChannelDimension  # noqa: E402
 from reference import parse_args  # noqa: E402
+from corpus import write_corpus  # noqa: E402
 
 PATCH, POOL = 16, 3
 RESCALE = 1 / 255
@@ -253,7 +257,15 @@ def bench(out, samples):
 
 
 def main():
-    args = parse_args(__doc__, extra=lambda p: (p.add_argument("--bench", action="store_true"), p.add_argument("--samples", type=int, default=10)))
+    default_corpus = Path(__file__).resolve().parents[3] / ".deps/corpus/pillow-13.0.0/Tests/images"
+    args = parse_args(
+        __doc__,
+        extra=lambda p: (
+            p.add_argument("--bench", action="store_true"),
+            p.add_argument("--samples", type=int, default=10),
+            p.add_argument("--corpus", default=str(default_corpus), help="Pillow's Tests/images"),
+        ),
+    )
     out = Path(args.out)
     if args.bench:
         bench(out, args.samples)
@@ -274,6 +286,7 @@ def main():
         cases.append(run_case(out, f"chelsea-budget{budget}", path, budget, False))
     (out / "manifest.json").write_text(json.dumps({"cases": cases}, indent=1))
     print(f"preprocess reference: {len(cases)} cases written to {out}")
+    write_corpus(Path(args.corpus), out / "corpus")
 
 
 if __name__ == "__main__":

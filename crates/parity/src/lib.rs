@@ -7,6 +7,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod compare;
+pub mod corpus_suite;
 mod table;
 pub mod vision_suite;
 

@@ -7,17 +7,27 @@ use crate::Comparison;
 pub struct Table {
     title: String,
     rows: Vec<Comparison>,
+    /// Whether the heading of the current section has been printed.
+    headed: bool,
 }
 
 impl Table {
     /// An empty table headed `title`.
     pub fn new(title: &str) -> Table {
-        Table { title: title.to_owned(), rows: Vec::new() }
+        Table { title: title.to_owned(), rows: Vec::new(), headed: false }
+    }
+
+    /// Starts a section headed `title`: the rows pushed next are printed under a heading of
+    /// their own, and still count in this table's summary.
+    pub fn section(&mut self, title: &str) {
+        title.clone_into(&mut self.title);
+        self.headed = false;
     }
 
     /// Adds a row and prints it at once (long runs show progress).
     pub fn push(&mut self, row: Comparison) {
-        if self.rows.is_empty() {
+        if !self.headed {
+            self.headed = true;
             println!("\n{}\n", self.title);
             println!(
                 "| {:<44} | {:<28} | {:>12} | {:>10} | {:>9} |",

@@ -11,6 +11,9 @@
 //!
 //! A case the reference rejects (its `load_image` raises) passes when ours rejects it too.
 //! The "reference" column ends with the number of differing bytes.
+//!
+//! Then the corpus rows ([`parity::corpus_suite`]): one per file of Pillow's test images, each
+//! exact, refused, differ or crashed, ending with the line `corpus: N files: exact A / …`.
 
 use parity::{Comparison, Table, compare_bytes};
 use preprocess::{DecodeOptions, Preprocessor, ProcessorConfig};
@@ -79,6 +82,7 @@ fn run(dir: &Path) -> Result<bool, String> {
             table.push(row);
         }
     }
+    parity::corpus_suite::run_corpus(dir, &mut table).map_err(|e| format!("corpus: {e}"))?;
     Ok(table.finish())
 }
 
