@@ -7,6 +7,7 @@
 //! SUN, MSP, PSD, XV thumbnails, IMT, SPIDER, GIMP brushes and PIXAR have decoders of their own
 //! that follow Pillow's plugins and C decoders step by step.
 
+mod bcn;
 mod bmp;
 mod dcx;
 mod dds;
