@@ -21,6 +21,7 @@
 //! early is "image file is truncated".
 
 use super::Decoded;
+use super::bytes::{le16, le32};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 /// Decodes a BMP file (`BM` header, then a DIB).
@@ -432,10 +433,4 @@ fn rle(bytes: &[u8], start: u64, four_bits: bool, w: usize, h: usize) -> Vec<u8>
     data
 }
 
-fn le32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
-}
 
-fn le16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
-}

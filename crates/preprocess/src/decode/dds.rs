@@ -18,6 +18,7 @@
 //! pixels are black. Data shorter than the image is refused.
 
 use super::Decoded;
+use super::bytes::le32;
 use super::bcn::{Bcn, blocks};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
@@ -42,8 +43,9 @@ enum Pixels {
     Blocks(Bcn),
 }
 
-fn le32(bytes: &[u8], at: usize) -> u32 {
-    bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes)
+/// The little-endian `u32` field at `at`, 0 past the end.
+fn field(bytes: &[u8], at: usize) -> u32 {
+    le32(bytes, at).unwrap_or(0)
 }
 
 fn fourcc(code: &[u8; 4]) -> u32 {
@@ -63,19 +65,19 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     if !bytes.starts_with(b"DDS ") {
         return Err(Error::malformed(FORMAT, "not a DDS file"));
     }
-    let header_size = le32(bytes, 4);
+    let header_size = field(bytes, 4);
     if header_size != 124 {
         return Err(Error::malformed(FORMAT, format!("unsupported header size {header_size}")));
     }
     if bytes.len() < HEADER {
         return Err(Error::Truncated { format: FORMAT, detail: format!("incomplete header: {} bytes", bytes.len()) });
     }
-    let (height, width) = (le32(bytes, 12), le32(bytes, 16));
-    let (pf_flags, code, bitcount) = (le32(bytes, 80), le32(bytes, 84), le32(bytes, 88));
+    let (height, width) = (field(bytes, 12), field(bytes, 16));
+    let (pf_flags, code, bitcount) = (field(bytes, 80), field(bytes, 84), field(bytes, 88));
     let mut offset = HEADER;
     let pixels = if pf_flags & DDPF_RGB != 0 {
         let channels = if pf_flags & DDPF_ALPHAPIXELS != 0 { 4 } else { 3 };
-        let masks = [le32(bytes, 92), le32(bytes, 96), le32(bytes, 100), le32(bytes, 104)];
+        let masks = [field(bytes, 92), field(bytes, 96), field(bytes, 100), field(bytes, 104)];
         Pixels::Masked { bitcount, masks, channels }
     } else if pf_flags & DDPF_LUMINANCE != 0 {
         match bitcount {
@@ -96,7 +98,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
             c if c == fourcc(b"DX10") => {
                 let dx10 = bytes.get(HEADER..HEADER + DX10_HEADER).ok_or_else(truncated)?;
                 offset += DX10_HEADER;
-                match le32(dx10, 0) {
+                match field(dx10, 0) {
                     70 | 71 => Pixels::Blocks(Bcn::Bc1),
                     73 | 74 => Pixels::Blocks(Bcn::Bc2),
                     76 | 77 => Pixels::Blocks(Bcn::Bc3),

@@ -4,6 +4,7 @@
 //! of TGA's `_open` (it has no `_accept`) in its place, and those of IM, IMT, IPTC, PCD and
 //! SPIDER (see [`open_checks`](super::open_checks)) in theirs. The file name plays no part.
 
+use super::bytes::{be16, be32, le16, le32};
 use super::open_checks::{self, Check, Header, Verdict};
 use crate::{Error, Result};
 
@@ -209,17 +210,8 @@ pub(crate) const HEADER_SNIFF_BYTES: usize = 4096;
 /// header check ([`Format::open_check`]) decides.
 const NO_ACCEPT: Accept = |_| true;
 
-fn le32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
 
-fn le16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
 
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
 
 const OLE_MAGIC: &[u8] = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1";
 
@@ -247,7 +239,7 @@ const ACCEPT: &[(Format, Accept)] = &[
     }),
     (Format::Fpx, |b| b.starts_with(OLE_MAGIC)),
     (Format::Ftex, |b| b.starts_with(b"FTEX")),
-    (Format::Gbr, |b| b.len() >= 8 && be32(b, 0) >= 20 && matches!(be32(b, 4), 1 | 2)),
+    (Format::Gbr, |b| be32(b, 0).is_some_and(|size| size >= 20) && matches!(be32(b, 4), Some(1 | 2))),
     (Format::Grib, |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1),
     (Format::Hdf5, |b| b.starts_with(b"\x89HDF\r\n\x1a\n")),
     (Format::Icns, |b| b.starts_with(b"icns")),
@@ -266,7 +258,7 @@ const ACCEPT: &[(Format, Accept)] = &[
     (Format::Qoi, |b| b.starts_with(b"qoif")),
     (Format::Sgi, |b| be16(b, 0) == Some(474)),
     (Format::Spider, NO_ACCEPT),
-    (Format::Sun, |b| be32(b, 0) == 0x59A6_6A95),
+    (Format::Sun, |b| be32(b, 0) == Some(0x59A6_6A95)),
     (Format::Tga, is_tga),
     (Format::Tiff, |b| {
         [b"MM\0\x2a", b"II\x2a\0", b"MM\x2a\0", b"II\0\x2a", b"MM\0\x2b", b"II\x2b\0"].iter().any(|p| b.starts_with(*p))
@@ -282,9 +274,6 @@ const ACCEPT: &[(Format, Accept)] = &[
     (Format::Xpm, |b| b.starts_with(b"/* XPM */")),
 ];
 
-fn be32(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_be_bytes)
-}
 
 fn is_avif_brand(brand: &[u8]) -> bool {
     matches!(brand, b"avif" | b"avis" | b"mif1" | b"msf1")

@@ -13,6 +13,7 @@
 //! `paste(xor, mask=invert(and))` onto black.
 
 use super::Decoded;
+use super::bytes::{le16, le32};
 use super::bmp::{Bitmap, Mode};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
@@ -135,10 +136,4 @@ fn truncated(format: &'static str, what: &str) -> Error {
     Error::Truncated { format, detail: format!("{what} ends early") }
 }
 
-fn le32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
-}
 
-fn le16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
-}

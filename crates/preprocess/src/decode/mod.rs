@@ -9,6 +9,7 @@
 
 mod bcn;
 mod bmp;
+mod bytes;
 mod dcx;
 mod dds;
 mod format;

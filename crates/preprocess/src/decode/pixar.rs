@@ -3,6 +3,7 @@
 //! of which Pillow reads only (14, 2), RGB; the pixels are RGB triples from byte 1024, rows
 //! top-down; data that ends early is "image file is truncated".
 
+use super::bytes::le16;
 use super::Decoded;
 use super::open_checks::{Header, Verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
@@ -11,9 +12,8 @@ const FORMAT: &str = "PIXAR";
 
 /// The width and height when the header gives Pillow a mode (RGB) and a non-zero size.
 fn size(bytes: &[u8]) -> Option<(u16, u16)> {
-    let le16 = |at: usize| bytes.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let (width, height) = (le16(418)?, le16(416)?);
-    let rgb = (le16(424)?, le16(426)?) == (14, 2);
+    let (width, height) = (le16(bytes, 418)?, le16(bytes, 416)?);
+    let rgb = (le16(bytes, 424)?, le16(bytes, 426)?) == (14, 2);
     (rgb && width > 0 && height > 0).then_some((width, height))
 }
 

@@ -15,6 +15,7 @@
 //! data), else ImageMagick's "Raw profile type exif" text chunk, and without an EXIF
 //! Orientation the XMP packet's `tiff:Orientation` (the "XML:com.adobe.xmp" text chunk).
 
+use super::bytes::be32;
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 use png::{BitDepth, ColorType, DecodingError, Transformations};
@@ -96,7 +97,6 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
 /// next `fcTL` when the file is animated (an `acTL` of 1..=2^31 frames, plus one when the
 /// image data is a default image outside the animation).
 fn apng_sequence_error(bytes: &[u8]) -> Option<&'static str> {
-    let be32 = |b: &[u8], at: usize| b.get(at..at + 4).map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
     let (im_w, im_h) = (u64::from(be32(bytes, 16)?), u64::from(be32(bytes, 20)?));
     let (mut seq, mut n_frames, mut actl_seen, mut bbox) = (None::<u32>, None::<u32>, false, false);
     let (mut after_idat, mut animated, mut pos) = (false, false, 8usize);
@@ -157,9 +157,8 @@ const MAX_TEXT_CHUNK: usize = 1 << 20;
 /// than [`MAX_TEXT_CHUNK`] bytes ("Decompressed data too large"). Data that is not valid zlib
 /// is ignored, as Pillow ignores `zlib.error` there.
 fn text_chunk_error(bytes: &[u8]) -> Option<String> {
-    let be32 = |at: usize| bytes.get(at..at + 4).map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
     let mut pos = 8usize;
-    while let (Some(length), Some(kind)) = (be32(pos), bytes.get(pos + 4..pos + 8)) {
+    while let (Some(length), Some(kind)) = (be32(bytes, pos), bytes.get(pos + 4..pos + 8)) {
         let data = bytes.get(pos + 8..)?;
         let data = &data[..data.len().min(length as usize)];
         let split = data.iter().position(|&b| b == 0).map(|i| (&data[..i], &data[i + 1..]));

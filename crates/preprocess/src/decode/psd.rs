@@ -12,6 +12,7 @@
 //! - a channel whose data ends early is "image file is truncated"; a compression other than 0
 //!   or 1 is "cannot load this image"; CMYK becomes RGB by Pillow's `cmyk2rgb`.
 
+use super::bytes::{be16, be32};
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
@@ -68,8 +69,8 @@ fn truncated() -> Error {
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let mut r = Cursor { bytes, pos: 0 };
     let header = r.take(26);
-    let field16 = |at: usize| header.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let field32 = |at: usize| header.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let field16 = |at: usize| be16(header, at);
+    let field32 = |at: usize| be32(header, at);
     if header.len() < 26 || field16(4) != Some(1) {
         return Err(Error::malformed(FORMAT, "not a PSD file"));
     }

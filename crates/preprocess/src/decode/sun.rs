@@ -13,6 +13,7 @@
 //!   `0x80 n v` is `n + 1` copies of `v`, runs carry on across rows; data that ends early is
 //!   "image file is truncated".
 
+use super::bytes::be32;
 use super::Decoded;
 use super::open_checks::{Header, Verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
@@ -31,14 +32,14 @@ struct SunHeader {
 
 impl SunHeader {
     fn parse(bytes: &[u8]) -> Option<SunHeader> {
-        let be32 = |i: usize| bytes.get(i * 4..i * 4 + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        let word = |i: usize| be32(bytes, i * 4);
         Some(SunHeader {
-            width: be32(1)?,
-            height: be32(2)?,
-            depth: be32(3)?,
-            file_type: be32(5)?,
-            map_type: be32(6)?,
-            map_length: be32(7)?,
+            width: word(1)?,
+            height: word(2)?,
+            depth: word(3)?,
+            file_type: word(5)?,
+            map_type: word(6)?,
+            map_length: word(7)?,
         })
     }
 

@@ -15,6 +15,7 @@
 //!   footer check fails on it.
 
 use super::Decoded;
+use super::bytes::le16;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "TGA";
@@ -45,9 +46,6 @@ impl Layout {
     }
 }
 
-fn le16(bytes: &[u8], at: usize) -> usize {
-    usize::from(bytes.get(at).copied().unwrap_or(0)) | usize::from(bytes.get(at + 1).copied().unwrap_or(0)) << 8
-}
 
 fn truncated() -> Error {
     Error::Truncated { format: FORMAT, detail: "image file is truncated".into() }
@@ -59,8 +57,9 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let id_len = usize::from(header[0]);
     let has_map = header[1] == 1;
     let image_type = header[2];
-    let (map_start, map_len, map_depth) = (le16(header, 3), le16(header, 5), header[7]);
-    let (width, height) = (le16(header, 12), le16(header, 14));
+    let field = |at: usize| usize::from(le16(header, at).unwrap_or(0));
+    let (map_start, map_len, map_depth) = (field(3), field(5), header[7]);
+    let (width, height) = (field(12), field(14));
     let (depth, descriptor) = (header[16], header[17]);
     if header[1] > 1 || width == 0 || height == 0 || ![1, 8, 16, 24, 32].contains(&depth) {
         return Err(Error::malformed(FORMAT, "not a TGA file"));
