@@ -66,6 +66,19 @@ const DECODE_TARGETS: &[DecodeTarget] = &[
     DecodeTarget { name: "decode_tga", extensions: &["tga"], max_len: 1 << 17 },
     DecodeTarget { name: "decode_tiff", extensions: &["tif", "tiff"], max_len: 1 << 17 },
     DecodeTarget { name: "decode_webp", extensions: &["webp"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_sgi", extensions: &["sgi", "bw", "rgb", "rgba"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_pcx", extensions: &["pcx"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_dcx", extensions: &["dcx"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_xbm", extensions: &["xbm"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_xpm", extensions: &["xpm"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_sun", extensions: &["ras", "im1"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_msp", extensions: &["msp"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_psd", extensions: &["psd"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_xvthumb", extensions: &["p7"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_imt", extensions: &["imt"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_spider", extensions: &["spider"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_gbr", extensions: &["gbr"], max_len: 1 << 17 },
+    DecodeTarget { name: "decode_pixar", extensions: &["pxr"], max_len: 1 << 17 },
 ];
 
 pub fn main(args: &[String]) -> Result<()> {
