@@ -108,6 +108,7 @@ fn text(i: &Inspection) -> String {
     ));
     lines.push(("cache", i.cache_identity.clone()));
     lines.push(("mlx", format!("{} ({})", i.mlx.version, i.mlx.library.display())));
+    lines.push(("kernels", i.kernels.clone()));
     lines.into_iter().map(|(label, value)| format!("{label:<10} {value}\n")).collect()
 }
 

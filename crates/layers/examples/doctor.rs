@@ -21,6 +21,7 @@ fn main() -> layers::Result<()> {
     println!("BLAS           {}", blas.map_or("none found".to_owned(), |p| p.display().to_string()));
     let path = if kernels::cpu::has_avx2_fma() { "AVX2+FMA" } else { "portable" };
     println!("host kernels   {path}, {} threads", kernels::parallel::threads());
+    println!("host parity    {}", layers::HostParity::here());
     for dtype in [Dtype::F32, Dtype::Bf16] {
         let (mlx, mlx_gflops) = timed(dtype, Execution::Mlx)?;
         let (host, host_gflops) = timed(dtype, Execution::Host)?;

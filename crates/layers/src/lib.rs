@@ -36,7 +36,8 @@
 //! dtype ([`Weights::with_execution`]). Blocks compute with MLX's ops by default
 //! ([`Execution::Mlx`], any backend). On MLX's CPU backend, [`Execution::Host`] runs the same
 //! functions as the `kernels` crate's host kernels, which reproduce MLX's CPU bits over every
-//! core (float32 and bf16; other dtypes stay on MLX). Blocks write mlx-vlm's op sequence once,
+//! core (float32 and bf16; other dtypes stay on MLX), on the MLX builds [`HostParity`] names as
+//! proven. Blocks write mlx-vlm's op sequence once,
 //! in terms of the op layer ([`ops`]), the one place where MLX's ops and the host kernels are
 //! chosen between; [`take_kernels_run`] says which kernels ran ([`HostKernel`]).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
@@ -48,6 +49,7 @@ mod fused_sdpa;
 mod geglu_mlp;
 mod gelu;
 mod host;
+mod host_parity;
 mod host_kernel;
 mod layer_norm;
 mod linear;
@@ -73,6 +75,7 @@ pub use fused_sdpa::{FUSED_HEAD_DIMS, ensure_fused_sdpa};
 pub use geglu_mlp::GegluMlp;
 pub use gelu::gelu_approx;
 pub use host_kernel::{HostKernel, take_kernels_run};
+pub use host_parity::{HostParity, PROVEN_MLX, ProvenMlx};
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
 pub use memory_store::MemoryStore;

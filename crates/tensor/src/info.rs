@@ -39,3 +39,18 @@ pub fn blas_provider() -> Option<PathBuf> {
     init().ok()?;
     ffi::blas::cblas_provider()
 }
+
+/// SHA-256 (lowercase hex) of the libmlx file this process runs on: which build of MLX it is,
+/// beyond its version (two builds of one release can differ in their CPU arithmetic, e.g.
+/// whether the compiler fused multiply-adds). Read once per process.
+pub fn mlx_library_sha256() -> Result<String> {
+    use sha2::{Digest, Sha256};
+    static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(digest) = DIGEST.get() {
+        return Ok(digest.clone());
+    }
+    let path = mlx_library()?;
+    let bytes = std::fs::read(&path).map_err(|source| Error::Io { path, source })?;
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    Ok(DIGEST.get_or_init(|| digest).clone())
+}

@@ -19,8 +19,10 @@ use tensor::Array;
 pub enum Kernels {
     /// On MLX's CPU backend, the `kernels` crate's host kernels for every hot op (matmuls,
     /// quantized matmuls, attention, norms, GELU: [`layers::Execution::Host`]), over every
-    /// core; on other backends (Metal, CUDA), MLX's own ops. Chosen once, when the encoder is
-    /// loaded.
+    /// core, when [`layers::HostParity::here`] finds this MLX build among those the kernels are
+    /// proven to reproduce; on an unproven CPU build (aarch64, macOS, a libmlx built from
+    /// source) and on other backends (Metal, CUDA), MLX's own ops. Chosen once, when the
+    /// encoder is loaded.
     #[default]
     Auto,
     /// MLX's ops everywhere ([`layers::Execution::Mlx`]), the reference's op graph as is.
@@ -53,11 +55,20 @@ pub struct Features {
     pub soft_tokens: Vec<usize>,
 }
 
-/// Who runs the encoder's ops (see [`Kernels`]).
-fn execution(options: &EncoderOptions) -> Result<layers::Execution> {
-    Ok(match options.kernels {
-        Kernels::Auto if tensor::Device::default_device()? == tensor::Device::Cpu => layers::Execution::Host,
-        _ => layers::Execution::Mlx,
+/// Who runs the ops under `options` ([`Kernels`]), and why, in words (`inspect` shows it).
+pub(crate) fn execution(options: &EncoderOptions) -> Result<(layers::Execution, String)> {
+    if options.kernels == Kernels::Mlx {
+        return Ok((layers::Execution::Mlx, "MLX's ops, as asked".to_owned()));
+    }
+    let device = tensor::Device::default_device()?;
+    if device != tensor::Device::Cpu {
+        return Ok((layers::Execution::Mlx, format!("MLX's ops on MLX's default device ({device:?})")));
+    }
+    let parity = layers::HostParity::here();
+    Ok(if parity.is_proven() {
+        (layers::Execution::Host, format!("the host kernels, {parity}"))
+    } else {
+        (layers::Execution::Mlx, format!("MLX's ops: {parity}"))
     })
 }
 
@@ -111,7 +122,7 @@ impl VisionEncoder {
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
             .with_compute_dtype(compute)
-            .with_execution(execution(&options)?)
+            .with_execution(execution(&options)?.0)
             .with_quantization(checkpoint.quantization());
         let model = match &config.vision {
             VisionConfig::Siglip(c) => SiglipVisionTower::load(&weights, c, config.text_hidden_size).map(Model::Siglip),

@@ -44,6 +44,8 @@ pub struct Inspection {
     pub cache_identity: String,
     /// The MLX the encoder runs on.
     pub mlx: MlxLibrary,
+    /// Who runs the encoder's ops (the host kernels or MLX's own), and why.
+    pub kernels: String,
 }
 
 /// The MLX library a process runs on.
@@ -201,6 +203,7 @@ impl Inspection {
             tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },
             cache_identity: encoder.cache_identity()?,
             mlx: MlxLibrary::current()?,
+            kernels: crate::encoder::execution(encoder.options())?.1,
         })
     }
 }
