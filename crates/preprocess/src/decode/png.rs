@@ -161,6 +161,10 @@ fn text_chunk_error(bytes: &[u8]) -> Option<String> {
     while let (Some(length), Some(kind)) = (be32(bytes, pos), bytes.get(pos + 4..pos + 8)) {
         let data = bytes.get(pos + 8..)?;
         let data = &data[..data.len().min(length as usize)];
+        if !matches!(kind, b"IEND" | b"zTXt" | b"iCCP" | b"iTXt") {
+            pos = pos.checked_add(12)?.checked_add(length as usize)?;
+            continue;
+        }
         let split = data.iter().position(|&b| b == 0).map(|i| (&data[..i], &data[i + 1..]));
         let compressed = match (kind, split) {
             (b"IEND", _) => return None,
