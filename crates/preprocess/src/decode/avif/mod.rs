@@ -1,0 +1,112 @@
+//! AVIF as Pillow 13 reads it through its `_avif` module (libavif 1.4.2, dav1d, libyuv):
+//! the container (`container.rs`), the AV1 frame (`av1.rs`, through `re_rav1d`) and libyuv's
+//! YUV to RGB (`yuv_to_rgb.rs`); the orientation is the `irot`/`imir` properties' as Pillow's
+//! `AvifImagePlugin` writes them into the EXIF, else the XMP's.
+//!
+//! Refused, each by name ([`Error::Unsupported`]): grid images, bit depths over 8, monochrome
+//! (4:0:0) images, matrix coefficients libyuv has no constants for (libavif converts those
+//! itself), premultiplied alpha, and frames whose size differs from their `ispe` (libavif
+//! scales those).
+
+mod av1;
+mod container;
+mod yuv_to_rgb;
+
+use super::Decoded;
+use crate::{Error, Limits, Orientation, Result, RgbImage};
+
+const FORMAT: &str = "AVIF";
+
+/// Decodes the image libavif decodes first (the primary item, or an image sequence's first
+/// frame) to RGB8, checking the announced and the decoded size against `limits` before any
+/// pixel buffer of that size exists.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+    let container = container::parse(bytes)?;
+    if container.premultiplied {
+        return Err(Error::unsupported(FORMAT, "premultiplied alpha"));
+    }
+    if let Some((width, height)) = container.size {
+        limits.check(width.into(), height.into())?;
+    }
+    let frame = av1::decode(&container.payload, limits.max_pixels)?;
+    limits.check(frame.width.into(), frame.height.into())?;
+    if let Some((width, height)) = container.size
+        && (width, height) != (frame.width, frame.height)
+    {
+        return Err(Error::unsupported(
+            FORMAT,
+            format!("a {}x{} frame in a {width}x{height} item (libavif scales it)", frame.width, frame.height),
+        ));
+    }
+    if frame.depth != 8 {
+        return Err(Error::unsupported(FORMAT, format!("{}-bit images", frame.depth)));
+    }
+    if frame.layout == av1::Layout::Monochrome {
+        return Err(Error::unsupported(FORMAT, "monochrome (4:0:0) images"));
+    }
+    let (matrix, primaries, full_range) = match container.nclx {
+        Some(nclx) => (nclx.matrix_coefficients, nclx.color_primaries, nclx.full_range),
+        None => (frame.matrix_coefficients, frame.color_primaries, frame.full_range),
+    };
+    let constants = yuv_to_rgb::libyuv_constants(matrix, primaries, full_range).ok_or_else(|| {
+        Error::unsupported(FORMAT, format!("matrix coefficients {matrix} (colour primaries {primaries})"))
+    })?;
+    let rgb = yuv_to_rgb::convert(&frame, &constants)?;
+    let image = RgbImage::new(frame.width, frame.height, rgb)?;
+    let orientation = orientation(&container);
+    Ok(Decoded { image, orientation })
+}
+
+/// The orientation `exif_transpose` finds: `_avif`'s EXIF value for `irot`/`imir` replaces the
+/// EXIF's own whenever there is EXIF or a transform; with neither (or an EXIF without the tag
+/// and no transform) `getexif` falls back to the XMP's `tiff:Orientation`.
+fn orientation(container: &container::Container<'_>) -> Orientation {
+    let transform = transform_orientation(container.rotation, container.mirror);
+    if transform != 1 {
+        return Orientation::from_exif_value(transform);
+    }
+    match container.exif.as_deref() {
+        Some(exif) if Orientation::exif_has_orientation(exif) => Orientation::Normal,
+        _ => container.xmp.as_deref().map_or(Orientation::Normal, Orientation::from_xmp),
+    }
+}
+
+/// `_avif.c`'s `irot_imir_to_exif_orientation`: `irot` counts counter-clockwise quarter turns,
+/// `imir` axis 0 swaps top and bottom, axis 1 left and right.
+fn transform_orientation(rotation: Option<u8>, mirror: Option<u8>) -> u32 {
+    let axis = mirror.unwrap_or(0);
+    match (rotation, mirror.is_some()) {
+        (Some(1), true) => {
+            if axis != 0 {
+                7
+            } else {
+                5
+            }
+        }
+        (Some(1), false) => 8,
+        (Some(2), true) => {
+            if axis != 0 {
+                4
+            } else {
+                2
+            }
+        }
+        (Some(2), false) => 3,
+        (Some(3), true) => {
+            if axis != 0 {
+                5
+            } else {
+                7
+            }
+        }
+        (Some(3), false) => 6,
+        (_, true) => {
+            if axis != 0 {
+                2
+            } else {
+                4
+            }
+        }
+        (_, false) => 1,
+    }
+}
