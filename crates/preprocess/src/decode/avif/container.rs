@@ -378,12 +378,20 @@ fn nclx(body: &[u8]) -> Option<Nclx> {
 /// The first sample of the first colour track (a track with an `av01` sample entry and no
 /// `auxl` track reference), as libavif decodes an image sequence's first frame.
 fn first_track_sample<'a>(file: &'a [u8], moov: &'a [u8]) -> Result<Container<'a>> {
-    for trak in boxes(moov)?.into_iter().filter(|b| &b.kind == b"trak") {
-        let children = boxes(trak.body)?;
-        let auxiliary = match find(&children, b"tref") {
+    let tracks = boxes(moov)?.into_iter().filter(|b| &b.kind == b"trak").collect::<Vec<_>>();
+    let is_auxiliary = |trak: &Bmff<'_>| -> Result<bool> {
+        Ok(match find(&boxes(trak.body)?, b"tref") {
             Some(tref) => boxes(tref.body)?.iter().any(|r| &r.kind == b"auxl"),
             None => false,
-        };
+        })
+    };
+    let mut has_alpha = false;
+    for trak in &tracks {
+        has_alpha |= is_auxiliary(trak)?;
+    }
+    for trak in &tracks {
+        let children = boxes(trak.body)?;
+        let auxiliary = is_auxiliary(trak)?;
         let path = [b"mdia", b"minf", b"stbl"];
         let mut level = children;
         for step in path {
@@ -418,7 +426,7 @@ fn first_track_sample<'a>(file: &'a [u8], moov: &'a [u8]) -> Result<Container<'a
         // A visual sample entry: 78 bytes of fields, then its boxes (av1C, colr, ...).
         let entry_boxes = boxes(entry.body.get(78..).unwrap_or(&[]))?;
         let nclx = entry_boxes.iter().filter(|b| &b.kind == b"colr").find_map(|b| nclx(b.body));
-        return Ok(Container { payload: Cow::Borrowed(payload), nclx, ..Container::default() });
+        return Ok(Container { payload: Cow::Borrowed(payload), nclx, has_alpha, ..Container::default() });
     }
     Err(malformed("no colour track"))
 }

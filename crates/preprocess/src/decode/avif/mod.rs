@@ -3,8 +3,8 @@
 //! YUV to RGB (`yuv_to_rgb.rs`); the orientation is the `irot`/`imir` properties' as Pillow's
 //! `AvifImagePlugin` writes them into the EXIF, else the XMP's.
 //!
-//! Refused, each by name ([`Error::Unsupported`]): grid images, bit depths over 8, monochrome
-//! (4:0:0) images, matrix coefficients libyuv has no constants for (libavif converts those
+//! Refused, each by name ([`Error::Unsupported`]): grid images, colour (not 4:0:0) images of
+//! more than 8 bits, monochrome images with alpha, matrix coefficients libyuv has no constants for (libavif converts those
 //! itself), premultiplied alpha, and frames whose size differs from their `ispe` (libavif
 //! scales those).
 
@@ -38,16 +38,23 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
             format!("a {}x{} frame in a {width}x{height} item (libavif scales it)", frame.width, frame.height),
         ));
     }
-    if frame.depth != 8 {
-        return Err(Error::unsupported(FORMAT, format!("{}-bit images", frame.depth)));
-    }
-    if frame.layout == av1::Layout::Monochrome {
-        return Err(Error::unsupported(FORMAT, "monochrome (4:0:0) images"));
-    }
     let (matrix, primaries, full_range) = match container.nclx {
         Some(nclx) => (nclx.matrix_coefficients, nclx.color_primaries, nclx.full_range),
         None => (frame.matrix_coefficients, frame.color_primaries, frame.full_range),
     };
+    if frame.layout == av1::Layout::Monochrome {
+        if container.has_alpha {
+            return Err(Error::unsupported(FORMAT, "monochrome (4:0:0) images with alpha"));
+        }
+        let rgb = yuv_to_rgb::gray(&frame, matrix, full_range).ok_or_else(|| {
+            Error::unsupported(FORMAT, format!("monochrome images with matrix coefficients {matrix}"))
+        })?;
+        let image = RgbImage::new(frame.width, frame.height, rgb)?;
+        return Ok(Decoded { image, orientation: orientation(&container) });
+    }
+    if frame.depth != 8 {
+        return Err(Error::unsupported(FORMAT, format!("{}-bit colour images", frame.depth)));
+    }
     let constants = yuv_to_rgb::libyuv_constants(matrix, primaries, full_range).ok_or_else(|| {
         Error::unsupported(FORMAT, format!("matrix coefficients {matrix} (colour primaries {primaries})"))
     })?;

@@ -181,7 +181,38 @@ pub(super) fn convert(frame: &Frame, k: &YuvConstants) -> Result<Vec<u8>> {
                 emit(height - 1, &u_a, &v_a);
             }
         }
-        Layout::Monochrome => return Err(Error::unsupported("AVIF", "monochrome (4:0:0) images")),
+        Layout::Monochrome => return Err(Error::unsupported("AVIF", "a monochrome frame given chroma")),
     }
     Ok(rgb)
+}
+
+/// A monochrome (4:0:0) frame of any depth without alpha, as libavif converts it to Pillow's
+/// 8-bit `L` (`AVIF_RGB_FORMAT_GRAY`, which libyuv does not take, so libavif's float path):
+/// `Y = (min(y, max) - biasY) / rangeY` in `f32`, clamped to [0, 1], stored as
+/// `(u8)(0.5 + Y * 255)`; then `convert("RGB")` repeats it in R, G and B. `None` for the matrix
+/// coefficients libavif refuses to convert (`avifGetYUVColorSpaceInfo`) or that this does not
+/// model (the YCgCo variants).
+pub(super) fn gray(frame: &Frame, matrix: u16, full_range: bool) -> Option<Vec<u8>> {
+    // 0 identity, 1 BT.709, 2 unspecified, 4 FCC, 5 BT.470BG, 6 BT.601, 7 SMPTE 240,
+    // 9 BT.2020 NCL, 12 chroma-derived NCL: their luma is used as is.
+    if !matches!(matrix, 0 | 1 | 2 | 4 | 5 | 6 | 7 | 9 | 12) || !(8..=16).contains(&frame.depth) {
+        return None;
+    }
+    let y_plane = frame.planes.first()?;
+    let max = (1u32 << frame.depth) - 1;
+    let shift = frame.depth - 8;
+    let (bias, range) =
+        if full_range { (0.0f32, max as f32) } else { ((16u32 << shift) as f32, (219u32 << shift) as f32) };
+    let table: Vec<u8> = (0..=max)
+        .map(|code| {
+            let y = ((code as f32 - bias) / range).clamp(0.0, 1.0);
+            (0.5f32 + y * 255.0f32) as u8
+        })
+        .collect();
+    let mut rgb = Vec::with_capacity(y_plane.samples.len() * 3);
+    for &sample in &y_plane.samples {
+        let gray = table.get(usize::from(sample).min(max as usize)).copied().unwrap_or(0);
+        rgb.extend([gray; 3]);
+    }
+    Some(rgb)
 }
