@@ -3,8 +3,8 @@
 //! YUV to RGB (`yuv_to_rgb.rs`); the orientation is the `irot`/`imir` properties' as Pillow's
 //! `AvifImagePlugin` writes them into the EXIF, else the XMP's.
 //!
-//! Refused, each by name ([`Error::Unsupported`]): grid images, colour (not 4:0:0) images of
-//! more than 8 bits, monochrome images with alpha, matrix coefficients libyuv has no constants for (libavif converts those
+//! Refused, each by name ([`Error::Unsupported`]): grid images, colour images of more than 8
+//! bits with alpha, monochrome images with alpha, matrix coefficients libyuv has no constants for (libavif converts those
 //! itself), premultiplied alpha, and frames whose size differs from their `ispe` (libavif
 //! scales those).
 
@@ -52,8 +52,9 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         let image = RgbImage::new(frame.width, frame.height, rgb)?;
         return Ok(Decoded { image, orientation: orientation(&container) });
     }
-    if frame.depth != 8 {
-        return Err(Error::unsupported(FORMAT, format!("{}-bit colour images", frame.depth)));
+    if frame.depth != 8 && container.has_alpha {
+        // libyuv's high bit depth conversions to RGBA (`I010AlphaToARGBMatrixFilter`, ...).
+        return Err(Error::unsupported(FORMAT, format!("{}-bit colour images with alpha", frame.depth)));
     }
     let constants = yuv_to_rgb::libyuv_constants(matrix, primaries, full_range).ok_or_else(|| {
         Error::unsupported(FORMAT, format!("matrix coefficients {matrix} (colour primaries {primaries})"))

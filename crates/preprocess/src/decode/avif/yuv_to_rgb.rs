@@ -1,4 +1,4 @@
-//! 8-bit YUV to RGB8 as libavif 1.4.2's `avifImageYUVToRGB` does it for Pillow (8-bit output,
+//! YUV to RGB8 as libavif 1.4.2's `avifImageYUVToRGB` does it for Pillow (8-bit output,
 //! automatic chroma upsampling) when it hands the work to libyuv (revision 1924): the matrices
 //! libyuv has constants for, 4:4:4 per pixel, 4:2:2 and 4:2:0 with libyuv's bilinear chroma
 //! upsampling (`I4xxToRGB24MatrixFilter` / `I4xxAlphaToARGBMatrixFilter` with `kFilterBilinear`).
@@ -117,13 +117,20 @@ fn up2_bilinear(s: &[u8], t: &[u8], width: usize, d: &mut [u8], e: &mut [u8]) {
     e[width - 1] = ((get(s, last) + 3 * get(t, last) + 2) >> 2) as u8;
 }
 
-/// Converts an 8-bit 4:4:4, 4:2:2 or 4:2:0 frame to packed RGB8 with `k`.
+/// Converts a 4:4:4, 4:2:2 or 4:2:0 frame without alpha to packed RGB8 with `k`; 10- and 12-bit
+/// samples are first shifted down to 8 bits, as libavif does when libyuv has no high bit depth
+/// conversion to RGB (it has none to 3-byte RGB).
 pub(super) fn convert(frame: &Frame, k: &YuvConstants) -> Result<Vec<u8>> {
     let (width, height) = (frame.width as usize, frame.height as usize);
     let [y_plane, u_plane, v_plane] = frame.planes.as_slice() else {
         return Err(Error::unsupported("AVIF", "a frame without chroma planes"));
     };
-    let narrow = |plane: &Plane| -> Vec<u8> { plane.samples.iter().map(|&s| s.min(255) as u8).collect() };
+    // libavif's `avifImageDownshiftTo8bpc` for 10 and 12 bits (libyuv's `Convert16To8Plane`
+    // with scale 2^(24 - depth)); the identity for 8 bits.
+    let scale = 1u32 << 24u32.saturating_sub(frame.depth).min(16);
+    let narrow = |plane: &Plane| -> Vec<u8> {
+        plane.samples.iter().map(|&s| ((u32::from(s) * scale) >> 16).min(255) as u8).collect()
+    };
     let (y_samples, u_samples, v_samples) = (narrow(y_plane), narrow(u_plane), narrow(v_plane));
     let row = |samples: &'_ [u8], plane: &Plane, r: usize| -> Vec<u8> {
         let r = r.min(plane.height.saturating_sub(1));
