@@ -93,6 +93,8 @@ impl Context {
         };
         settings.n_threads = 1;
         settings.max_frame_delay = 1;
+        // libavif's: the highest spatial layer of operating point 0, not every layer.
+        settings.all_layers = 0;
         settings.frame_size_limit = u32::try_from(max_pixels).unwrap_or(u32::MAX);
         let mut context = Context(None);
         // SAFETY: both pointers are to live locals; on success the context is written to `context.0`.

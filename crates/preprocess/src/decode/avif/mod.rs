@@ -17,6 +17,11 @@ use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "AVIF";
 
+/// libavif's default `imageSizeLimit` (pixels a frame may have), which Pillow keeps.
+const IMAGE_SIZE_LIMIT: u64 = 16384 * 16384;
+/// libavif's default `imageDimensionLimit` (the longest side), which Pillow keeps.
+const IMAGE_DIMENSION_LIMIT: u32 = 32768;
+
 /// Decodes the image libavif decodes first (the primary item, or an image sequence's first
 /// frame) to RGB8, checking the announced and the decoded size against `limits` before any
 /// pixel buffer of that size exists.
@@ -28,8 +33,14 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     if let Some((width, height)) = container.size {
         limits.check(width.into(), height.into())?;
     }
-    let frame = av1::decode(&container.payload, limits.max_pixels)?;
+    let frame = av1::decode(&container.payload, limits.max_pixels.min(IMAGE_SIZE_LIMIT))?;
     limits.check(frame.width.into(), frame.height.into())?;
+    if frame.width > IMAGE_DIMENSION_LIMIT || frame.height > IMAGE_DIMENSION_LIMIT {
+        return Err(Error::malformed(
+            FORMAT,
+            format!("{}x{} is over libavif's limit of {IMAGE_DIMENSION_LIMIT} a side", frame.width, frame.height),
+        ));
+    }
     if let Some((width, height)) = container.size
         && (width, height) != (frame.width, frame.height)
     {
