@@ -30,6 +30,8 @@ pub(super) struct Container<'a> {
     pub mirror: Option<u8>,
     /// Whether an alpha image (`auxl` with the alpha `auxC`) goes with the colour image.
     pub has_alpha: bool,
+    /// The alpha item's AV1 payload, when the colour image is an item.
+    pub alpha_payload: Option<Cow<'a, [u8]>>,
     /// Whether the colour is premultiplied by that alpha (`prem`).
     pub premultiplied: bool,
     /// The last Exif item's payload after its TIFF header offset field.
@@ -331,13 +333,13 @@ impl<'a> Meta<'a> {
         container.nclx = self.properties_of(item).filter(|p| &p.kind == b"colr").find_map(|p| nclx(p.body));
         container.rotation = self.property(item, b"irot").and_then(|b| b.first()).map(|b| b & 3);
         container.mirror = self.property(item, b"imir").and_then(|b| b.first()).map(|b| b & 1);
-        container.has_alpha = self.references.iter().any(|(kind, from, to)| {
-            kind == b"auxl"
-                && *to == id
-                && self.items.iter().find(|i| i.id == *from).is_some_and(|alpha| {
-                    self.property(alpha, b"auxC").is_some_and(|c| c.get(4..).is_some_and(is_alpha_urn))
-                })
+        let alpha = self.references.iter().find_map(|(kind, from, to)| {
+            let alpha = self.items.iter().find(|i| i.id == *from)?;
+            let is_alpha = self.property(alpha, b"auxC").is_some_and(|c| c.get(4..).is_some_and(is_alpha_urn));
+            (kind == b"auxl" && *to == id && is_alpha).then_some(alpha)
         });
+        container.has_alpha = alpha.is_some();
+        container.alpha_payload = alpha.map(|alpha| self.payload(file, alpha)).transpose()?;
         container.premultiplied = self.references.iter().any(|(kind, from, _)| kind == b"prem" && *from == id);
         for described in self.items.iter().filter(|i| self.references.contains(&(*b"cdsc", i.id, id))) {
             if &described.kind == b"Exif" {

@@ -5,7 +5,7 @@
 //!
 //! Refused, each by name ([`Error::Unsupported`]): grid images, colour images of more than 8
 //! bits with alpha, monochrome images with alpha, matrix coefficients libyuv has no constants for (libavif converts those
-//! itself), premultiplied alpha, and frames whose size differs from their `ispe` (libavif
+//! itself), premultiplied alpha over more than 8 bits, and frames whose size differs from their `ispe` (libavif
 //! scales those).
 
 mod av1;
@@ -27,9 +27,6 @@ const IMAGE_DIMENSION_LIMIT: u32 = 32768;
 /// pixel buffer of that size exists.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let container = container::parse(bytes)?;
-    if container.premultiplied {
-        return Err(Error::unsupported(FORMAT, "premultiplied alpha"));
-    }
     if let Some((width, height)) = container.size {
         limits.check(width.into(), height.into())?;
     }
@@ -70,10 +67,34 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let constants = yuv_to_rgb::libyuv_constants(matrix, primaries, full_range).ok_or_else(|| {
         Error::unsupported(FORMAT, format!("matrix coefficients {matrix} (colour primaries {primaries})"))
     })?;
-    let rgb = yuv_to_rgb::convert(&frame, &constants)?;
+    let mut rgb = yuv_to_rgb::convert(&frame, &constants)?;
+    if container.premultiplied {
+        let alpha = premultiplied_alpha(&container, &frame, limits)?;
+        yuv_to_rgb::unpremultiply(&mut rgb, &alpha);
+    }
     let image = RgbImage::new(frame.width, frame.height, rgb)?;
     let orientation = orientation(&container);
     Ok(Decoded { image, orientation })
+}
+
+/// The 8-bit alpha plane of an 8-bit colour image premultiplied by it (limited range made full
+/// as libavif does), for libavif's unpremultiplication into Pillow's straight RGBA.
+fn premultiplied_alpha(container: &container::Container<'_>, frame: &av1::Frame, limits: &Limits) -> Result<Vec<u8>> {
+    let unsupported = |what: &str| Error::unsupported(FORMAT, format!("premultiplied alpha {what}"));
+    if frame.depth != 8 {
+        return Err(unsupported("over more than 8 bits"));
+    }
+    let payload = container.alpha_payload.as_deref().ok_or_else(|| unsupported("outside an alpha item"))?;
+    let alpha = av1::decode(payload, limits.max_pixels.min(IMAGE_SIZE_LIMIT))?;
+    if (alpha.width, alpha.height, alpha.depth) != (frame.width, frame.height, frame.depth) {
+        return Err(Error::malformed(FORMAT, "the alpha plane does not match the colour planes"));
+    }
+    let plane = alpha.planes.first().ok_or_else(|| Error::malformed(FORMAT, "an alpha frame without planes"))?;
+    Ok(if alpha.full_range {
+        plane.samples.iter().map(|&v| v.min(255) as u8).collect()
+    } else {
+        plane.samples.iter().map(|&v| yuv_to_rgb::limited_to_full_alpha(v)).collect()
+    })
 }
 
 /// The orientation `exif_transpose` finds: `_avif`'s EXIF value for `irot`/`imir` replaces the

@@ -223,3 +223,25 @@ pub(super) fn gray(frame: &Frame, matrix: u16, full_range: bool) -> Option<Vec<u
     }
     Some(rgb)
 }
+
+/// libyuv's `ARGBUnattenuate` on x86 (its SSE2/AVX2 rows, which libavif runs on RGBA that is
+/// premultiplied in the file): each of R, G, B becomes `min(255, (c * 257 * ia) >> 16)` with
+/// `ia = 65536 / a` (`ia = 0` for `a = 0`, `0xffff` for 1, `0x100` for 255).
+pub(super) fn unpremultiply(rgb: &mut [u8], alpha: &[u8]) {
+    for (pixel, &a) in rgb.chunks_exact_mut(3).zip(alpha) {
+        let ia: u32 = match a {
+            0 => 0,
+            1 => 0xffff,
+            255 => 0x100,
+            a => 0x10000 / u32::from(a),
+        };
+        for c in pixel {
+            *c = ((u32::from(*c) * 257 * ia) >> 16).min(255) as u8;
+        }
+    }
+}
+
+/// libavif's `avifLimitedToFullY` for 8-bit alpha: `((v - 16) * 255 + 109) / 219`, clamped.
+pub(super) fn limited_to_full_alpha(v: u16) -> u8 {
+    ((((i32::from(v) - 16) * 255) + 109) / 219).clamp(0, 255) as u8
+}
