@@ -3,10 +3,10 @@
 //! YUV to RGB (`yuv_to_rgb.rs`); the orientation is the `irot`/`imir` properties' as Pillow's
 //! `AvifImagePlugin` writes them into the EXIF, else the XMP's.
 //!
-//! Refused, each by name ([`Error::Unsupported`]): grid images, colour images of more than 8
-//! bits with alpha, monochrome images with alpha, matrix coefficients libyuv has no constants for (libavif converts those
-//! itself), premultiplied alpha over more than 8 bits, and frames whose size differs from their `ispe` (libavif
-//! scales those).
+//! Refused, each by name ([`Error::Unsupported`]): grid images, colour images of more than
+//! 8 bits with alpha, monochrome images with alpha, premultiplied alpha over more than 8 bits,
+//! matrix coefficients libyuv has no constants for (libavif converts those itself), and frames
+//! whose size differs from their `ispe` (libavif scales those).
 
 mod av1;
 mod container;
