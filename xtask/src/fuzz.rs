@@ -55,6 +55,7 @@ struct DecodeTarget {
 
 /// The targets of `fuzz/fuzz_targets/decode_<format>.rs` and their seeds.
 const DECODE_TARGETS: &[DecodeTarget] = &[
+    DecodeTarget { name: "decode_avif", extensions: &["avif", "avifs"], max_len: 1 << 17 },
     DecodeTarget { name: "decode_bmp", extensions: &["bmp"], max_len: 1 << 17 },
     DecodeTarget { name: "decode_dds", extensions: &["dds"], max_len: 1 << 17 },
     DecodeTarget { name: "decode_gif", extensions: &["gif"], max_len: 1 << 17 },

@@ -64,6 +64,12 @@ impl Orientation {
         xmp.map_or(Orientation::Normal, Orientation::from_xmp)
     }
 
+    /// Whether an EXIF block (optionally behind the `Exif\0\0` prefix) holds an Orientation tag
+    /// that Pillow's `Image.getexif()` keeps, whatever its value.
+    pub(crate) fn exif_has_orientation(exif: &[u8]) -> bool {
+        has_orientation_tag(exif.strip_prefix(b"Exif\0\0").unwrap_or(exif))
+    }
+
     /// The orientation of an XMP packet as `Image.getexif()` reads it: the first match of the
     /// regular expression `tiff:Orientation(="|>)([0-9])` (an attribute or an element), its
     /// digit taken as the EXIF Orientation value. No match is [`Orientation::Normal`].

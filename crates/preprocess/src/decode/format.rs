@@ -119,7 +119,8 @@ impl Format {
     pub fn is_decoded(self) -> bool {
         matches!(
             self,
-            Format::Jpeg
+            Format::Avif
+                | Format::Jpeg
                 | Format::Png
                 | Format::Gif
                 | Format::Webp

@@ -2,11 +2,14 @@
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, WebP through `image`. TIFF (`tiff/`), BMP
+//! through their crates with Pillow's mode semantics, WebP through `image`, AVIF's AV1 frames
+//! through `re_rav1d` (dav1d's Rust port; `avif/` reads the container and converts to RGB as
+//! libavif and libyuv do for Pillow). TIFF (`tiff/`), BMP
 //! and DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI, DDS, SGI, PCX (and DCX), XBM, XPM,
 //! SUN, MSP, PSD, XV thumbnails, IMT, SPIDER, GIMP brushes and PIXAR have decoders of their own
 //! that follow Pillow's plugins and C decoders step by step.
 
+mod avif;
 mod bcn;
 mod bmp;
 mod bytes;
@@ -109,6 +112,7 @@ fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decode
         Format::Gbr => gbr::decode(bytes, limits),
         Format::Pixar => pixar::decode(bytes, limits),
         Format::Tiff => tiff::decode(bytes, limits),
+        Format::Avif => avif::decode(bytes, limits),
         other => Err(Error::UnsupportedFormat { format: other.name() }),
     }
 }
