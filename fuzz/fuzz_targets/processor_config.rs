@@ -7,12 +7,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use preprocess::{ModelType, Preprocessor, ProcessorConfig};
+use preprocess::{Preprocessor, ProcessorConfig};
+use vision::ModelType;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for family in [ModelType::Gemma4, ModelType::Gemma4Unified] {
-        let Ok(config) = ProcessorConfig::from_json(text, family) else { continue };
+    for model_type in ModelType::ALL {
+        let layout = model_type.family().settings_layout();
+        let Ok(config) = ProcessorConfig::from_json(text, layout) else { continue };
         let Ok(processor) = Preprocessor::new(config) else { continue };
         let c = processor.config();
         assert!(c.patch_size > 0 && c.pooling_kernel_size > 0 && c.max_soft_tokens.get() > 0);

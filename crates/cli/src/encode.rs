@@ -49,7 +49,15 @@ pub fn run(args: &EncodeArgs) -> Result<(), crate::Error> {
     let budget = args.model.max_soft_tokens;
     let features = match args.frames.is_empty() {
         true => encoder.encode_files(&args.images, budget)?,
-        false => encoder.encode_video_files(&args.frames, budget)?,
+        false => {
+            let video = encoder.video_preprocessor(budget)?;
+            let frames = args
+                .frames
+                .iter()
+                .map(|path| preprocess::open(path, &encoder.options().limits).map_err(vision::Error::from))
+                .collect::<vision::Result<Vec<_>>>()?;
+            encoder.encode(&encoder.prepare_video(&frames, &video)?)?
+        }
     };
     let counts: Vec<i32> = features.soft_tokens.iter().map(|&n| n as i32).collect();
     let soft_tokens = Array::from_slice(&counts, &[counts.len() as i32])?;

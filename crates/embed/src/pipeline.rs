@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use vision::{ErrorKind, Features, PreparedImage, VisionEncoder};
+use vision::{BatchKey, ErrorKind, Features, PreparedImage, VisionEncoder};
 
 /// What the encoding side does with the images.
 #[derive(Debug, Clone, Copy)]
@@ -59,19 +59,8 @@ struct Ready {
     width: u32,
 }
 
-/// The inputs the encoder can run as one batch share this key (see
-/// [`VisionEncoder::encode_prepared`]): kind and size.
-type BatchKey = (u8, usize, usize);
-
 /// Prepared images of one [`BatchKey`] waiting for their batch, with their recorded paths.
 type Group = (BatchKey, Vec<(String, Ready)>);
-
-fn batch_key(image: &PreparedImage) -> BatchKey {
-    match image {
-        PreparedImage::Pixels(p) => (0, p.height, p.width),
-        PreparedImage::Patches(p) => (1, p.len, p.dim),
-    }
-}
 
 /// Embeds `paths` (each recorded under its path as text) into `writer`. An image's failure is
 /// recorded and the job goes on (see the module); an MLX failure or a failure to write ends it.
@@ -164,7 +153,7 @@ impl Batcher<'_> {
                     continue;
                 }
             };
-            let key = batch_key(&ready.image);
+            let key = self.encoder.family().batch_key(&ready.image);
             let at = match groups.iter().position(|(k, _)| *k == key) {
                 Some(at) => at,
                 None => {
@@ -237,7 +226,7 @@ impl Batcher<'_> {
 
     /// The encoder's features for `images`, a panic caught.
     fn try_encode(&self, images: &[PreparedImage]) -> Result<Features, EncodeFailure> {
-        match catch_unwind(AssertUnwindSafe(|| self.encoder.encode_prepared(images, None))) {
+        match catch_unwind(AssertUnwindSafe(|| self.encoder.encode(images))) {
             Ok(Ok(features)) => Ok(features),
             Ok(Err(error)) => Err(EncodeFailure::Error(error)),
             Err(panic) => Err(EncodeFailure::Panic(panic_message(panic.as_ref()))),

@@ -1,6 +1,6 @@
 //! The image processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{Error, ModelType, Result, SoftTokenBudget};
+use crate::{Error, Result, SettingsLayout, SoftTokenBudget};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -96,36 +96,34 @@ const FLAT_KEYS: &[&str] = &[
 
 impl ProcessorConfig {
     /// Reads the image-processor settings out of a `processor_config.json` text exactly where
-    /// the reference's `from_pretrained` looks:
-    /// - gemma4: the `"image_processor"` object if there is one; otherwise, when the file has
-    ///   no `"image_processor_type"` and has one of `patch_size` / `max_soft_tokens` /
-    ///   `pooling_kernel_size` at the top level, those top-level keys (a flat file); otherwise
-    ///   nothing (all defaults).
-    /// - gemma4_unified: the `"image_processor"` object or nothing; there `num_soft_tokens`
-    ///   stands for `max_soft_tokens` when the latter is absent.
+    /// the reference's `from_pretrained` looks for a family of this `layout`: the
+    /// `"image_processor"` object if there is one; otherwise, with
+    /// [`flat_image_settings`](SettingsLayout::flat_image_settings), when the file has no
+    /// `"image_processor_type"` and has one of `patch_size` / `max_soft_tokens` /
+    /// `pooling_kernel_size` at the top level, those top-level keys (a flat file); otherwise
+    /// nothing (all defaults). With [`num_soft_tokens_alias`](SettingsLayout::num_soft_tokens_alias),
+    /// `num_soft_tokens` stands for `max_soft_tokens` when the latter is absent.
     ///
     /// A budget found there is recorded as [`BudgetSource::ProcessorConfig`] (the file the
     /// reference reads first; [`from_checkpoint_dir`](Self::from_checkpoint_dir) names the
     /// file it read).
-    pub fn from_json(text: &str, family: ModelType) -> std::result::Result<Self, serde_json::Error> {
+    pub fn from_json(text: &str, layout: SettingsLayout) -> std::result::Result<Self, serde_json::Error> {
         let file: serde_json::Value = serde_json::from_str(text)?;
         let nested = file.get("image_processor").filter(|v| v.is_object()).cloned();
-        let mut settings = match (nested, family) {
-            (Some(nested), _) => nested,
-            (None, ModelType::Gemma4)
-                if file.get("image_processor_type").is_none()
-                    && ["patch_size", "max_soft_tokens", "pooling_kernel_size"]
-                        .iter()
-                        .any(|k| file.get(k).is_some()) =>
+        let mut settings = match nested {
+            Some(nested) => nested,
+            None if layout.flat_image_settings
+                && file.get("image_processor_type").is_none()
+                && ["patch_size", "max_soft_tokens", "pooling_kernel_size"].iter().any(|k| file.get(k).is_some()) =>
             {
                 let picked = FLAT_KEYS.iter().filter_map(|k| Some(((*k).to_owned(), file.get(k)?.clone())));
                 serde_json::Value::Object(picked.collect())
             }
-            (None, _) => serde_json::Value::Object(Default::default()),
+            None => serde_json::Value::Object(Default::default()),
         };
         if let serde_json::Value::Object(map) = &mut settings {
             let alias = map.get("num_soft_tokens").filter(|v| !v.is_null()).cloned();
-            if let (ModelType::Gemma4Unified, false, Some(n)) = (family, map.contains_key("max_soft_tokens"), alias) {
+            if let (true, false, Some(n)) = (layout.num_soft_tokens_alias, map.contains_key("max_soft_tokens"), alias) {
                 map.insert("max_soft_tokens".to_owned(), n);
             }
             // `x or default` in the reference: null and empty lists mean the default.
@@ -140,11 +138,11 @@ impl ProcessorConfig {
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
     /// [`budget_source`](Self::budget_source) naming the file the budget came from.
-    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, layout: SettingsLayout) -> Result<Self> {
         let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
             return Ok(Self::default());
         };
-        let mut config = Self::from_json(&text, family)
+        let mut config = Self::from_json(&text, layout)
             .map_err(|e| Error::Config { path: path.clone(), detail: e.to_string() })?
             .validated()
             .map_err(|detail| Error::Config { path, detail })?;

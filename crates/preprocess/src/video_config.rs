@@ -1,7 +1,7 @@
 //! The video processor's settings, as mlx-vlm reads them from a checkpoint.
 
 use crate::config::read_settings_file;
-use crate::{BudgetError, BudgetSource, Error, ModelType, ProcessorConfig, Result, SoftTokenBudget};
+use crate::{BudgetError, BudgetSource, Error, ProcessorConfig, Result, SettingsLayout, SoftTokenBudget};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -63,9 +63,9 @@ impl Default for VideoSettings {
     }
 }
 
-/// Keys gemma4_unified's loader copies from the image processor's settings when the file has
-/// no `"video_processor"` object.
-const UNIFIED_IMAGE_KEYS: &[&str] = &[
+/// Keys a video processor that inherits the image settings (gemma4_unified's loader) copies from
+/// the image processor's settings when the file has no `"video_processor"` object.
+const INHERITED_IMAGE_KEYS: &[&str] = &[
     "patch_size",
     "pooling_kernel_size",
     "model_patch_size",
@@ -79,52 +79,51 @@ const UNIFIED_IMAGE_KEYS: &[&str] = &[
 
 impl VideoProcessorConfig {
     /// Reads the video-processor settings out of a `processor_config.json` text exactly where
-    /// the reference's `from_pretrained` looks:
-    /// - gemma4: the `"video_processor"` object if there is one, else nothing (all defaults:
-    ///   16-pixel patches whatever the image processor's are);
-    /// - gemma4_unified: the `"video_processor"` object if there is one, else the image
-    ///   processor's patch, pooling, rescale and normalisation settings; `num_soft_tokens`
-    ///   stands for `max_soft_tokens` when the latter is absent.
+    /// the reference's `from_pretrained` looks for a family of this `layout`: the
+    /// `"video_processor"` object if there is one; else, with
+    /// [`video_inherits_image_settings`](SettingsLayout::video_inherits_image_settings), the
+    /// image processor's patch, pooling, rescale and normalisation settings, otherwise nothing
+    /// (all defaults: 16-pixel patches whatever the image processor's are). With
+    /// [`num_soft_tokens_alias`](SettingsLayout::num_soft_tokens_alias), `num_soft_tokens`
+    /// stands for `max_soft_tokens` when the latter is absent.
     ///
     /// Then validated ([`validated`](Self::validated)).
-    pub fn from_json(text: &str, family: ModelType) -> Result<Self> {
+    pub fn from_json(text: &str, layout: SettingsLayout) -> Result<Self> {
         let file: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::invalid("video processor config", e))?;
         let object = |key: &str| file.get(key).and_then(serde_json::Value::as_object).cloned();
-        let mut settings = match (object("video_processor"), family) {
-            (Some(video), _) => video,
-            (None, ModelType::Gemma4) => serde_json::Map::new(),
-            (None, ModelType::Gemma4Unified) => {
+        let mut settings = match object("video_processor") {
+            Some(video) => video,
+            None if layout.video_inherits_image_settings => {
                 let image = object("image_processor").unwrap_or_default();
-                image.into_iter().filter(|(k, _)| UNIFIED_IMAGE_KEYS.contains(&k.as_str())).collect()
+                image.into_iter().filter(|(k, _)| INHERITED_IMAGE_KEYS.contains(&k.as_str())).collect()
             }
+            None => serde_json::Map::new(),
         };
         // `x or default` in the reference: null and empty lists mean the default.
         settings.retain(|_, v| !v.is_null());
         let settings: VideoSettings = serde_json::from_value(serde_json::Value::Object(settings))
             .map_err(|e| Error::invalid("video processor config", e))?;
-        Self::from_settings(settings, family)?.validated()
+        Self::from_settings(settings, layout)?.validated()
     }
 
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json` (the file the reference reads the image settings from), else
     /// the defaults; the frame settings' `budget_source` names the file a budget came from.
-    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, family: ModelType) -> Result<Self> {
+    pub fn from_checkpoint_dir(dir: impl AsRef<Path>, layout: SettingsLayout) -> Result<Self> {
         let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
-            return Self::from_settings(VideoSettings::default(), family)?.validated();
+            return Self::from_settings(VideoSettings::default(), layout)?.validated();
         };
-        let mut config = Self::from_json(&text, family).map_err(|e| Error::Config { path, detail: e.to_string() })?;
+        let mut config = Self::from_json(&text, layout).map_err(|e| Error::Config { path, detail: e.to_string() })?;
         if config.frame.budget_source == BudgetSource::ProcessorConfig {
             config.frame.budget_source = source;
         }
         Ok(config)
     }
 
-    fn from_settings(s: VideoSettings, family: ModelType) -> Result<Self> {
-        let budget = match family {
-            ModelType::Gemma4 => s.max_soft_tokens,
-            ModelType::Gemma4Unified => s.max_soft_tokens.or(s.num_soft_tokens),
-        };
+    fn from_settings(s: VideoSettings, layout: SettingsLayout) -> Result<Self> {
+        let budget =
+            if layout.num_soft_tokens_alias { s.max_soft_tokens.or(s.num_soft_tokens) } else { s.max_soft_tokens };
         let or_default = |values: Option<Vec<f64>>, default: f64| {
             Some(values.filter(|v| !v.is_empty()).unwrap_or_else(|| vec![default; 3]))
         };

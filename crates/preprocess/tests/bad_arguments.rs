@@ -4,9 +4,16 @@
 
 use preprocess::resize::{Coefficients, resize_bicubic_reference};
 use preprocess::{
-    BudgetError, Error, Limits, ModelType, Patches, Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget,
+    BudgetError, Error, Limits, Patches, Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, SoftTokenBudget,
     resize_bicubic,
 };
+
+/// gemma4's settings layout (what `vision`'s gemma4 family gives).
+const GEMMA4: SettingsLayout =
+    SettingsLayout { flat_image_settings: true, num_soft_tokens_alias: false, video_inherits_image_settings: false };
+/// gemma4_unified's settings layout.
+const GEMMA4_UNIFIED: SettingsLayout =
+    SettingsLayout { flat_image_settings: false, num_soft_tokens_alias: true, video_inherits_image_settings: true };
 
 fn image(width: u32, height: u32) -> RgbImage {
     let data = (0..width as usize * height as usize * 3).map(|i| (i * 7 % 256) as u8).collect();
@@ -39,7 +46,7 @@ fn budgets_whose_images_exceed_the_pixel_limit_are_refused() {
     let wide = ProcessorConfig { patch_size: 1 << 20, ..ProcessorConfig::default() };
     assert!(matches!(Preprocessor::new(wide), Err(Error::Budget(BudgetError::Pixels { .. }))));
     // Found by fuzz/fuzz_targets/processor_config.rs: 280 · 3888888888² overflowed u64.
-    for family in [ModelType::Gemma4, ModelType::Gemma4Unified] {
+    for family in [GEMMA4, GEMMA4_UNIFIED] {
         let text = r#"{"image_processor": {"max_soft_tokens": 280, "pooling_kernel_size": 3888888888}}"#;
         let config = ProcessorConfig::from_json(text, family).unwrap();
         assert_eq!(config.max_patches(), u64::MAX, "saturates");
@@ -48,7 +55,7 @@ fn budgets_whose_images_exceed_the_pixel_limit_are_refused() {
     let zero = budget(0).unwrap_err();
     assert!(matches!(zero, Error::Budget(BudgetError::NotPositive { budget: 0 })), "{zero:?}");
     assert_eq!(zero.to_string(), "a budget of 0 soft tokens: it must be at least 1");
-    let zero = ProcessorConfig::from_json(r#"{"image_processor": {"max_soft_tokens": 0}}"#, ModelType::Gemma4);
+    let zero = ProcessorConfig::from_json(r#"{"image_processor": {"max_soft_tokens": 0}}"#, GEMMA4);
     assert!(zero.unwrap_err().to_string().contains("a budget of 0 soft tokens: it must be at least 1"));
 }
 

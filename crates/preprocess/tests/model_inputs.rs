@@ -2,9 +2,16 @@
 //! settings as the reference reads them.
 
 use preprocess::{
-    BudgetSource, ModelType, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage,
+    BudgetSource, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage, SettingsLayout,
 };
 use proptest::prelude::*;
+
+/// gemma4's settings layout (what `vision`'s gemma4 family gives).
+const GEMMA4: SettingsLayout =
+    SettingsLayout { flat_image_settings: true, num_soft_tokens_alias: false, video_inherits_image_settings: false };
+/// gemma4_unified's settings layout.
+const GEMMA4_UNIFIED: SettingsLayout =
+    SettingsLayout { flat_image_settings: false, num_soft_tokens_alias: true, video_inherits_image_settings: true };
 
 fn gradient(w: u32, h: u32) -> RgbImage {
     let data = (0..w * h * 3).map(|i| (i * 37 % 251) as u8).collect();
@@ -120,23 +127,23 @@ fn settings_are_read_where_the_reference_reads_them() {
     let nested = r#"{"image_processor": {"image_processor_type": "Gemma4ImageProcessor", "max_soft_tokens": 560,
         "image_mean": [0, 0, 0], "image_std": [1, 1, 1], "resample": 3, "something_new": {"x": 1}},
         "processor_class": "Gemma4Processor", "image_seq_length": 280}"#;
-    let c = ProcessorConfig::from_json(nested, ModelType::Gemma4).expect("nested");
+    let c = ProcessorConfig::from_json(nested, GEMMA4).expect("nested");
     assert_eq!((c.max_soft_tokens.get(), c.patch_size, c.pooling_kernel_size), (560, 16, 3));
     assert_eq!(c.mean_std_f32(), ([0.0; 3], [1.0; 3]));
 
     let flat = r#"{"max_soft_tokens": 140, "do_normalize": true, "image_mean": null}"#;
-    let c = ProcessorConfig::from_json(flat, ModelType::Gemma4).expect("flat");
+    let c = ProcessorConfig::from_json(flat, GEMMA4).expect("flat");
     assert_eq!((c.max_soft_tokens.get(), c.do_normalize), (140, true));
     assert_eq!(c.mean_std_f32().0, [0.5; 3]);
     // The unified loader ignores flat files.
-    assert_eq!(ProcessorConfig::from_json(flat, ModelType::Gemma4Unified).expect("ok").max_soft_tokens, 280);
+    assert_eq!(ProcessorConfig::from_json(flat, GEMMA4_UNIFIED).expect("ok").max_soft_tokens, 280);
     // A flat file naming its processor type is not read as flat settings by gemma4.
     let typed = r#"{"image_processor_type": "Gemma4ImageProcessor", "max_soft_tokens": 70}"#;
-    assert_eq!(ProcessorConfig::from_json(typed, ModelType::Gemma4).expect("ok").max_soft_tokens, 280);
+    assert_eq!(ProcessorConfig::from_json(typed, GEMMA4).expect("ok").max_soft_tokens, 280);
     // Unified: num_soft_tokens stands for max_soft_tokens.
     let alias = r#"{"image_processor": {"num_soft_tokens": 1120}}"#;
-    assert_eq!(ProcessorConfig::from_json(alias, ModelType::Gemma4Unified).expect("ok").max_soft_tokens, 1120);
-    assert_eq!(ProcessorConfig::from_json(alias, ModelType::Gemma4).expect("ok").max_soft_tokens, 280);
+    assert_eq!(ProcessorConfig::from_json(alias, GEMMA4_UNIFIED).expect("ok").max_soft_tokens, 1120);
+    assert_eq!(ProcessorConfig::from_json(alias, GEMMA4).expect("ok").max_soft_tokens, 280);
     // The caller's budget wins.
     assert_eq!(
         ProcessorConfig::default()
@@ -145,37 +152,31 @@ fn settings_are_read_where_the_reference_reads_them() {
         70
     );
     assert_eq!(ProcessorConfig::default().with_max_soft_tokens(None).max_soft_tokens, 280);
-    assert!(ProcessorConfig::from_json("{not json", ModelType::Gemma4).is_err());
-    assert!(ProcessorConfig::from_json(r#"{"image_processor": {"patch_size": "big"}}"#, ModelType::Gemma4).is_err());
+    assert!(ProcessorConfig::from_json("{not json", GEMMA4).is_err());
+    assert!(ProcessorConfig::from_json(r#"{"image_processor": {"patch_size": "big"}}"#, GEMMA4).is_err());
 }
 
 #[test]
 fn settings_come_from_a_checkpoint_directory() {
     let dir = std::env::temp_dir().join(format!("preprocess-config-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    assert_eq!(
-        ProcessorConfig::from_checkpoint_dir(&dir, ModelType::Gemma4).expect("defaults"),
-        ProcessorConfig::default()
-    );
+    assert_eq!(ProcessorConfig::from_checkpoint_dir(&dir, GEMMA4).expect("defaults"), ProcessorConfig::default());
     let source = |config: ProcessorConfig| (config.max_soft_tokens.get(), config.budget_source);
     std::fs::write(dir.join("preprocessor_config.json"), r#"{"max_soft_tokens": 70}"#).expect("write");
-    let flat = ProcessorConfig::from_checkpoint_dir(&dir, ModelType::Gemma4).expect("flat");
+    let flat = ProcessorConfig::from_checkpoint_dir(&dir, GEMMA4).expect("flat");
     assert_eq!(source(flat.clone()), (70, BudgetSource::PreprocessorConfig));
     assert_eq!(
         source(flat.with_max_soft_tokens(Some(preprocess::SoftTokenBudget::new(9).unwrap()))),
         (9, BudgetSource::Flag)
     );
     std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"do_resize": true}}"#).expect("write");
-    let unset = ProcessorConfig::from_checkpoint_dir(&dir, ModelType::Gemma4).expect("no budget");
+    let unset = ProcessorConfig::from_checkpoint_dir(&dir, GEMMA4).expect("no budget");
     assert_eq!(source(unset), (280, BudgetSource::Default), "the first file found decides; it sets no budget");
     std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"max_soft_tokens": 1120}}"#)
         .expect("write");
-    let nested = ProcessorConfig::from_checkpoint_dir(&dir, ModelType::Gemma4).expect("nested");
+    let nested = ProcessorConfig::from_checkpoint_dir(&dir, GEMMA4).expect("nested");
     assert_eq!(source(nested), (1120, BudgetSource::ProcessorConfig));
     std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"max_soft_tokens": 0}}"#).expect("write");
-    assert!(matches!(
-        ProcessorConfig::from_checkpoint_dir(&dir, ModelType::Gemma4),
-        Err(preprocess::Error::Config { .. })
-    ));
+    assert!(matches!(ProcessorConfig::from_checkpoint_dir(&dir, GEMMA4), Err(preprocess::Error::Config { .. })));
     let _ = std::fs::remove_dir_all(&dir);
 }

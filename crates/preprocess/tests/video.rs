@@ -3,8 +3,16 @@
 //! per-frame inputs of both encoders.
 
 use preprocess::{
-    BudgetError, Error, ModelType, RgbImage, SoftTokenBudget, VIDEO_BUDGETS, VideoPreprocessor, VideoProcessorConfig,
+    BudgetError, Error, RgbImage, SettingsLayout, SoftTokenBudget, VIDEO_BUDGETS, VideoPreprocessor,
+    VideoProcessorConfig,
 };
+
+/// gemma4's settings layout (what `vision`'s gemma4 family gives).
+const GEMMA4: SettingsLayout =
+    SettingsLayout { flat_image_settings: true, num_soft_tokens_alias: false, video_inherits_image_settings: false };
+/// gemma4_unified's settings layout.
+const GEMMA4_UNIFIED: SettingsLayout =
+    SettingsLayout { flat_image_settings: false, num_soft_tokens_alias: true, video_inherits_image_settings: true };
 
 fn gradient(width: u32, height: u32) -> RgbImage {
     let data = (0..height)
@@ -13,7 +21,7 @@ fn gradient(width: u32, height: u32) -> RgbImage {
     RgbImage::new(width, height, data).expect("consistent")
 }
 
-fn defaults(family: ModelType) -> VideoProcessorConfig {
+fn defaults(family: SettingsLayout) -> VideoProcessorConfig {
     VideoProcessorConfig::from_json("{}", family).expect("defaults")
 }
 
@@ -44,18 +52,18 @@ fn frames_are_sampled_as_numpy_linspace_rounds_them() {
         ),
     ];
     for &(count, num_frames, expected) in cases {
-        let config = VideoProcessorConfig { num_frames, ..defaults(ModelType::Gemma4) };
+        let config = VideoProcessorConfig { num_frames, ..defaults(GEMMA4) };
         assert_eq!(config.sampled_frames(count), expected, "{count} frames, {num_frames} kept");
     }
     // Short videos keep every frame.
-    assert_eq!(defaults(ModelType::Gemma4).sampled_frames(3), [0, 1, 2]);
+    assert_eq!(defaults(GEMMA4).sampled_frames(3), [0, 1, 2]);
 }
 
 #[test]
 fn settings_are_read_where_each_family_reads_them() {
     // gemma4 without a video section: the processor's defaults, whatever the images use.
     let images_only = r#"{"image_processor": {"patch_size": 4, "max_soft_tokens": 6, "do_normalize": true}}"#;
-    let gemma4 = VideoProcessorConfig::from_json(images_only, ModelType::Gemma4).unwrap();
+    let gemma4 = VideoProcessorConfig::from_json(images_only, GEMMA4).unwrap();
     assert_eq!(
         (gemma4.frame.patch_size, gemma4.frame.pooling_kernel_size, gemma4.frame.max_soft_tokens.get()),
         (16, 3, 70)
@@ -67,16 +75,16 @@ fn settings_are_read_where_each_family_reads_them() {
         (Some(&[0.0; 3][..]), Some(&[1.0; 3][..]))
     );
     // gemma4_unified without one: the image processor's patch and normalisation, the video budget.
-    let unified = VideoProcessorConfig::from_json(images_only, ModelType::Gemma4Unified).unwrap();
+    let unified = VideoProcessorConfig::from_json(images_only, GEMMA4_UNIFIED).unwrap();
     assert_eq!((unified.frame.patch_size, unified.frame.max_soft_tokens.get(), unified.model_patch_size), (4, 70, 12));
     assert!(unified.frame.do_normalize);
     // A video section wins in both; the unified one reads `num_soft_tokens` as the budget.
     let video = r#"{"image_processor": {"patch_size": 4},
                     "video_processor": {"patch_size": 8, "pooling_kernel_size": 2, "num_soft_tokens": 140,
                                         "num_frames": 4, "image_mean": null}}"#;
-    let gemma4 = VideoProcessorConfig::from_json(video, ModelType::Gemma4).unwrap();
+    let gemma4 = VideoProcessorConfig::from_json(video, GEMMA4).unwrap();
     assert_eq!((gemma4.frame.patch_size, gemma4.frame.max_soft_tokens.get(), gemma4.num_frames), (8, 70, 4));
-    let unified = VideoProcessorConfig::from_json(video, ModelType::Gemma4Unified).unwrap();
+    let unified = VideoProcessorConfig::from_json(video, GEMMA4_UNIFIED).unwrap();
     assert_eq!((unified.frame.max_soft_tokens.get(), unified.model_patch_size), (140, 16));
     assert_eq!(unified.frame.image_mean.as_deref(), Some(&[0.0; 3][..]));
 }
@@ -85,7 +93,7 @@ fn settings_are_read_where_each_family_reads_them() {
 fn budgets_outside_the_video_processors_set_are_refused() {
     for tokens in [1, 69, 71, 281, 2240] {
         let budget = SoftTokenBudget::new(tokens).unwrap();
-        let err = defaults(ModelType::Gemma4).with_max_soft_tokens(Some(budget)).validated().unwrap_err();
+        let err = defaults(GEMMA4).with_max_soft_tokens(Some(budget)).validated().unwrap_err();
         assert!(
             matches!(&err, Error::Budget(BudgetError::NotAVideoBudget { budget, .. }) if *budget == tokens),
             "{err:?}"
@@ -93,22 +101,22 @@ fn budgets_outside_the_video_processors_set_are_refused() {
         assert!(err.to_string().contains(&format!("{VIDEO_BUDGETS:?}")), "{err}");
     }
     let text = r#"{"video_processor": {"max_soft_tokens": 100}}"#;
-    assert!(VideoProcessorConfig::from_json(text, ModelType::Gemma4).is_err());
+    assert!(VideoProcessorConfig::from_json(text, GEMMA4).is_err());
     let none_kept = r#"{"video_processor": {"num_frames": 0}}"#;
-    assert!(VideoProcessorConfig::from_json(none_kept, ModelType::Gemma4).is_err());
+    assert!(VideoProcessorConfig::from_json(none_kept, GEMMA4).is_err());
     for budget in VIDEO_BUDGETS {
         let budget = SoftTokenBudget::new(budget).unwrap();
-        assert!(VideoPreprocessor::new(defaults(ModelType::Gemma4).with_max_soft_tokens(Some(budget))).is_ok());
+        assert!(VideoPreprocessor::new(defaults(GEMMA4).with_max_soft_tokens(Some(budget))).is_ok());
     }
 }
 
 #[test]
 fn frames_become_each_encoders_padded_patches() {
-    let gemma4 = VideoPreprocessor::new(defaults(ModelType::Gemma4)).unwrap();
+    let gemma4 = VideoPreprocessor::new(defaults(GEMMA4)).unwrap();
     let frame = gemma4.gemma4_frame(&gradient(64, 40)).unwrap();
     assert_eq!((frame.len, frame.dim, frame.patch), (630, 768, 16));
     assert!(frame.real <= 630 && frame.positions[2 * frame.real..].iter().all(|&v| v == -1));
-    let unified = VideoPreprocessor::new(defaults(ModelType::Gemma4Unified)).unwrap();
+    let unified = VideoPreprocessor::new(defaults(GEMMA4_UNIFIED)).unwrap();
     let frame = unified.gemma4_unified_frame(&gradient(64, 40)).unwrap();
     assert_eq!((frame.len, frame.dim, frame.patch), (70, 6912, 48));
     assert_eq!(frame.real, frame.grid.0 * frame.grid.1);
@@ -118,7 +126,7 @@ fn frames_become_each_encoders_padded_patches() {
 
 #[test]
 fn a_video_keeps_its_sampled_frames_and_refuses_frames_of_two_sizes() {
-    let config = VideoProcessorConfig { num_frames: 2, ..defaults(ModelType::Gemma4) };
+    let config = VideoProcessorConfig { num_frames: 2, ..defaults(GEMMA4) };
     let video = VideoPreprocessor::new(config).unwrap();
     let frames: Vec<RgbImage> = (1..=3).map(|k| gradient(16 * k + 32, 40)).collect();
     let err = video.sample(&frames).unwrap_err();

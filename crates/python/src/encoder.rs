@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
-use vision::{Checkpoint, ComputeDtype, EncoderOptions, ModelType, SoftTokenBudget, VisionEncoder};
+use vision::{Checkpoint, ComputeDtype, EncoderOptions, SoftTokenBudget, VisionEncoder};
 
 /// A Gemma 4 vision encoder loaded once from a model directory.
 ///
@@ -120,8 +120,8 @@ impl Encoder {
         position_ids: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::errors::catching_panics(|| {
-            let model_type = self.inner.config().model_type;
-            let inputs = model_inputs::extract(model_type, pixel_values, position_ids)?;
+            let family = self.inner.family();
+            let inputs = model_inputs::extract(family, pixel_values, position_ids)?;
             let encoder = &self.inner;
             let features = py
                 .detach(move || {
@@ -131,10 +131,8 @@ impl Encoder {
                 })
                 .map_err(to_python)?;
             let (rows, hidden) = (features.dim(0).map_err(tensor_error)?, features.dim(1).map_err(tensor_error)?);
-            let shape = match model_type {
-                ModelType::Gemma4 => vec![1, rows, hidden],
-                ModelType::Gemma4Unified => vec![rows, hidden],
-            };
+            let shape =
+                if family.model_features_have_batch_axis() { vec![1, rows, hidden] } else { vec![rows, hidden] };
             mlx_arrays::to_mlx(py, &features, &shape)
         })
     }
@@ -169,7 +167,9 @@ impl Encoder {
                     .map(|(i, input)| input.decode(i, &limits))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|(kind, message)| to_python_as(kind, message))?;
-                let features = self.inner.encode_video_with(&frames, &video).map_err(to_python)?;
+                let encoder = &self.inner;
+                let features = encoder.prepare_video(&frames, &video).and_then(|p| encoder.encode(&p));
+                let features = features.map_err(to_python)?;
                 arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
             })?;
             arrays::to_numpy(py, host)
@@ -258,7 +258,10 @@ impl Encoder {
             .map(|(i, input)| input.decode(i, &limits))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|(kind, message)| to_python_as(kind, message))?;
-        let features = self.inner.encode_with(&images, &preprocessor).map_err(to_python)?;
+        let encoder = &self.inner;
+        let prepared: vision::Result<Vec<_>> =
+            images.iter().map(|image| encoder.prepare(image, &preprocessor)).collect();
+        let features = prepared.and_then(|prepared| encoder.encode(&prepared)).map_err(to_python)?;
         arrays::split(&features, as_float32).map_err(|e| to_python(e.into()))
     }
 }

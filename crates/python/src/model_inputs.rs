@@ -7,9 +7,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use tensor::Array;
-use vision::{ModelInputs, ModelType};
+use vision::{Family, ModelInputs};
 
-/// `pixel_values` (with `position_ids`, if any) as the model of `model_type` takes them:
+/// `pixel_values` (with `position_ids`, if any) as the model of `family` takes them (lists only
+/// where [`Family::takes_input_lists`]):
 /// - gemma4: `[B, 3, H, W]` pixels, or a list of images of different sizes; with ids, patch
 ///   rows `[B, L, 3p²]` / video frames `[B, T, L, 3p²]`, or a list of videos with a list of ids;
 /// - gemma4_unified: model patches `[B, N, 3P²]` or video frames `[V, T, N, 3P²]`, with or
@@ -17,15 +18,15 @@ use vision::{ModelInputs, ModelType};
 ///
 /// Every array is copied once into the encoder's memory ([`read`]).
 pub fn extract(
-    model_type: ModelType,
+    family: &dyn Family,
     pixel_values: &Bound<'_, PyAny>,
     position_ids: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ModelInputs> {
-    let inputs = match (model_type, items(pixel_values), position_ids) {
-        (ModelType::Gemma4, Some(images), None) => ModelInputs::pixel_list(
+    let inputs = match (family.takes_input_lists(), items(pixel_values), position_ids) {
+        (true, Some(images), None) => ModelInputs::pixel_list(
             images.iter().map(|image| read::<f32>(image, "pixel_values[i]")).collect::<PyResult<_>>()?,
         ),
-        (ModelType::Gemma4, Some(videos), Some(ids)) => {
+        (true, Some(videos), Some(ids)) => {
             let ids = items(ids).ok_or_else(|| {
                 PyValueError::new_err("position ids: a list of pixel values takes a list of position ids")
             })?;
@@ -43,15 +44,16 @@ pub fn extract(
                 .collect::<PyResult<Vec<(Array, Array)>>>()?;
             ModelInputs::patch_list(pairs)
         }
-        (ModelType::Gemma4, None, None) => ModelInputs::pixels(read::<f32>(pixel_values, "pixel_values")?),
+        (true, None, None) => ModelInputs::pixels(read::<f32>(pixel_values, "pixel_values")?),
         (_, None, ids) => {
             let ids = ids.map(|ids| read_ids(ids, "position_ids")).transpose()?;
             ModelInputs::patches(read::<f32>(pixel_values, "pixel_values")?, ids)
         }
-        (ModelType::Gemma4Unified, Some(_), _) => {
-            return Err(PyValueError::new_err(
-                "pixel_values: gemma4_unified takes one array of model patches [B, N, D], not a list",
-            ));
+        (false, Some(_), _) => {
+            return Err(PyValueError::new_err(format!(
+                "pixel_values: {} takes one array of model patches [B, N, D], not a list",
+                family.model_type()
+            )));
         }
     };
     inputs.map_err(to_python)

@@ -1,7 +1,7 @@
 //! A model directory as published: `config.json`, weight files, optional processor config.
 
 use crate::quantization;
-use crate::sanitized_store::{SanitizedStore, vision_prefixes};
+use crate::sanitized_store::SanitizedStore;
 use crate::{Error, ModelConfig, Result, VisionConfig};
 use layers::QuantizationPlan;
 use std::path::{Path, PathBuf};
@@ -59,18 +59,15 @@ impl Checkpoint {
             VisionConfig::Siglip(c) => c.use_clipped_linears,
             VisionConfig::Unified(_) => false,
         };
-        let store = Arc::new(SanitizedStore::new(files, config.model_type, clipped)?);
+        let family = config.model_type.family();
+        let store = Arc::new(SanitizedStore::new(files, family, clipped)?);
         if store.is_empty() {
             return Err(Error::NoVisionTower {
                 path: dir,
-                detail: format!(
-                    "no tensor under {} in {}",
-                    vision_prefixes(config.model_type).join(" or "),
-                    list(&weight_files)
-                ),
+                detail: format!("no tensor under {} in {}", family.vision_prefixes().join(" or "), list(&weight_files)),
             });
         }
-        let plan = quantization::plan(config.model_type, config.quantization.as_ref(), config.skip_vision, &store)?;
+        let plan = quantization::plan(family, config.quantization.as_ref(), config.skip_vision, &store)?;
         Ok(Checkpoint { dir, config, index, weight_files, store, quantization: Arc::new(plan) })
     }
 

@@ -12,7 +12,7 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub use preprocess::ModelType;
+use crate::ModelType;
 
 /// The configuration of a checkpoint's vision side.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -146,7 +146,7 @@ impl ModelConfig {
         let json: serde_json::Value =
             serde_json::from_str(text).map_err(|e| error("(document)", format!("invalid JSON: {e}")))?;
         let model_type: ModelType = match json.get("model_type").and_then(|v| v.as_str()) {
-            Some(name) => name.parse().map_err(|e: preprocess::UnknownModelType| error("model_type", e.to_string()))?,
+            Some(name) => name.parse().map_err(|e: crate::UnknownModelType| error("model_type", e.to_string()))?,
             None => return Err(error("model_type", "missing".into())),
         };
         let vision_json = match json.get("vision_config") {
@@ -167,18 +167,9 @@ impl ModelConfig {
             Some(_) => return Err(error("vision_config", "not an object".into())),
         };
         let vision_json = &vision_json;
-        let vision = match model_type {
-            ModelType::Gemma4 => VisionConfig::Siglip(
-                SiglipConfig::deserialize(vision_json).map_err(|e| error("vision_config", e.to_string()))?,
-            ),
-            ModelType::Gemma4Unified => VisionConfig::Unified(
-                UnifiedConfig::deserialize(vision_json).map_err(|e| error("vision_config", e.to_string()))?,
-            ),
-        };
-        let default_text_hidden = match model_type {
-            ModelType::Gemma4 => 1536,
-            ModelType::Gemma4Unified => 3840,
-        };
+        let family = model_type.family();
+        let vision = family.vision_config(vision_json).map_err(|e| error("vision_config", e.to_string()))?;
+        let default_text_hidden = family.default_text_hidden_size();
         let text_hidden_size = match json.get("text_config").and_then(|t| t.get("hidden_size")) {
             None => default_text_hidden,
             Some(v) => v

@@ -1,6 +1,6 @@
 //! [`Inspection`]: what a loaded encoder is, and why an image gives the soft tokens it gives.
 
-use crate::{Error, ModelType, PreparedImage, Result, VisionConfig, VisionEncoder};
+use crate::{Error, ModelType, Result, VisionConfig, VisionEncoder};
 use layers::WeightStore;
 use preprocess::BudgetSource;
 use serde::Serialize;
@@ -142,11 +142,7 @@ impl Inspection {
             .map(|(width, height)| -> Result<ImagePlan> {
                 let (h, w) =
                     if processor.do_resize { preprocessor.target_size(height, width)? } else { (height, width) };
-                let (p, k) = (u64::from(processor.patch_size.max(1)), u64::from(processor.pooling_kernel_size.max(1)));
-                let soft_tokens = match config.model_type {
-                    ModelType::Gemma4 => (u64::from(h) / p) * (u64::from(w) / p) / (k * k),
-                    ModelType::Gemma4Unified => (u64::from(h) / (p * k)) * (u64::from(w) / (p * k)),
-                };
+                let soft_tokens = encoder.family().soft_tokens(h, w, processor);
                 Ok(ImagePlan { input: [width, height], resized: [w, h], soft_tokens })
             })
             .transpose()?;
@@ -211,31 +207,6 @@ impl Inspection {
 /// The features' dtype: one encode of the smallest input, one soft token of zeros shaped by the
 /// model's own configuration (not the processor's, which may not fit it).
 fn feature_dtype(encoder: &VisionEncoder) -> Result<String> {
-    let input = match &encoder.config().vision {
-        VisionConfig::Siglip(c) => {
-            let side = usize::try_from(i64::from(c.patch_size) * i64::from(c.pooling_kernel_size))
-                .map_err(|_| Error::input("the patch size does not fit in memory"))?;
-            PreparedImage::Pixels(preprocess::PixelValues {
-                data: vec![0.0; 3 * side * side],
-                height: side,
-                width: side,
-                soft_tokens: 1,
-            })
-        }
-        VisionConfig::Unified(c) => {
-            let dim =
-                usize::try_from(c.patch_dim()).map_err(|_| Error::input("the patch size does not fit in memory"))?;
-            let side = usize::try_from(c.model_patch_size).unwrap_or(0);
-            PreparedImage::Patches(preprocess::Patches {
-                data: vec![0.0; dim],
-                positions: vec![0, 0],
-                len: 1,
-                dim,
-                patch: side,
-                grid: (1, 1),
-                real: 1,
-            })
-        }
-    };
-    Ok(encoder.encode_prepared(&[input], None)?.features.dtype().to_string())
+    let input = encoder.model().smallest_input()?;
+    Ok(encoder.encode(&[input])?.features.dtype().to_string())
 }

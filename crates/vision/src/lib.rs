@@ -8,6 +8,10 @@
 //!   with the image processor: image files or decoded images in, [`Features`] out —
 //!   `[Σ soft tokens, text_hidden]`, identical bit for bit to mlx-vlm's `Model.encode_image`
 //!   (gemma4) / `Model.get_image_features` (gemma4_unified) on the same libmlx.
+//! - [`Family`] ([`Gemma4`], [`Gemma4Unified`], chosen by [`ModelType::family`]): everything that
+//!   differs between the two families (key prefixes and sanitize rules, quantizable linears,
+//!   how an image or a frame is prepared, the batch key, soft tokens per image size), asked by
+//!   the encoder, the checkpoint, the inspection and the crates above.
 //! - Checkpoints as published, quantized ones included: the vision modules mlx-vlm runs as
 //!   `nn.QuantizedLinear` are [`layers::QuantizedLinear`]s here ([`QuantizationConfig`]).
 //! - [`Inspection`]: what a loaded encoder is and why an image gives the tokens it gives.
@@ -19,11 +23,13 @@
 //! knows checkpoints and model families, not FFI.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod cache_identity;
 mod checkpoint;
 mod compute_dtype;
 mod config;
 mod encoder;
 mod error;
+mod family;
 mod held_weights;
 mod inspection;
 mod model_inputs;
@@ -31,6 +37,7 @@ mod multimodal_embedder;
 mod patch_embedder;
 mod patch_rows;
 mod pooler;
+mod prepared_image;
 mod quantization;
 mod sanitized_store;
 mod siglip_tower;
@@ -39,16 +46,18 @@ mod unified_embedder;
 
 pub use checkpoint::{Checkpoint, INDEX_FILE};
 pub use compute_dtype::{ComputeDtype, UnknownComputeDtype};
-pub use config::{ModelConfig, ModelType, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
-pub use encoder::{EncoderOptions, Features, Kernels, PreparedImage, VisionEncoder};
+pub use config::{ModelConfig, RopeParameters, SiglipConfig, UnifiedConfig, VisionConfig};
+pub use encoder::{EncoderOptions, Features, Kernels, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
+pub use family::{Family, Gemma4, Gemma4Unified, ModelType, UnknownModelType};
 pub use held_weights::HeldTensor;
 pub use inspection::{Budget, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, QuantizedModule, TensorCounts};
 pub use model_inputs::ModelInputs;
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;
-pub use preprocess::{BudgetError, BudgetSource, SoftTokenBudget};
+pub use prepared_image::{BatchKey, PreparedImage};
+pub use preprocess::{BudgetError, BudgetSource, SettingsLayout, SoftTokenBudget};
 pub use quantization::{ModuleQuantization, QuantizationConfig};
 pub use sanitized_store::SanitizedStore;
 pub use siglip_tower::{PooledRows, SiglipVisionTower};

@@ -1,8 +1,8 @@
 //! [`ModelInputs`]: the pixel inputs of mlx-vlm's Gemma 4 models as its processors make them,
-//! and [`VisionEncoder::encode_model_inputs`], which encodes them as the models do.
+//! and [`VisionEncoder::encode_model_inputs`], which encodes them as the models do (each
+//! family's module under `family/` says how).
 
-use crate::encoder::Model;
-use crate::{Error, Features, PooledRows, Result, SiglipVisionTower, VisionEncoder};
+use crate::{Error, Features, Result, VisionEncoder};
 use tensor::{Array, Dtype};
 
 /// The pixel inputs of one call of a Gemma 4 model's vision path in mlx-vlm (`pixel_values` or
@@ -116,80 +116,15 @@ impl VisionEncoder {
     /// `embed_vision`; the same function encodes `pixel_values_videos`), gemma4_unified
     /// `Model.get_image_features` (or `get_video_features` for `[V, T, N, D]` frames).
     /// `features` is `[Σ rows, text_hidden]` (gemma4's `[1, Σ, text_hidden]` without its
-    /// leading axis), bit for bit, in the dtype mlx-vlm returns; `soft_tokens` counts the rows
-    /// of each image or frame in order (each batch row's `N` for unified patches without ids).
+    /// leading axis: see [`Family::model_features_have_batch_axis`](crate::Family::model_features_have_batch_axis)),
+    /// bit for bit, in the dtype mlx-vlm returns; `soft_tokens` counts the rows of each image
+    /// or frame in order (each batch row's `N` for unified patches without ids).
     ///
     /// Fails with [`Error::ModelInput`] on inputs of the other family or of the wrong patch
     /// width, and with [`Error::TooLarge`] before a batch whose attention would not fit.
     pub fn encode_model_inputs(&self, inputs: &ModelInputs) -> Result<Features> {
-        let (features, soft_tokens) = match (self.model(), inputs) {
-            (Model::Siglip(tower), inputs) => {
-                let pooled = match inputs {
-                    ModelInputs::Pixels(pixels) => vec![pool_pixel_batch(tower, pixels)?],
-                    ModelInputs::PixelList(images) => {
-                        images.iter().map(|image| pool_pixel_batch(tower, image)).collect::<Result<_>>()?
-                    }
-                    ModelInputs::Patches { patches, positions: Some(positions) } => {
-                        vec![pool_patch_batch(tower, patches, positions)?]
-                    }
-                    ModelInputs::Patches { positions: None, .. } => {
-                        return Err(model_input(
-                            "position ids",
-                            "position ids with gemma4 patch rows (its tower reads inputs without ids as pixels)",
-                            "none".into(),
-                        ));
-                    }
-                    ModelInputs::PatchList(videos) => videos
-                        .iter()
-                        .map(|(patches, positions)| pool_patch_batch(tower, patches, positions))
-                        .collect::<Result<_>>()?,
-                };
-                let soft_tokens = pooled.iter().flat_map(|p| p.counts.iter().copied()).collect();
-                let rows: Vec<&Array> = pooled.iter().map(|p| &p.rows).collect();
-                let rows = if rows.len() == 1 { rows[0].clone() } else { Array::concatenate(&rows, 0)? };
-                (tower.project(&rows, None)?, soft_tokens)
-            }
-            (Model::Unified(embedder), ModelInputs::Patches { patches, positions }) => {
-                let soft_tokens = match positions {
-                    Some(positions) => embedder.kept_rows(positions)?,
-                    None => {
-                        let shape = patches.shape();
-                        let frames = shape[..shape.len() - 2].iter().product::<i32>();
-                        vec![shape[shape.len() - 2] as usize; frames as usize]
-                    }
-                };
-                (embedder.encode_patches(patches, positions.as_ref(), None)?, soft_tokens)
-            }
-            (Model::Unified(_), _) => {
-                return Err(model_input(
-                    "pixel_values",
-                    "gemma4_unified model patches [B, N, D] (or video frames [V, T, N, D])",
-                    "gemma4 pixels or a list".into(),
-                ));
-            }
-        };
+        let (features, soft_tokens) = self.model().encode_model_inputs(inputs)?;
         let features = self.scaled_features(features)?;
         Ok(Features { features, soft_tokens })
     }
-}
-
-/// The tower's pooled rows of one pixel batch `[B, 3, H, W]`, after the attention check.
-fn pool_pixel_batch(tower: &SiglipVisionTower, pixels: &Array) -> Result<PooledRows> {
-    let shape = pixels.shape();
-    let patch = tower.config().patch_size.max(1);
-    let patches = (shape[2] / patch).max(0) as usize * (shape[3] / patch).max(0) as usize;
-    tower.check_attention(shape[0] as usize, patches, || {
-        format!("a batch of {} image(s) of {patches} patches", shape[0])
-    })?;
-    tower.pool_pixels(pixels, None)
-}
-
-/// The tower's pooled rows of one batch of patch rows (`[B, L, D]` or frames `[B, T, L, D]`),
-/// after the attention check.
-fn pool_patch_batch(tower: &SiglipVisionTower, patches: &Array, positions: &Array) -> Result<PooledRows> {
-    let shape = patches.shape();
-    let rows = shape[..shape.len() - 2].iter().product::<i32>() as usize;
-    let len = shape[shape.len() - 2] as usize;
-    tower.check_attention(rows, len, || format!("a batch of {rows} frame(s) of {len} patches"))?;
-    tower.pool_patches(patches, positions, None)
 }

@@ -2,7 +2,7 @@
 //! (`utils.load_model_weights`) decides, module by module, which linears of a checkpoint are
 //! `nn.QuantizedLinear` and with which parameters.
 
-use crate::{Error, ModelType, Result, SanitizedStore};
+use crate::{Error, Family, Result, SanitizedStore};
 use layers::{Quantization, QuantizationMode, QuantizationPlan, WeightStore};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -96,35 +96,6 @@ impl QuantizationConfig {
     }
 }
 
-/// The linears of `model_type` that mlx-vlm 0.7.10 can run quantized, by module path pattern:
-/// the projector, the unified `patch_dense`, and the tower's clippable linears.
-fn runs_quantized(model_type: ModelType, module: &str) -> bool {
-    if module == "embed_vision.embedding_projection" {
-        return true;
-    }
-    match model_type {
-        ModelType::Gemma4Unified => module == "vision_embedder.patch_dense",
-        ModelType::Gemma4 => {
-            let Some(rest) = module.strip_prefix("vision_tower.encoder.layers.") else { return false };
-            let Some((layer, linear)) = rest.split_once('.') else { return false };
-            layer.parse::<u32>().is_ok()
-                && [
-                    "self_attn.q_proj.linear",
-                    "self_attn.k_proj.linear",
-                    "self_attn.v_proj.linear",
-                    "self_attn.o_proj.linear",
-                    "mlp.gate_proj.linear",
-                    "mlp.up_proj.linear",
-                    "mlp.down_proj.linear",
-                ]
-                .contains(&linear)
-        }
-    }
-}
-
-/// The one linear on the vision side the reference cannot run quantized.
-const PATCH_EMBEDDER: &str = "vision_tower.patch_embedder.input_proj";
-
 /// Which vision modules of the checkpoint are quantized, and how, as mlx-vlm 0.7.10's
 /// `load_model_weights` decides it (1-bit modules by [`one_bit`]'s rule, the others by
 /// `nn.quantize` with its class predicate):
@@ -136,10 +107,12 @@ const PATCH_EMBEDDER: &str = "vision_tower.patch_embedder.input_proj";
 /// Everything that makes the reference fail to load is an [`Error::Quantization`] naming the
 /// module: `scales` without a quantization section, a module set to `false` or left dense by
 /// the reference's "weight size divisible by 64" rule yet stored quantized, an entry for a
-/// stored dense linear (unless `vision_config.skip_vision`), parameters MLX refuses, and a
-/// quantized patch embedder (the reference casts the pixels to its weight's uint32 dtype).
+/// stored dense linear (unless `vision_config.skip_vision`), parameters MLX refuses, and the
+/// family's [`unquantizable_linear`](Family::unquantizable_linear) stored quantized (gemma4's
+/// patch embedder: the reference casts the pixels to its weight's uint32 dtype). Which linears
+/// can be quantized is the family's [`runs_quantized`](Family::runs_quantized).
 pub(crate) fn plan(
-    model_type: ModelType,
+    family: &dyn Family,
     config: Option<&QuantizationConfig>,
     skip_vision: bool,
     store: &SanitizedStore,
@@ -148,7 +121,7 @@ pub(crate) fn plan(
     let mut modules = BTreeMap::new();
     for name in store.names() {
         let Some(module) = name.strip_suffix(".scales") else { continue };
-        if module == PATCH_EMBEDDER {
+        if Some(module) == family.unquantizable_linear() {
             return Err(error(
                 module,
                 "the patch embedder is stored quantized, which mlx-vlm cannot run (it casts the pixels to the \
@@ -156,7 +129,7 @@ pub(crate) fn plan(
                     .into(),
             ));
         }
-        if !runs_quantized(model_type, module) {
+        if !family.runs_quantized(module) {
             // Not a linear of the encoder: left for the unused-tensor check to name.
             continue;
         }
@@ -191,7 +164,7 @@ pub(crate) fn plan(
         && !skip_vision
     {
         for (module, entry) in &config.modules {
-            let is_linear = runs_quantized(model_type, module) || module == PATCH_EMBEDDER;
+            let is_linear = family.runs_quantized(module) || Some(module.as_str()) == family.unquantizable_linear();
             let dense = is_linear && store.contains(&format!("{module}.weight")) && !modules.contains_key(module);
             if dense && matches!(entry, ModuleQuantization::Params { .. }) {
                 return Err(error(

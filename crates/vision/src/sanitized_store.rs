@@ -1,27 +1,18 @@
 //! The vision tensors of a checkpoint under the reference's sanitized key names.
 
-use crate::ModelType;
-use crate::{Error, Result};
+use crate::{Error, Family, Result};
 use layers::WeightStore;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use tensor::{Array, ShardedSafetensors, TensorInfo};
 
-/// Key prefixes (after sanitizing) of the tensors the vision side reads.
-pub(crate) fn vision_prefixes(model_type: ModelType) -> &'static [&'static str] {
-    match model_type {
-        ModelType::Gemma4 => &["vision_tower.", "embed_vision."],
-        ModelType::Gemma4Unified => &["vision_embedder.", "embed_vision."],
-    }
-}
-
-/// A [`WeightStore`] exposing only a checkpoint's vision tensors, under the names mlx-vlm's
-/// `Model.sanitize` gives them: a leading `model.` is stripped (raw Hugging Face names and
-/// already-converted MLX names both load), `rotary_emb` tensors are dropped, and the 0-d clip
-/// bounds (`input_min`, `input_max`, `output_min`, `output_max`) of the vision tower are
-/// dropped unless the config uses clipped linears. Nothing outside the vision prefixes is
-/// listed or read, so a large checkpoint's language model is never touched.
+/// A [`WeightStore`] exposing only a checkpoint's vision tensors (under the family's
+/// [`vision_prefixes`](Family::vision_prefixes)), under the names mlx-vlm's `Model.sanitize`
+/// gives them: a leading `model.` is stripped (raw Hugging Face names and already-converted MLX
+/// names both load), `rotary_emb` tensors are dropped, and so is what the family's own rules
+/// drop ([`Family::drops_tensor`]: gemma4's unused clip bounds). Nothing outside the vision
+/// prefixes is listed or read, so a large checkpoint's language model is never touched.
 #[derive(Debug)]
 pub struct SanitizedStore {
     files: Arc<ShardedSafetensors>,
@@ -29,19 +20,17 @@ pub struct SanitizedStore {
     names: BTreeMap<String, String>,
 }
 
-const CLIP_SUFFIXES: [&str; 4] = ["input_max", "input_min", "output_max", "output_min"];
-
 impl SanitizedStore {
     /// The vision view of `files`. Fails if two stored names sanitize to the same key.
     pub fn new(
         files: Arc<ShardedSafetensors>,
-        model_type: ModelType,
+        family: &dyn Family,
         use_clipped_linears: bool,
     ) -> Result<SanitizedStore> {
-        let prefixes = vision_prefixes(model_type);
+        let prefixes = family.vision_prefixes();
         let mut names = BTreeMap::new();
         for raw in files.names() {
-            let Some(key) = sanitize(raw, model_type, use_clipped_linears) else { continue };
+            let Some(key) = sanitize(raw, family, use_clipped_linears) else { continue };
             if !prefixes.iter().any(|p| key.starts_with(p)) {
                 continue;
             }
@@ -79,17 +68,9 @@ impl SanitizedStore {
 
 /// mlx-vlm's sanitize rules for one key (gemma4 `Model.sanitize` and gemma4_unified
 /// `Model.sanitize`, vision-relevant parts); `None` when the key is dropped.
-fn sanitize(key: &str, model_type: ModelType, use_clipped_linears: bool) -> Option<String> {
-    if key.contains("rotary_emb") {
+fn sanitize(key: &str, family: &dyn Family, use_clipped_linears: bool) -> Option<String> {
+    if key.contains("rotary_emb") || family.drops_tensor(key, use_clipped_linears) {
         return None;
-    }
-    if model_type == ModelType::Gemma4 && CLIP_SUFFIXES.iter().any(|s| key.contains(s)) {
-        if key.contains("vision_tower") && !use_clipped_linears {
-            return None;
-        }
-        if !key.contains("vision_tower") && !key.contains("audio_tower") {
-            return None;
-        }
     }
     Some(key.strip_prefix("model.").unwrap_or(key).to_owned())
 }
@@ -115,10 +96,11 @@ impl WeightStore for SanitizedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ModelType;
 
     #[test]
     fn sanitize_follows_the_reference_rules() {
-        let g = ModelType::Gemma4;
+        let g = ModelType::Gemma4.family();
         assert_eq!(sanitize("model.vision_tower.x.weight", g, false).as_deref(), Some("vision_tower.x.weight"));
         assert_eq!(sanitize("vision_tower.x.weight", g, false).as_deref(), Some("vision_tower.x.weight"));
         assert_eq!(sanitize("model.vision_tower.a.q_proj.input_min", g, false), None);
@@ -128,7 +110,7 @@ mod tests {
         );
         assert_eq!(sanitize("model.embed_vision.output_max", g, true), None);
         assert_eq!(sanitize("model.language_model.rotary_emb.inv_freq", g, true), None);
-        let u = ModelType::Gemma4Unified;
+        let u = ModelType::Gemma4Unified.family();
         assert_eq!(
             sanitize("model.vision_embedder.patch_ln1.weight", u, false).as_deref(),
             Some("vision_embedder.patch_ln1.weight")

@@ -1,5 +1,6 @@
 //! [`Trace`]: intermediate outputs of a forward pass, for parity checks and debugging.
 
+use crate::{Features, PreparedImage, Result, VisionEncoder};
 use tensor::Array;
 
 /// Named intermediate arrays recorded during one forward pass, in order.
@@ -26,6 +27,14 @@ impl Trace {
     /// Consumes the trace, returning its stages.
     pub fn into_stages(self) -> Vec<(String, Array)> {
         self.stages
+    }
+}
+
+impl VisionEncoder {
+    /// [`encode`](VisionEncoder::encode), recording each batch's stages in `trace` (for
+    /// parity checks against the reference's intermediate outputs).
+    pub fn encode_traced(&self, images: &[PreparedImage], trace: &mut Trace) -> Result<Features> {
+        self.encode_recording(images, Some(trace))
     }
 }
 

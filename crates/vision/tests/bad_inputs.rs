@@ -1,5 +1,5 @@
 //! One test per class of bad image input, through the public `VisionEncoder` API
-//! (`encode_files` for files, `encode_images` for decoded images, `preprocess::decode` for
+//! (`encode_files` for files, `prepare` + `encode` for decoded images, `preprocess::decode` for
 //! bytes). Each asserts the error kind and that its message names the file, the limit or the
 //! value. Files that never end or are longer than any image are typed errors too, read no
 //! further than a bound. (Degenerate sizes and budgets: `extreme_sizes.rs`.)

@@ -71,7 +71,9 @@ fn floats_parse_correctly_rounded_and_round_trip() {
     assert_eq!(ModelConfig::parse(&rendered.to_string(), Path::new("config.json")).unwrap(), config);
     // The processor config's floats too.
     let processor = r#"{"image_processor": {"rescale_factor": 0.0039215686274509803921568627}}"#;
-    let parsed = preprocess::ProcessorConfig::from_json(processor, preprocess::ModelType::Gemma4).unwrap();
+    let parsed =
+        preprocess::ProcessorConfig::from_json(processor, vision::ModelType::Gemma4.family().settings_layout())
+            .unwrap();
     assert_eq!(parsed.rescale_factor.to_bits(), (1.0f64 / 255.0).to_bits());
 }
 

@@ -35,10 +35,10 @@ fn image_path_equals_padded_path() {
     let decoded = preprocess::open(image("tiny-clipped", "noise-20x30.png"), &Default::default()).unwrap();
     let pixels = encoder.prepare(&decoded, &preprocessor).unwrap();
     let resized = preprocessor.resize(&decoded).unwrap();
-    let via_pixels = encoder.encode_prepared(&[pixels], None).unwrap();
+    let via_pixels = encoder.encode(&[pixels]).unwrap();
     for len in [54, 72, 90] {
         let patches = PreparedImage::Patches(preprocessor.padded_patches(&resized, len).unwrap());
-        let via_patches = encoder.encode_prepared(&[patches], None).unwrap();
+        let via_patches = encoder.encode(&[patches]).unwrap();
         assert_eq!(via_patches.soft_tokens, via_pixels.soft_tokens, "padded to {len}");
         assert_eq!(bytes(&via_patches.features), bytes(&via_pixels.features), "padded to {len}");
     }
@@ -120,9 +120,9 @@ fn the_host_kernels_and_mlx_ops_give_identical_bits_on_every_fixture() {
             }
             for input in &inputs {
                 let _ = layers::take_kernels_run();
-                let got = host.encode_prepared(input, None).unwrap();
+                let got = host.encode(input).unwrap();
                 let ran = layers::take_kernels_run();
-                let expected = mlx.encode_prepared(input, None).unwrap();
+                let expected = mlx.encode(input).unwrap();
                 let what = format!("{case}, {compute_dtype:?}, {} image(s)", input.len());
                 assert_eq!(got.soft_tokens, expected.soft_tokens, "{what}");
                 assert_eq!(got.features.dtype(), expected.features.dtype(), "{what}");
@@ -218,6 +218,6 @@ fn out_of_table_positions_are_rejected_not_read() {
         panic!("gemma4_unified takes patches");
     };
     patches.positions[0] = 32; // the fixture's mm_posemb_size
-    let err = encoder.encode_prepared(&[PreparedImage::Patches(patches)], None).unwrap_err();
+    let err = encoder.encode(&[PreparedImage::Patches(patches)]).unwrap_err();
     assert!(matches!(&err, vision::Error::Input { what } if what.contains("position id 32")), "{err}");
 }

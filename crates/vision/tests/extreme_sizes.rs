@@ -9,7 +9,10 @@
 
 mod common;
 
-use common::{assert_finite, budget_of, current_rss_kb, fixture, load, peak_rss_kb, reset_peak_rss, serial};
+use common::{
+    assert_finite, budget_of, current_rss_kb, encode_images, encode_video, fixture, load, peak_rss_kb, reset_peak_rss,
+    serial,
+};
 use preprocess::RgbImage;
 use std::fs;
 use std::path::Path;
@@ -78,14 +81,14 @@ fn one_pixel_and_extreme_aspect_ratios_encode_as_the_reference_sizes_them() {
             let picture = pattern(width, height);
             let size = preprocessor.resize(&picture).unwrap();
             assert_eq!((size.height(), size.width()), resized, "{case}: {width}x{height}");
-            let out = encoder.encode_images(std::slice::from_ref(&picture), None).unwrap();
+            let out = encode_images(&encoder, std::slice::from_ref(&picture), None).unwrap();
             assert_eq!(out.soft_tokens, [soft_tokens], "{case}: {width}x{height}");
             assert_eq!(out.features.shape(), [soft_tokens as i32, text_hidden], "{case}: {width}x{height}");
             assert_finite(&out);
         }
         // All of them in one call: each keeps its count.
         let pictures: Vec<RgbImage> = reference.images.iter().map(|i| pattern(i.width, i.height)).collect();
-        let out = encoder.encode_images(&pictures, None).unwrap();
+        let out = encode_images(&encoder, &pictures, None).unwrap();
         assert_eq!(out.soft_tokens, reference.images.iter().map(|i| i.soft_tokens).collect::<Vec<_>>(), "{case}");
     }
 }
@@ -113,7 +116,7 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
     // u32::MAX soft tokens: resized images of up to 4 294 967 295 · 9 · 16 pixels.
     for case in ["tiny-clipped", "tiny-unified"] {
         let encoder = tiny(case);
-        let err = encoder.encode_images(std::slice::from_ref(&picture), budget_of(u32::MAX)).unwrap_err();
+        let err = encode_images(&encoder, std::slice::from_ref(&picture), budget_of(u32::MAX)).unwrap_err();
         match &err {
             Error::Preprocess(preprocess::Error::Budget(BudgetError::Pixels { budget: u32::MAX, .. })) => {
                 let message = err.to_string();
@@ -125,7 +128,7 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
     }
     // gemma4_unified (2×2 patches, 2×2 pooling): 10⁸ soft tokens are 1.6·10⁹ pixels.
     let unified = tiny("tiny-unified");
-    let err = unified.encode_images(std::slice::from_ref(&picture), budget_of(100_000_000)).unwrap_err();
+    let err = encode_images(&unified, std::slice::from_ref(&picture), budget_of(100_000_000)).unwrap_err();
     assert!(matches!(&err, Error::Preprocess(preprocess::Error::Budget(BudgetError::Pixels { .. }))), "{err:?}");
     assert!(err.to_string().contains("up to 1600000000 pixels"), "{err}");
 
@@ -136,7 +139,7 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
     let rss_before = current_rss_kb();
     let measured = reset_peak_rss();
     let errors = [
-        gemma4.encode_images(std::slice::from_ref(&picture), budget_of(1_000_000)).unwrap_err(),
+        encode_images(&gemma4, std::slice::from_ref(&picture), budget_of(1_000_000)).unwrap_err(),
         gemma4.encode_files(&[Path::new("/nonexistent/image.png")], budget_of(1_000_000)).unwrap_err(),
     ];
     for err in errors {
@@ -156,7 +159,7 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
         assert_eq!(err.kind(), vision::ErrorKind::Invalid);
     }
     // A video's budget per frame is one of the video processor's five.
-    let err = gemma4.encode_video_frames(std::slice::from_ref(&picture), budget_of(1_000_000)).unwrap_err();
+    let err = encode_video(&gemma4, std::slice::from_ref(&picture), budget_of(1_000_000)).unwrap_err();
     assert!(
         matches!(&err, Error::Preprocess(preprocess::Error::Budget(BudgetError::NotAVideoBudget { .. }))),
         "{err:?}"
@@ -173,7 +176,7 @@ fn oversized_prepared_inputs_are_refused_before_allocation() {
     let encoder = tiny("tiny-clipped");
     // A hand-built input claiming 40 000 × 40 000 pixels with no data behind it.
     let claimed = preprocess::PixelValues { data: Vec::new(), height: 40_000, width: 40_000, soft_tokens: 1 };
-    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(claimed)], None).unwrap_err();
+    let err = encoder.encode(&[vision::PreparedImage::Pixels(claimed)]).unwrap_err();
     assert!(
         matches!(&err, Error::TooLarge { what, .. } if what == "a batch of 1 image(s) of 100000000 patches"),
         "{err:?}"
@@ -181,11 +184,11 @@ fn oversized_prepared_inputs_are_refused_before_allocation() {
     // Fewer patches than one pooling window (2 patches of 4×4, pooled 3×3): the reference's
     // pooler divides by zero; here a typed error, as for a short patch sequence.
     let small = preprocess::PixelValues { data: vec![0.5; 3 * 8 * 4], height: 8, width: 4, soft_tokens: 0 };
-    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(small)], None).unwrap_err();
+    let err = encoder.encode(&[vision::PreparedImage::Pixels(small)]).unwrap_err();
     assert!(matches!(&err, Error::Input { what } if what == "2 patches are fewer than one pooling window"), "{err:?}");
     // A consistent size with too little data is a shape error from the array constructor.
     let short = preprocess::PixelValues { data: vec![0.5; 10], height: 24, width: 24, soft_tokens: 4 };
-    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(short)], None).unwrap_err();
+    let err = encoder.encode(&[vision::PreparedImage::Pixels(short)]).unwrap_err();
     assert!(matches!(&err, Error::Tensor(tensor::Error::Shape { op: "from_slice", .. })), "{err:?}");
 }
 
@@ -195,7 +198,7 @@ fn hand_built_inputs_with_extreme_sizes_or_positions_are_errors_not_overflows() 
     let encoder = tiny("tiny-clipped");
     // Sizes whose patch count overflows `usize`: refused as too large, before anything is read.
     let huge = preprocess::PixelValues { data: Vec::new(), height: usize::MAX, width: usize::MAX, soft_tokens: 1 };
-    let err = encoder.encode_prepared(&[vision::PreparedImage::Pixels(huge)], None).unwrap_err();
+    let err = encoder.encode(&[vision::PreparedImage::Pixels(huge)]).unwrap_err();
     match &err {
         Error::TooLarge { what, .. } => assert_eq!(what, &format!("a batch of 1 image(s) of {} patches", usize::MAX)),
         other => panic!("expected the batch to be refused, got {other:?}"),
@@ -208,7 +211,7 @@ fn hand_built_inputs_with_extreme_sizes_or_positions_are_errors_not_overflows() 
     for extreme in [i64::MAX, i64::MIN] {
         let mut patches = frame.clone();
         patches.positions[..6].fill(extreme);
-        let out = encoder.encode_prepared(&[vision::PreparedImage::Patches(patches)], None).unwrap();
+        let out = encoder.encode(&[vision::PreparedImage::Patches(patches)]).unwrap();
         assert!(out.soft_tokens[0] <= 6, "{extreme}: {:?}", out.soft_tokens);
         assert_eq!(out.features.shape(), [out.soft_tokens[0] as i32, encoder.config().text_hidden_size]);
     }

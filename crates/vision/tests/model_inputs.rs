@@ -48,7 +48,7 @@ fn gemma4_pixels_lists_and_patch_rows_give_the_encoders_own_bits() {
     let encoder = load(&fixture(case).join("model"));
     // One batch of same-sized images: mlx-vlm's stacked `pixel_values`.
     let same = prepared(&encoder, case, &["checker-20x30.png", "noise-20x30.png"], 6);
-    let expected = encoder.encode_prepared(&same, None).unwrap();
+    let expected = encoder.encode(&same).unwrap();
     let batch = stack(&same.iter().map(pixels).collect::<Vec<_>>());
     let out = encoder.encode_model_inputs(&ModelInputs::pixels(batch).unwrap()).unwrap();
     assert_eq!(out.soft_tokens, expected.soft_tokens);
@@ -56,7 +56,7 @@ fn gemma4_pixels_lists_and_patch_rows_give_the_encoders_own_bits() {
 
     // Images of two sizes: the list, as `[3, H, W]` and `[1, 3, H, W]` items.
     let two = prepared(&encoder, case, &["gradient-37x23.png", "checker-20x30.png"], 6);
-    let expected = encoder.encode_prepared(&two, None).unwrap();
+    let expected = encoder.encode(&two).unwrap();
     let list = vec![pixels(&two[0]), pixels(&two[1]).expand_dims(0).unwrap()];
     let out = encoder.encode_model_inputs(&ModelInputs::pixel_list(list).unwrap()).unwrap();
     assert_eq!(out.soft_tokens, expected.soft_tokens);
@@ -66,7 +66,7 @@ fn gemma4_pixels_lists_and_patch_rows_give_the_encoders_own_bits() {
     let preprocessor = encoder.preprocessor(budget_of(6)).unwrap();
     let decoded = preprocess::open(image(case, "noise-20x30.png"), &Default::default()).unwrap();
     let padded = preprocessor.padded_patches(&preprocessor.resize(&decoded).unwrap(), 72).unwrap();
-    let expected = encoder.encode_prepared(&[PreparedImage::Patches(padded.clone())], None).unwrap();
+    let expected = encoder.encode(&[PreparedImage::Patches(padded.clone())]).unwrap();
     let (patches, ids) = rows(&padded);
     let inputs = [
         ModelInputs::patches(one(&patches), Some(one(&ids))).unwrap(),
@@ -93,7 +93,7 @@ fn unified_patches_with_ids_give_the_encoders_bits_and_without_ids_every_row() {
     let case = "tiny-unified";
     let encoder = load(&fixture(case).join("model"));
     let images = prepared(&encoder, case, &["gradient-37x23.png", "checker-20x30.png"], 20);
-    let expected = encoder.encode_prepared(&images, None).unwrap();
+    let expected = encoder.encode(&images).unwrap();
     let (patches, ids): (Vec<Array>, Vec<Array>) = images
         .iter()
         .map(|image| match image {

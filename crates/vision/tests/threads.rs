@@ -45,7 +45,7 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
     // One thread's results, computed first.
     let expected_clipped = bytes(&clipped.encode_files(&clipped_images, budget_of(6)).unwrap().features);
     let expected_unified = bytes(&unified.encode_files(&unified_images, budget_of(20)).unwrap().features);
-    let mlx_error = clipped.encode_prepared(&[mis_sized_pixels()], None).unwrap_err();
+    let mlx_error = clipped.encode(&[mis_sized_pixels()]).unwrap_err();
     assert_mlx_reshape_error(&mlx_error);
     let expected_message = mlx_error.to_string();
 
@@ -70,9 +70,7 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
         let (encoder, start) = (Arc::clone(&clipped), Arc::clone(&start));
         std::thread::spawn(move || {
             start.wait();
-            (0..ROUNDS * 4)
-                .map(|_| encoder.encode_prepared(&[mis_sized_pixels()], None).unwrap_err())
-                .collect::<Vec<_>>()
+            (0..ROUNDS * 4).map(|_| encoder.encode(&[mis_sized_pixels()]).unwrap_err()).collect::<Vec<_>>()
         })
     };
     let decode_failures = {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{budget_of, bytes, fixture, image, load};
+use common::{budget_of, bytes, encode_video, fixture, image, load};
 use tensor::Array;
 use vision::{BudgetError, Error, ModelInputs, PreparedImage};
 
@@ -22,14 +22,14 @@ fn a_video_is_its_kept_frames_through_the_video_path() {
         let frames = frames(case);
         let video = encoder.video_preprocessor(None).unwrap();
         assert_eq!((video.config().num_frames, video.config().frame.max_soft_tokens.get()), (2, 70), "{case}");
-        let out = encoder.encode_video_frames(&frames, None).unwrap();
+        let out = encode_video(&encoder, &frames, None).unwrap();
         // The fixture's video processor keeps 2 of 3 frames: the first and the last.
         assert_eq!(out.soft_tokens.len(), 2, "{case}");
         let alone: Vec<_> = [&frames[0], &frames[2]]
             .into_iter()
             .map(|frame| {
                 let prepared = encoder.prepare_video(std::slice::from_ref(frame), &video).unwrap();
-                encoder.encode_prepared(&prepared, None).unwrap()
+                encoder.encode(&prepared).unwrap()
             })
             .collect();
         assert_eq!(out.soft_tokens, alone.iter().map(|f| f.soft_tokens[0]).collect::<Vec<_>>(), "{case}");
@@ -61,10 +61,10 @@ fn a_video_is_its_kept_frames_through_the_video_path() {
 fn the_budget_per_frame_is_one_of_the_video_processors() {
     let encoder = load(&fixture("tiny-unified").join("model"));
     let frames = frames("tiny-unified");
-    let at_70 = encoder.encode_video_frames(&frames, None).unwrap();
-    let at_140 = encoder.encode_video_frames(&frames, budget_of(140)).unwrap();
+    let at_70 = encode_video(&encoder, &frames, None).unwrap();
+    let at_140 = encode_video(&encoder, &frames, budget_of(140)).unwrap();
     assert!(at_140.soft_tokens.iter().zip(&at_70.soft_tokens).all(|(a, b)| a > b), "{at_140:?} vs {at_70:?}");
-    let err = encoder.encode_video_frames(&frames, budget_of(100)).unwrap_err();
+    let err = encode_video(&encoder, &frames, budget_of(100)).unwrap_err();
     assert!(
         matches!(&err, Error::Preprocess(preprocess::Error::Budget(BudgetError::NotAVideoBudget { budget: 100, .. }))),
         "{err:?}"
@@ -80,7 +80,7 @@ fn frames_of_two_sizes_or_none_are_refused() {
     let encoder = load(&fixture("tiny-clipped").join("model"));
     let mut frames = frames("tiny-clipped");
     frames.push(preprocess::open(image("tiny-clipped", "checker-20x30.png"), &Default::default()).unwrap());
-    let err = encoder.encode_video_frames(&frames, None).unwrap_err();
+    let err = encode_video(&encoder, &frames, None).unwrap_err();
     assert!(err.to_string().contains("frame 3 is 20x30"), "{err}");
-    assert!(encoder.encode_video_frames(&[], None).is_err());
+    assert!(encode_video(&encoder, &[], None).is_err());
 }

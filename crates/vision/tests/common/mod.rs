@@ -2,10 +2,11 @@
 //! temporary copies of them.
 #![allow(dead_code, reason = "each test file uses a subset")]
 
+use preprocess::RgbImage;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use tensor::Array;
-use vision::{EncoderOptions, Features, VisionEncoder};
+use vision::{EncoderOptions, Features, SoftTokenBudget, VisionEncoder};
 
 /// `tests/fixtures/<case>`.
 pub fn fixture(case: &str) -> PathBuf {
@@ -91,6 +92,29 @@ pub fn reset_peak_rss() -> bool {
 }
 
 /// `Some` budget of `tokens` soft tokens (positive: a test's constant).
-pub fn budget_of(tokens: u32) -> Option<vision::SoftTokenBudget> {
-    Some(vision::SoftTokenBudget::new(tokens).expect("a positive budget"))
+pub fn budget_of(tokens: u32) -> Option<SoftTokenBudget> {
+    Some(SoftTokenBudget::new(tokens).expect("a positive budget"))
+}
+
+/// Decoded images prepared with the encoder's checked preprocessor for `budget`, encoded.
+pub fn encode_images(
+    encoder: &VisionEncoder,
+    images: &[RgbImage],
+    budget: Option<SoftTokenBudget>,
+) -> vision::Result<Features> {
+    let preprocessor = encoder.preprocessor(budget)?;
+    let prepared =
+        images.iter().map(|image| encoder.prepare(image, &preprocessor)).collect::<vision::Result<Vec<_>>>()?;
+    encoder.encode(&prepared)
+}
+
+/// The frames of one video prepared with the encoder's checked video processor for `budget`,
+/// encoded.
+pub fn encode_video(
+    encoder: &VisionEncoder,
+    frames: &[RgbImage],
+    budget: Option<SoftTokenBudget>,
+) -> vision::Result<Features> {
+    let video = encoder.video_preprocessor(budget)?;
+    encoder.encode(&encoder.prepare_video(frames, &video)?)
 }

@@ -4,9 +4,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// Which Gemma 4 model a checkpoint is (its `config.json`'s `model_type`): it decides the
-/// vision encoder and where the processors read their settings (see
-/// [`ProcessorConfig::from_json`](crate::ProcessorConfig::from_json)).
+/// Which Gemma 4 model a checkpoint is (its `config.json`'s `model_type`): it names the
+/// [`Family`](super::Family) whose rules load, prepare and encode it ([`ModelType::family`]).
 ///
 /// Spelled `gemma4` and `gemma4_unified` wherever it is written (config files, `inspect`, the
 /// Python package's `model_type`).
