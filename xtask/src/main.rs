@@ -22,9 +22,9 @@ const HELP: &str = "\
 cargo xtask <command>
 
   setup         install or unpack everything into .deps/ (idempotent)
-  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, the crates
-                packaged and a crate outside the workspace built on the packages, the Python
-                package's tests
+  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, the library
+                crates' docs (-D warnings), the crates packaged and a crate outside the
+                workspace built on the packages, the Python package's tests
   docs          cargo doc --no-deps of the library crates with warnings denied
   package       every published crate packaged (cargo package) and unpacked, and a crate
                 outside the workspace built and run on the packages

@@ -1,6 +1,6 @@
-//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, every
-//! published crate packaged and a new crate outside the workspace built on the packages
-//! (`package`, `downstream`), and the Python package's suite.
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the library
+//! crates' docs (warnings denied), every published crate packaged and a new crate outside the
+//! workspace built on the packages (`package`, `downstream`), and the Python package's suite.
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
 use crate::{downstream, package, setup};
@@ -12,6 +12,7 @@ pub fn main(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
+    package::docs()?;
     let packaged = package::package()?;
     downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)?;
     python_package()
