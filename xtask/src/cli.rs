@@ -7,7 +7,7 @@ use crate::setup;
 
 pub fn main(command: &str, args: &[String]) -> Result<()> {
     setup::main()?;
-    run(cargo().args(["build", "--release", "-p", "cli", "--bin", "gemma-vision"]))?;
+    run(cargo().args(["build", "--release", "-p", "gemma-vision", "--bin", "gemma-vision"]))?;
     let binary = release_binary("gemma-vision");
     let status = std::process::Command::new(&binary)
         .arg(command)

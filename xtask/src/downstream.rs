@@ -1,20 +1,31 @@
-//! The downstream-crate test of `cargo xtask test`: a new Cargo project outside the workspace
-//! that depends on `vision` as the README's "Use as a dependency" section says, built and run
-//! with nothing set, as a new user would.
+//! The downstream-crate test of `cargo xtask test` and `cargo xtask package`: a new Cargo
+//! project outside the workspace that depends on the published crates as the README's "Use as a
+//! dependency" section says, built and run with nothing set, as a new user would.
 //!
-//! The crates it depends on are copied from this working tree into a temporary directory that
-//! has no `.deps/` (a checkout nobody ran setup in), so `mlx-ffi`'s build script must find MLX
-//! in the active Python environment (`.deps/venv`, activated: `VIRTUAL_ENV` and `PATH`) and
-//! mlx-c's sources in the registry. `MLX_DIR`, `MLX_C_DIR` and `LD_LIBRARY_PATH` are removed
-//! from the environment of both the build and the run. The program encodes one image of a
-//! test checkpoint; its features must be the bits `gemma-vision encode` writes for it.
+//! The crates are the packaged ones (`package.rs`: each `.crate` as crates.io would receive it,
+//! unpacked), reached through `[patch.crates-io]` since they are not on crates.io yet: nothing of
+//! the working tree but what the packages hold, and no `.deps/` beside them, so `mlx-ffi`'s build
+//! script must find MLX in the active Python environment (`.deps/venv`, activated: `VIRTUAL_ENV`
+//! and `PATH`) and mlx-c's sources in the registry. `MLX_DIR`, `MLX_C_DIR` and `LD_LIBRARY_PATH`
+//! are removed from the environment of both the build and the run. The project takes the
+//! workspace's lock file and profiles and builds into its target directory, so that what it shares
+//! with the workspace build is built once. The program encodes one image of a test checkpoint;
+//! its features must be the bits `gemma-vision encode` writes for it.
 
+use crate::package::Packaged;
 use crate::project::{self, Result, cmd, deps, root, run, target_dir};
 use std::fs;
 use std::path::Path;
 
-/// The workspace crates `vision` needs, copied beside the downstream project.
-const CRATES: &[&str] = &["mlx-ffi", "tensor", "kernels", "layers", "preprocess", "vision"];
+/// The published crates the downstream crate builds (`vision` and what it depends on).
+const CRATES: &[&str] = &[
+    "gemma-vision-mlx-ffi",
+    "gemma-vision-tensor",
+    "gemma-vision-kernels",
+    "gemma-vision-layers",
+    "gemma-vision-preprocess",
+    "gemma-vision-encoder",
+];
 const MODEL: &str = "crates/vision/tests/fixtures/tiny-clipped/model";
 const IMAGE: &str = "crates/vision/tests/fixtures/tiny-clipped/images/noise-20x30.png";
 
@@ -32,28 +43,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 "#;
 
-pub fn main(gemma_vision: &Path) -> Result<()> {
+pub fn main(gemma_vision: &Path, packaged: &Packaged) -> Result<()> {
     let scratch = std::env::temp_dir().join(format!("gemma-vision-downstream-{}", std::process::id()));
-    let result = build_and_run(&scratch, gemma_vision);
+    let result = build_and_run(&scratch, gemma_vision, packaged);
     let _ = fs::remove_dir_all(&scratch);
     result
 }
 
-fn build_and_run(scratch: &Path, gemma_vision: &Path) -> Result<()> {
-    eprintln!("downstream: a new crate depending on `vision`, in {}", scratch.display());
-    let checkout = scratch.join("gemma-vision-mlx");
-    copy_checkout(&checkout)?;
+fn build_and_run(scratch: &Path, gemma_vision: &Path, packaged: &Packaged) -> Result<()> {
+    eprintln!("downstream: a new crate depending on the packaged `gemma-vision-encoder`, in {}", scratch.display());
     let project = scratch.join("downstream");
     fs::create_dir_all(project.join("src")).map_err(|e| e.to_string())?;
-    let manifest = format!(
-        "[package]\nname = \"downstream\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\n{}\n\n[workspace]\n",
-        dependency_lines(&checkout)?
-    );
-    fs::write(project.join("Cargo.toml"), manifest).map_err(|e| e.to_string())?;
+    fs::write(project.join("Cargo.toml"), manifest(packaged)?).map_err(|e| e.to_string())?;
+    fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).map_err(|e| e.to_string())?;
     fs::write(project.join("src/main.rs"), MAIN).map_err(|e| e.to_string())?;
 
-    // Kept between runs (a rerun builds in seconds); outside the scratch directory.
-    let target = target_dir().join("downstream");
+    // The workspace's target directory: the registry crates built with the workspace's profiles
+    // and versions are reused; the packaged crates, being other packages, are built anew.
+    let target = target_dir();
     let mut build = user_command(project::cargo_program());
     build.args(["build", "--manifest-path"]).arg(project.join("Cargo.toml")).env("CARGO_TARGET_DIR", &target);
     run(build)?;
@@ -72,8 +79,23 @@ fn build_and_run(scratch: &Path, gemma_vision: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The README's dependency lines (its "Use as a dependency" section), pointed at `checkout`.
-fn dependency_lines(checkout: &Path) -> Result<String> {
+/// The downstream crate's manifest: the README's dependency lines, the packaged crates patched
+/// in for crates.io's, and the workspace's profiles.
+fn manifest(packaged: &Packaged) -> Result<String> {
+    let mut patches = String::new();
+    for name in CRATES {
+        patches.push_str(&format!("{name} = {{ path = {:?} }}\n", packaged.dir(name)?.display().to_string()));
+    }
+    Ok(format!(
+        "[package]\nname = \"downstream\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\n{}\n\n\
+         [patch.crates-io]\n{patches}\n{}\n[workspace]\n",
+        dependency_lines()?,
+        workspace_profiles()?
+    ))
+}
+
+/// The README's dependency lines (its "Use as a dependency" section).
+fn dependency_lines() -> Result<String> {
     let readme = fs::read_to_string(root().join("README.md")).map_err(|e| e.to_string())?;
     let section = readme.split("## Use as a dependency").nth(1).ok_or("README.md has no \"Use as a dependency\"")?;
     let block = section.split("```toml").nth(1).and_then(|b| b.split("```").next()).ok_or("no ```toml block there")?;
@@ -81,37 +103,24 @@ fn dependency_lines(checkout: &Path) -> Result<String> {
     if lines.is_empty() {
         return Err("the README's toml block names no `vision = …` dependency".into());
     }
-    Ok(lines.join("\n").replace("path/to/gemma-vision-mlx", &checkout.display().to_string()))
+    Ok(lines.join("\n"))
 }
 
-/// The workspace manifest and the crates `vision` needs, from this working tree, without
-/// `.deps/` or `target/`.
-fn copy_checkout(checkout: &Path) -> Result<()> {
+/// The `[profile.*]` sections of the workspace manifest.
+fn workspace_profiles() -> Result<String> {
     let workspace = fs::read_to_string(root().join("Cargo.toml")).map_err(|e| e.to_string())?;
-    let workspace = workspace.replace(r#"members = ["crates/*", "xtask"]"#, r#"members = ["crates/*"]"#);
-    fs::create_dir_all(checkout.join("crates")).map_err(|e| e.to_string())?;
-    fs::write(checkout.join("Cargo.toml"), workspace).map_err(|e| e.to_string())?;
-    fs::copy(root().join("Cargo.lock"), checkout.join("Cargo.lock")).map_err(|e| e.to_string())?;
-    for name in CRATES {
-        copy_tree(&root().join("crates").join(name), &checkout.join("crates").join(name))?;
-    }
-    Ok(())
-}
-
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let (source, dest) = (entry.path(), to.join(entry.file_name()));
-        if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
-            if entry.file_name() != "fixtures" {
-                copy_tree(&source, &dest)?;
-            }
-        } else {
-            fs::copy(&source, &dest).map_err(|e| format!("{}: {e}", source.display()))?;
+    let mut profiles = String::new();
+    let mut inside = false;
+    for line in workspace.lines() {
+        if line.starts_with('[') {
+            inside = line.starts_with("[profile.");
+        }
+        if inside {
+            profiles.push_str(line);
+            profiles.push('\n');
         }
     }
-    Ok(())
+    Ok(profiles)
 }
 
 /// `program` in a user's shell: the project's Python environment activated, nothing of MLX set.

@@ -9,6 +9,7 @@ mod cli;
 mod corpus;
 mod downstream;
 mod fuzz;
+mod package;
 mod parity;
 mod project;
 mod setup;
@@ -21,8 +22,12 @@ const HELP: &str = "\
 cargo xtask <command>
 
   setup         install or unpack everything into .deps/ (idempotent)
-  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, a crate
-                outside the workspace depending on `vision`, the Python package's tests
+  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, the library
+                crates' docs (-D warnings), the crates packaged and a crate outside the
+                workspace built on the packages, the Python package's tests
+  docs          cargo doc --no-deps of the library crates with warnings denied
+  package       every published crate packaged (cargo package) and unpacked, and a crate
+                outside the workspace built and run on the packages
   doctor        MLX version and backend, the host kernels' CPU path, MLX's and the host
                 kernels' matmul GFLOP/s and whether their bits agree
   parity [ops|preprocess|vision] [--quick] [--fresh]
@@ -57,6 +62,8 @@ fn main() -> ExitCode {
     let result = match command {
         "setup" => setup::main(),
         "test" => test::main(rest),
+        "package" => package::main(),
+        "docs" => package::docs(),
         "doctor" => test::doctor(),
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),

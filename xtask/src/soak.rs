@@ -14,7 +14,7 @@ pub fn main(args: &[String]) -> Result<()> {
         println!("\nsoak: {case}");
         let dir = fixtures.join(case);
         let mut cmd = cargo();
-        cmd.args(["run", "--release", "-p", "vision", "--example", "soak", "--"])
+        cmd.args(["run", "--release", "-p", "gemma-vision-encoder", "--example", "soak", "--"])
             .arg(dir.join("model"))
             .args(images.iter().map(|i| dir.join("images").join(i)))
             .args(args);

@@ -1,8 +1,9 @@
-//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, a new crate
-//! outside the workspace depending on `vision` (`downstream`), and the Python package's suite.
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the library
+//! crates' docs (warnings denied), every published crate packaged and a new crate outside the
+//! workspace built on the packages (`package`, `downstream`), and the Python package's suite.
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
-use crate::{downstream, setup};
+use crate::{downstream, package, setup};
 use std::fs;
 use std::path::PathBuf;
 
@@ -11,7 +12,9 @@ pub fn main(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
-    downstream::main(&target_dir().join("debug").join("gemma-vision"))?;
+    package::docs()?;
+    let packaged = package::package()?;
+    downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)?;
     python_package()
 }
 
@@ -52,5 +55,5 @@ fn built_wheel(dir: &std::path::Path) -> Result<PathBuf> {
 /// `cargo xtask doctor`: what this build runs on.
 pub fn doctor() -> Result<()> {
     setup::main()?;
-    run(cargo().args(["run", "--release", "-p", "layers", "--example", "doctor"]))
+    run(cargo().args(["run", "--release", "-p", "gemma-vision-layers", "--example", "doctor"]))
 }

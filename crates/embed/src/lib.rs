@@ -9,6 +9,25 @@
 //!   is refused.
 //! - The shard format ([`shard`]): safetensors files written and read through `tensor`'s codec;
 //!   [`read_shard_header`] reads one back without its data.
+//!
+//! # Example
+//!
+//! The files a job would embed from a directory (every file below it, sorted, hidden ones left
+//! out; each is identified by its bytes when it is read); [`run`] takes them
+//! with an encoder and an output directory:
+//!
+//! ```
+//! let dir = std::env::temp_dir().join(format!("gemma-vision-embed-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(dir.join("sub"))?;
+//! for name in ["b.png", "a.jpg", ".hidden.png", "sub/c.webp"] {
+//!     std::fs::write(dir.join(name), b"")?;
+//! }
+//! let images = gemma_vision_embed::list_images(&dir)?;
+//! let names: Vec<_> = images.iter().filter_map(|p| p.strip_prefix(&dir).ok()).collect();
+//! std::fs::remove_dir_all(&dir)?;
+//! assert_eq!(names, ["a.jpg", "b.png", "sub/c.webp"].map(std::path::Path::new));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod deadline;

@@ -5,8 +5,8 @@
 //! each are printed with the load average.
 //!
 //! ```text
-//! cargo run --release -p kernels --example throughput -- [--reps N] [--filter TEXT] [--images N]
-//! RAYON_NUM_THREADS=1 cargo run --release -p kernels --example throughput
+//! cargo run --release -p gemma-vision-kernels --example throughput -- [--reps N] [--filter TEXT] [--images N]
+//! RAYON_NUM_THREADS=1 cargo run --release -p gemma-vision-kernels --example throughput
 //! ```
 //!
 //! Cases: `gemm/e2b/{bf16,f32,f32+bf16w}/MxKxN` (x `[M, K]` times `W.T`, `W` `[N, K]`, as

@@ -16,6 +16,26 @@
 //! `#[target_feature]` code is reached through safe entries that take a proof token of the
 //! instruction set ([`cpu`]), so what `unsafe` remains is memory: the micro-kernels' pointers,
 //! the vector loads and stores.
+//!
+//! # Example
+//!
+//! mlx-vlm's `gelu_approx` over a row, then MLX's `fast.rms_norm` of it (no weight), in float32:
+//!
+//! ```
+//! use gemma_vision_kernels::{gelu::gelu_approx, rms_norm::rms_norm};
+//!
+//! let x = [-2.0f32, -0.5, 0.0, 0.5, 2.0, 3.0];
+//! let mut gelu = [0.0f32; 6];
+//! gelu_approx(&x, &mut gelu)?;
+//! assert_eq!(gelu[2], 0.0);
+//! assert!(gelu[0] < 0.0 && gelu[4] > 1.9);
+//!
+//! let mut normed = [0.0f32; 6];
+//! rms_norm::<f32, f32>(&gelu, None, 1e-6, 6, &mut normed)?;
+//! let mean_square = normed.iter().map(|v| v * v).sum::<f32>() / 6.0;
+//! assert!((mean_square - 1.0).abs() < 1e-4);
+//! # Ok::<(), gemma_vision_kernels::Error>(())
+//! ```
 #![allow(unsafe_code, reason = "SIMD intrinsics (std::arch) behind run-time CPU feature checks")]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]

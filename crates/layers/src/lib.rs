@@ -40,6 +40,23 @@
 //! proven. Blocks write mlx-vlm's op sequence once,
 //! in terms of the op layer ([`ops`]), the one place where MLX's ops and the host kernels are
 //! chosen between; [`take_kernels_run`] says which kernels ran ([`HostKernel`]).
+//!
+//! # Example
+//!
+//! A [`Linear`] from its weights (`mlx.nn.Linear`: `x @ weight.T + bias`), on MLX's ops; the
+//! arrays come from the `gemma-vision-tensor` crate, under its short name `tensor`:
+//!
+//! ```
+//! use gemma_vision_layers::{Execution, Linear};
+//! use tensor::{Array, SharedArray};
+//!
+//! let weight = SharedArray::new(Array::from_slice(&[1.0f32, 0.0, 0.0, 2.0, 1.0, 1.0], &[3, 2])?)?;
+//! let bias = SharedArray::new(Array::from_slice(&[0.5f32, 0.0, -1.0], &[3])?)?;
+//! let linear = Linear::new(weight, Some(bias), Execution::Mlx);
+//! let y = linear.forward(&Array::from_slice(&[3.0f32, 4.0], &[1, 2])?)?;
+//! assert_eq!(y.to_vec::<f32>()?, [3.5, 8.0, 6.0]);
+//! # Ok::<(), gemma_vision_layers::Error>(())
+//! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod clippable_linear;

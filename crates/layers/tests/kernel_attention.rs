@@ -6,7 +6,7 @@
 //! the inputs.
 //!
 //! MLX's float32 matmuls must be the stock wheel's reference BLAS: build with `MLX_BLAS=none`
-//! (`MLX_BLAS=none cargo test -p layers --test kernel_attention`). Float32 NaN outputs are
+//! (`MLX_BLAS=none cargo test -p gemma-vision-layers --test kernel_attention`). Float32 NaN outputs are
 //! compared as NaN; bf16 outputs bit for bit.
 
 mod common;

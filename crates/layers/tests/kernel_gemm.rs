@@ -5,7 +5,7 @@
 //! products in the inputs.
 //!
 //! MLX's float32 matmul must be the stock wheel's reference BLAS: build these tests with
-//! `MLX_BLAS=none` (`MLX_BLAS=none cargo test -p layers --test kernel_gemm`). Float32 NaN
+//! `MLX_BLAS=none` (`MLX_BLAS=none cargo test -p gemma-vision-layers --test kernel_gemm`). Float32 NaN
 //! outputs are compared as NaN (their payload and sign are not part of the contract); bf16
 //! outputs bit for bit.
 

@@ -10,6 +10,16 @@
 //! process-wide error handler (`mlx_set_error_handler`). The `tensor` crate is the only
 //! intended user; it wraps these handles in RAII types and statuses in `Result`s.
 //! [`blas`] says which library serves MLX's float32 matmuls.
+//!
+//! # Example
+//!
+//! ```
+//! // libmlx and the embedded mlx-c, opened once per process.
+//! let library = gemma_vision_mlx_ffi::library()?;
+//! assert_eq!(library.version(), gemma_vision_mlx_ffi::BUILD_VERSION);
+//! assert!(library.libmlx().exists());
+//! # Ok::<(), gemma_vision_mlx_ffi::LoadError>(())
+//! ```
 #![allow(unsafe_code, reason = "this crate is the FFI boundary")]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 

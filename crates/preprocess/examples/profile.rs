@@ -1,6 +1,6 @@
 //! Runs one stage of the pipeline on a file many times, for `perf stat` / `perf record`.
 //!
-//! `cargo run --release -p preprocess --example profile -- <file> <budget> <iterations> [pipeline|decode|resize]`
+//! `cargo run --release -p gemma-vision-preprocess --example profile -- <file> <budget> <iterations> [pipeline|decode|resize]`
 
 use preprocess::{DecodeOptions, Preprocessor, ProcessorConfig, decode, resize_bicubic};
 use std::hint::black_box;

@@ -14,6 +14,26 @@
 //! [`VideoPreprocessor`] samples a video's frames and runs them with a
 //! [`VideoProcessorConfig`] (the video processors' settings). Nothing here
 //! depends on MLX: outputs are plain `Vec<f32>` / `Vec<i64>` with documented shapes.
+//!
+//! # Example
+//!
+//! A 64×48 image prepared as mlx-vlm's `Gemma4ImageProcessor` prepares it at the default
+//! budget (280 soft tokens): resized to whole 48-pixel cells (16-pixel patches pooled 3×3),
+//! rescaled to `[0, 1]`, channels first:
+//!
+//! ```
+//! use gemma_vision_preprocess::{Preprocessor, ProcessorConfig, RgbImage};
+//!
+//! let image = RgbImage::new(64, 48, vec![128; 64 * 48 * 3])?;
+//! let preprocessor = Preprocessor::new(ProcessorConfig::default())?;
+//! let pixels = preprocessor.gemma4_image(&image)?;
+//! assert_eq!((pixels.height % 48, pixels.width % 48), (0, 0));
+//! assert_eq!(pixels.soft_tokens, (pixels.height / 48) * (pixels.width / 48));
+//! assert!(pixels.soft_tokens <= 280);
+//! assert_eq!(pixels.data.len(), 3 * pixels.height * pixels.width);
+//! assert!(pixels.data.iter().all(|&v| (v - 128.0 / 255.0).abs() < 1e-6));
+//! # Ok::<(), gemma_vision_preprocess::Error>(())
+//! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod budget;

@@ -62,7 +62,7 @@ impl RgbImage {
 }
 
 impl Drop for RgbImage {
-    /// Hands large buffers to the [`buffer_pool`](crate::buffer_pool) for the next image.
+    /// Hands large buffers to the `buffer_pool` for the next image.
     fn drop(&mut self) {
         crate::buffer_pool::give(std::mem::take(&mut self.data));
     }

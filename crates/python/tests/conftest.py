@@ -32,7 +32,7 @@ def cli() -> Path:
     """The `gemma-vision` command (GEMMA_VISION, else target/debug/gemma-vision)."""
     path = Path(os.environ.get("GEMMA_VISION", ROOT / "target" / "debug" / "gemma-vision"))
     if not path.is_file():
-        pytest.fail(f"{path} not found: build it (cargo build -p cli) or set GEMMA_VISION")
+        pytest.fail(f"{path} not found: build it (cargo build -p gemma-vision) or set GEMMA_VISION")
     return path
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import mlx.core as mx
 import numpy as np
 import pytest
 from PIL import Image
@@ -107,7 +110,63 @@ def test_the_accelerated_server_answers_with_the_stock_servers_tokens(tiny_check
     assert answers["stock"][0]["choices"][0]["logprobs"] != answers["stock"][1]["choices"][0]["logprobs"]
 
 
-def test_reload_is_refused():
-    result = subprocess.run([sys.executable, "-m", "gemma_vision.mlx_vlm.server", "--reload"], capture_output=True,
+@pytest.mark.parametrize("arguments", [["--reload"], ["--relo"], ["--rel"], ["--port", "0", "--reloa"]])
+def test_reload_is_refused_in_every_spelling_mlx_vlm_accepts(arguments):
+    """mlx-vlm's parser takes any unambiguous prefix of an option: each is refused, before the
+    server starts."""
+    result = subprocess.run([sys.executable, "-m", "gemma_vision.mlx_vlm.server", *arguments], capture_output=True,
                             text=True, timeout=120)
-    assert result.returncode != 0 and "--reload" in result.stderr
+    assert result.returncode == 2 and "--reload runs the server in a fresh process" in result.stderr, result.stderr
+
+
+def split_vision_tensor(source: Path, directory: Path) -> Path:
+    """A copy of the checkpoint with one vision tensor in a second `*.safetensors` file and no
+    index: mlx-vlm loads it (either file's copy; they are equal), our encoder refuses to guess
+    which file to read (OSError)."""
+    directory.mkdir()
+    for path in source.iterdir():
+        shutil.copy(path, directory / path.name)
+    weights = mx.load(str(source / "model.safetensors"))
+    name = next(k for k in sorted(weights) if k.startswith("vision_tower."))
+    mx.save_safetensors(str(directory / "extra.safetensors"), {name: weights[name]})
+    return directory
+
+
+def test_a_model_whose_acceleration_fails_is_served_by_mlx_vlm_with_one_log_line(tiny_checkpoints, tmp_path,
+                                                                                 monkeypatch, caplog):
+    from mlx_vlm.server import generation
+
+    from gemma_vision.mlx_vlm import acceleration_of
+    from gemma_vision.mlx_vlm import server as accelerated_server
+
+    load_resources = accelerated_server._accelerating(generation.load_model_resources)
+    split = split_vision_tensor(tiny_checkpoints["gemma4"], tmp_path / "split")
+
+    def failing(_model):
+        raise RuntimeError("an error inside MLX")
+
+    for directory, patched, failure in [(split, False, "OSError: "), (tiny_checkpoints["gemma4"], True, "RuntimeError")]:
+        if patched:
+            monkeypatch.setattr(accelerated_server, "accelerate", failing)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gemma_vision.mlx_vlm.server"):
+            model, _processor, _config = load_resources(str(directory), None)
+        assert acceleration_of(model) is None
+        lines = [r.getMessage() for r in caplog.records if r.name == "gemma_vision.mlx_vlm.server"]
+        assert len(lines) == 1 and "not accelerated, mlx-vlm's own encoder serves it" in lines[0], lines
+        assert failure in lines[0], lines
+
+
+def test_the_accelerated_server_serves_a_checkpoint_it_cannot_accelerate(tiny_checkpoints, tmp_path):
+    """The split checkpoint (OSError in the weight check) is served, by mlx-vlm's encoder, with
+    the stock server's tokens."""
+    model = split_vision_tensor(tiny_checkpoints["gemma4"], tmp_path / "split")
+    logs = {"stock": tmp_path / "stock.log", "ours": tmp_path / "ours.log"}
+    with ExitStack() as servers:
+        stock = servers.enter_context(server("mlx_vlm.server", model, logs["stock"]))
+        ours = servers.enter_context(server("gemma_vision.mlx_vlm.server", model, logs["ours"]))
+        theirs, mine = chat(stock, model, png(56, 40, 1)), chat(ours, model, png(56, 40, 1))
+    log = logs["ours"].read_text()
+    assert log.count("not accelerated, mlx-vlm's own encoder serves it") == 1 and "OSError" in log, log
+    assert mine["choices"][0]["logprobs"] == theirs["choices"][0]["logprobs"]
+    assert mine["choices"][0]["message"]["content"] == theirs["choices"][0]["message"]["content"]

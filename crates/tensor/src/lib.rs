@@ -28,6 +28,18 @@
 //!   number of threads may read it and build graphs on it at once. It is `Send + Sync`; model
 //!   weights are held in this form, which makes a loaded model shareable (`Arc<Model>`).
 //! - [`Stream`] is neither: a stream belongs to the thread that made it.
+//!
+//! # Example
+//!
+//! ```
+//! use gemma_vision_tensor::{Array, Dtype};
+//!
+//! let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let b = a.matmul(&a)?.add(1.0)?; // a weak scalar: the result stays float32
+//! assert_eq!((b.shape(), b.dtype()), (vec![2, 2], Dtype::F32));
+//! assert_eq!(b.to_vec::<f32>()?, [8.0, 11.0, 16.0, 23.0]);
+//! # Ok::<(), gemma_vision_tensor::Error>(())
+//! ```
 #![allow(unsafe_code, reason = "this crate is the safe wrapper over mlx-ffi")]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]

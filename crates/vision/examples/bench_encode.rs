@@ -1,9 +1,9 @@
 //! End-to-end timing of our encoder for `cargo xtask bench e2e`: image bytes → features.
 //!
 //! ```text
-//! cargo run --release -p vision --example bench_encode -- --model DIR --image FILE [--image FILE]...
+//! cargo run --release -p gemma-vision-encoder --example bench_encode -- --model DIR --image FILE [--image FILE]...
 //!     [--budget N] [--dtype native|f32] [--runs N] [--out FILE.safetensors]
-//! cargo run --release -p vision --example bench_encode -- --gemm
+//! cargo run --release -p gemma-vision-encoder --example bench_encode -- --gemm
 //! ```
 //!
 //! Loads the model directory once (timed: `load_seconds`), then runs `VisionEncoder::encode_files`

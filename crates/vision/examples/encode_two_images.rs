@@ -1,6 +1,6 @@
 //! Library use: load an encoder from a model directory, encode two images, print shapes.
 //!
-//! `cargo run --release -p vision --example encode_two_images -- MODEL_DIR IMAGE IMAGE`
+//! `cargo run --release -p gemma-vision-encoder --example encode_two_images -- MODEL_DIR IMAGE IMAGE`
 
 use vision::{EncoderOptions, VisionEncoder};
 

@@ -21,6 +21,25 @@
 //!
 //! Composition only: blocks come from `layers`, preprocessing from `preprocess`; this crate
 //! knows checkpoints and model families, not FFI.
+//!
+//! # Example
+//!
+//! One image file encoded by a checkpoint's encoder (here the crate's tiny test checkpoint; a
+//! published model directory works the same way):
+//!
+//! ```
+//! use gemma_vision_encoder::{EncoderOptions, VisionEncoder};
+//!
+//! # let model = "tests/fixtures/tiny-clipped/model";
+//! # let image = "tests/fixtures/tiny-clipped/images/noise-20x30.png";
+//! let encoder = VisionEncoder::load(model, EncoderOptions::default())?;
+//! let features = encoder.encode_files(&[image], None)?;
+//! // [Σ soft tokens, text_hidden]: one row per soft token of the image.
+//! let shape = features.features.shape();
+//! assert_eq!(shape.len(), 2);
+//! assert_eq!(shape[0] as usize, features.soft_tokens.iter().sum::<usize>());
+//! # Ok::<(), gemma_vision_encoder::Error>(())
+//! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache_identity;

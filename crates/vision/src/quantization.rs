@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 /// `vision_embedder.…`); entries of the language model are not kept.
 ///
 /// Values are kept as written; they are checked when a module uses them
-/// ([`plan`]), so a text-only setting never refuses a checkpoint whose vision is dense.
+/// (`plan`), so a text-only setting never refuses a checkpoint whose vision is dense.
 ///
 /// mlx-vlm's converter writes the section under both names; mlx-vlm 0.7.10 itself quantizes
 /// MLX-format checkpoints from `quantization` only (a lone `quantization_config` without a

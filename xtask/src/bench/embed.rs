@@ -79,7 +79,7 @@ pub fn main(args: &Args) -> Result<()> {
     let load = Load::start();
 
     eprintln!("bench embed: building gemma-vision (release)");
-    run(cargo().args(["build", "--release", "-p", "cli"]))?;
+    run(cargo().args(["build", "--release", "-p", "gemma-vision"]))?;
     let binary = release_binary("gemma-vision");
     if !args.actors.is_empty() {
         super::wheel::install_release_wheel(&dir)?;

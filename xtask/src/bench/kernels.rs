@@ -191,7 +191,7 @@ pub fn main(args: &Args) -> Result<()> {
     for file in &selected {
         eprintln!("bench kernels: {file} (criterion)");
         run(cargo()
-            .args(["bench", "--quiet", "-p", "kernels", "--bench", file.as_str()])
+            .args(["bench", "--quiet", "-p", "gemma-vision-kernels", "--bench", file.as_str()])
             .env("CRITERION_HOME", &home))?;
     }
     let mut rows: Vec<Row> = criterion::read_all(&home)?.into_iter().map(Row::new).collect();

@@ -100,7 +100,7 @@ pub fn main(args: &Args) -> Result<()> {
     let criterion_home = dir.join("criterion");
     let _ = fs::remove_dir_all(&criterion_home);
     let load = Load::start();
-    run(cargo().args(["bench", "-p", "layers", "--no-run"]))?;
+    run(cargo().args(["bench", "-p", "gemma-vision-layers", "--no-run"]))?;
 
     let mut mlx_version = String::from("?");
     let mut rows = Vec::new();
@@ -110,7 +110,7 @@ pub fn main(args: &Args) -> Result<()> {
         for round in 1..=rounds {
             eprintln!("bench ops: {file}: Rust (criterion), round {round}/{rounds}");
             run(cargo()
-                .args(["bench", "--quiet", "-p", "layers", "--bench", file])
+                .args(["bench", "--quiet", "-p", "gemma-vision-layers", "--bench", file])
                 .env("CRITERION_HOME", &criterion_home))?;
             eprintln!("bench ops: {file}: Python (the reference's modules), round {round}/{rounds}");
             let mut reference_cases: Vec<&str> = cases.iter().map(|c| reference_case(c)).collect();

@@ -29,7 +29,7 @@ pub fn main() -> Result<()> {
     setup::main()?;
     let dir = work_dir("bench/preprocess")?;
     let load = Load::start();
-    run(cargo().args(["bench", "-p", "preprocess", "--bench", "preprocess", "--no-run"]))?;
+    run(cargo().args(["bench", "-p", "gemma-vision-preprocess", "--bench", "preprocess", "--no-run"]))?;
 
     eprintln!("bench preprocess: reference (mlx-vlm 0.7.10 + Pillow + NumPy)");
     let script = root().join("crates/parity/python/preprocess.py");
@@ -44,7 +44,7 @@ pub fn main() -> Result<()> {
         let home = dir.join(format!("criterion-{threads}"));
         let _ = fs::remove_dir_all(&home);
         run(cargo()
-            .args(["bench", "--quiet", "-p", "preprocess", "--bench", "preprocess"])
+            .args(["bench", "--quiet", "-p", "gemma-vision-preprocess", "--bench", "preprocess"])
             .env("PREPROCESS_BENCH_DIR", &dir)
             .env("CRITERION_HOME", &home)
             .env("RAYON_NUM_THREADS", threads.to_string()))?;

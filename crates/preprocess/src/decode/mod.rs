@@ -133,7 +133,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 ///
 /// Memory and time stay bounded for any path: the first bytes are checked for an image
 /// signature before the rest is read (so `/dev/zero` is refused after at most
-/// [`HEADER_SNIFF_BYTES`](format::HEADER_SNIFF_BYTES), as `Image.open` refuses it), more of the
+/// `HEADER_SNIFF_BYTES`, as `Image.open` refuses it), more of the
 /// file is read only while a header check without a signature (IM, IMT, IPTC, PCD, SPIDER)
 /// needs it, and no more than [`Limits::max_file_bytes`] are read ([`Error::TooManyBytes`]; a
 /// regular file that long is refused from its size, unread).

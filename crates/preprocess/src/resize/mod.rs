@@ -17,7 +17,7 @@
 //! (vertical first) and consumes them at once, so the full-size intermediate never exists. Every
 //! intermediate byte is still computed exactly as Pillow computes it, so the output is the same.
 //!
-//! The inner loops run on the widest [`Kernel`](kernel::Kernel) the CPU has: AVX2 (32 lanes,
+//! The inner loops run on the widest `Kernel` the CPU has: AVX2 (32 lanes,
 //! detected at run time) or the portable 16-lane one; both are Pillow's integer arithmetic.
 
 mod coefficients;

@@ -23,7 +23,7 @@ impl Tools {
     pub fn build(sides: &[Side]) -> Result<Tools> {
         if sides.iter().any(|s| matches!(s, Side::OursNative | Side::OursF32)) {
             eprintln!("bench e2e: building our bench_encode example");
-            run(cargo().args(["build", "--release", "-p", "vision", "--example", "bench_encode"]))?;
+            run(cargo().args(["build", "--release", "-p", "gemma-vision-encoder", "--example", "bench_encode"]))?;
         }
         if sides.contains(&Side::Candle) {
             eprintln!("bench e2e: building bench/candle-gemma4 (candle-transformers 0.11.1; minutes on a cold build)");

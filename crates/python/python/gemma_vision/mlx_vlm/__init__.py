@@ -20,7 +20,12 @@ float32) and refuses, leaving the model as it was, a model it cannot serve. Then
 - gemma4_unified: the model's ``get_image_features``, which ``get_video_features``,
   ``encode_image`` and ``get_input_embeddings`` call, is ours.
 
-A second ``accelerate`` of the same model returns its acceleration; ``restore`` undoes it.
+The vision weights are held once, by our encoder: once it is installed, the arrays of
+mlx-vlm's own vision modules are released (each parameter becomes an empty array of its dtype),
+and ``restore`` reads them again from the checkpoint, through mlx-vlm's own loader
+(``mlx_vlm.utils.load_model``, lazily: only the vision tensors are read), in the dtypes the model
+held. A second ``accelerate`` of the same model and directory returns its acceleration; with
+another directory it raises ValueError (``restore`` first). ``restore`` undoes it.
 ``python -m gemma_vision.mlx_vlm.server`` is mlx-vlm's server with every model it loads
 accelerated.
 """
@@ -34,7 +39,7 @@ from typing import Any, Callable, Optional, Union
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten
+from mlx.utils import tree_flatten, tree_map, tree_unflatten
 
 from .._native import Encoder
 
@@ -82,25 +87,36 @@ def _encode(encoder: Encoder, pixel_values: Any, position_ids: Any) -> mx.array:
 
 @dataclass
 class Acceleration:
-    """What ``accelerate`` changed on a model: the encoder it installed and the model's own
-    attributes, put back by ``restore``."""
+    """What ``accelerate`` changed on a model: the encoder it installed, the model's own
+    attributes, put back by ``restore``, and its vision modules, whose weights were released
+    (``_dtypes``: each parameter's dtype, by module and name)."""
 
     model: nn.Module
     encoder: Encoder
     model_dir: Path
     _stock: dict = field(repr=False)
+    _modules: dict = field(repr=False)
+    _dtypes: dict = field(repr=False)
 
     def restore(self) -> None:
-        """Puts the model's own vision modules (or method) back; the model is then exactly as
-        mlx-vlm loaded it. A second call does nothing."""
+        """Puts the model's own vision modules (or method) back, their weights read again from
+        ``model_dir`` as mlx-vlm reads them; the model then computes exactly what mlx-vlm loaded
+        computes. A second call does nothing. Raises what mlx-vlm's loader raises for a
+        checkpoint it can no longer read (the model stays accelerated), RuntimeError for one
+        whose vision parameters are not those the model held."""
         if getattr(self.model, _ATTRIBUTE, None) is not self:
             return
+        _reload_weights(self.model_dir, self._modules, self._dtypes)
+        self._put_back()
+
+    def _put_back(self) -> None:
         for name, value in self._stock.items():
             if value is _ABSENT:
-                delattr(self.model, name)
+                self.model.__dict__.pop(name, None)
             else:
                 setattr(self.model, name, value)
-        delattr(self.model, _ATTRIBUTE)
+        if _ATTRIBUTE in self.model.__dict__:
+            delattr(self.model, _ATTRIBUTE)
 
 
 _ABSENT = object()
@@ -141,22 +157,30 @@ def accelerate(model: nn.Module, model_dir: Union[str, "os.PathLike[str]", None]
         if model_dir is None:
             raise ValueError("the model does not say where it was loaded from: pass model_dir")
     model_dir = Path(model_dir)
-    if current is not None and _same_directory(current.model_dir, model_dir):
-        return current
+    if current is not None:
+        if _same_directory(current.model_dir, model_dir):
+            return current
+        raise ValueError(f"the model is accelerated from {current.model_dir}: restore() it before accelerating it from {model_dir}")
 
     parameters = [
         (f"{name}.{key}", value) for name, module in modules.items() for key, value in tree_flatten(module.parameters())
     ]
     encoder = Encoder.matching(model_dir, parameters)
+    del parameters
     if encoder.model_type != model_type:
         raise ValueError(f"{model_dir} holds a {encoder.model_type} checkpoint; the model is {model_type}")
 
-    if current is not None:
-        current.restore()
-    acceleration = Acceleration(model=model, encoder=encoder, model_dir=model_dir, _stock=stock)
-    for name, value in _accelerated_attributes(model_type, encoder, modules).items():
-        setattr(model, name, value)
-    setattr(model, _ATTRIBUTE, acceleration)
+    dtypes = {name: {key: value.dtype for key, value in tree_flatten(module.parameters())} for name, module in modules.items()}
+    acceleration = Acceleration(model=model, encoder=encoder, model_dir=model_dir, _stock=stock, _modules=modules,
+                                _dtypes=dtypes)
+    try:
+        for name, value in _accelerated_attributes(model_type, encoder, modules).items():
+            setattr(model, name, value)
+        setattr(model, _ATTRIBUTE, acceleration)
+    except BaseException:
+        acceleration._put_back()
+        raise
+    _release_weights(modules)
     return acceleration
 
 
@@ -180,6 +204,34 @@ def _image_features(encoder: Encoder) -> Callable[..., mx.array]:
         return _encode(encoder, pixel_values, image_position_ids)
 
     return get_image_features
+
+
+def _release_weights(modules: dict) -> None:
+    """Replaces every parameter of ``modules`` by an empty array of its dtype, so that the
+    weights our encoder holds are not held a second time by mlx-vlm's modules."""
+    for module in modules.values():
+        module.update(tree_map(lambda value: mx.zeros((0,), dtype=value.dtype), module.parameters()))
+
+
+def _reload_weights(model_dir: Path, modules: dict, dtypes: dict) -> None:
+    """The parameters of ``modules`` read again from ``model_dir`` by mlx-vlm's own loader (a
+    lazy model: only the vision tensors asked for here are read), cast to the dtypes the model
+    held. Checks the names first; leaves the modules as they were on any failure."""
+    from mlx_vlm.utils import load_model
+
+    fresh = load_model(Path(model_dir), lazy=True)
+    loaded = {}
+    for name, held in dtypes.items():
+        source = getattr(fresh, name, None)
+        values = dict(tree_flatten(source.parameters())) if source is not None else {}
+        if values.keys() != held.keys():
+            missing = sorted(held.keys() - values.keys()) or sorted(values.keys() - held.keys())
+            raise RuntimeError(f"{model_dir} no longer holds the model's vision parameters ({name}.{missing[0]})")
+        loaded[name] = {key: value if value.dtype == held[key] else value.astype(held[key]) for key, value in values.items()}
+    del fresh
+    mx.eval([list(values.values()) for values in loaded.values()])
+    for name, values in loaded.items():
+        modules[name].update(tree_unflatten(list(values.items())))
 
 
 def _same_directory(a: Path, b: Path) -> bool:
