@@ -8,6 +8,8 @@
 //! tower) and without. `GEMM_KERNEL=portable` benches the portable kernels, `GEMM_KERNEL=avx2`
 //! the AVX2 ones; `RAYON_NUM_THREADS` sets the threads.
 
+extern crate gemma_vision_kernels as kernels;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
 use kernels::Float;

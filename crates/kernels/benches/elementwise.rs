@@ -1,4 +1,6 @@
 //! `add` (the residual add) at the e2b hidden state's size `2394 × 768`, bf16 and float32.
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HIDDEN, TOKENS, values};

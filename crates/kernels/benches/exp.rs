@@ -1,4 +1,6 @@
 //! `exp_in_place` over 2394 × 768 float32 values (all cores), and the scalar twin (one core).
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HIDDEN, TOKENS, values};

@@ -1,5 +1,7 @@
 //! `gelu_approx(gate) * up` at the e2b MLP's shape `[2394, 3072]`: bf16 (table) and float32
 //! (powf + tanhf per element) over all cores; the bf16 scalar twin on one core.
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{INTERMEDIATE, TOKENS, values};

@@ -12,6 +12,8 @@
 //! micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one;
 //! `RAYON_NUM_THREADS` sets the threads.
 
+extern crate gemma_vision_kernels as kernels;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
 use kernels::Float;

@@ -1,5 +1,7 @@
 //! `layer_norm` (fast.layer_norm) as gemma4's unified embedder runs it: float32 activations,
 //! parameters in float32 (cast from bf16), `[2394, 768]` and the patch norm `[280, 6912]`.
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HIDDEN, TOKENS, values};

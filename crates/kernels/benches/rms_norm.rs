@@ -1,5 +1,7 @@
 //! `rms_norm` (fast.rms_norm) at the e2b block norm's shape `[2394, 768]`, bf16 and float32,
 //! over all cores; the scalar twin on one core for scale.
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HIDDEN, TOKENS, values};

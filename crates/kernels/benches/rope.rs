@@ -1,5 +1,7 @@
 //! `rope` (apply_multidimensional_rope, two partitions) at the e2b queries' shape
 //! `[2394, 12, 64]`, bf16 and float32, in place over all cores; the scalar twin on one core.
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HEAD_DIM, HEADS, TOKENS, values};

@@ -1,5 +1,7 @@
 //! `tanh_slice` over 2394 × 768 float32 values, split over all cores as the GELU runs it, and
 //! the C library's `tanhf` per element (one core), whose bits it has.
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HIDDEN, TOKENS, values};

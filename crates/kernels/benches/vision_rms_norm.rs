@@ -1,5 +1,7 @@
 //! `vision_rms_norm` at the e2b heads' shape `[2394 · 12, 64]` (bf16, float32, the scalar
 //! twin with `powf` on one core), and `normalize_heads` (norm + RoPE in one pass).
+
+extern crate gemma_vision_kernels as kernels;
 mod common;
 
 use common::{HEAD_DIM, HEADS, TOKENS, values};

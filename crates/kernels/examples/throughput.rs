@@ -19,6 +19,8 @@
 
 #![allow(unsafe_code, reason = "clock_gettime, the process CPU clock")]
 
+extern crate gemma_vision_kernels as kernels;
+
 use half::bf16;
 use kernels::Float;
 use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};

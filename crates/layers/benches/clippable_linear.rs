@@ -1,4 +1,6 @@
 //! `ClippableLinear` at E2B shapes: `[1, 2520, 768] × [768, 768]ᵀ` with input and output clips.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{HEAD_DIM, HEADS, HIDDEN, TOKENS, clippable_keys, normal, split_label, weights};

@@ -1,4 +1,6 @@
 //! `GegluMlp` at E2B shapes: `[1, 2520, 768]` through 768 → 3072 → 768, clipped projections.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{HIDDEN, INTERMEDIATE, TOKENS, mlp_keys, normal, split_label, weights};

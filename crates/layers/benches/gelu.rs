@@ -1,4 +1,6 @@
 //! `gelu_approx` at the E2B MLP's shape: `[1, 2520, 3072]`.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{INTERMEDIATE, TOKENS, normal, split_label};

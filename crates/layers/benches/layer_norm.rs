@@ -1,4 +1,6 @@
 //! Fused `LayerNorm` at the unified embedder's shape: `[1, 280, 6912]`, eps 1e-5.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{EMBED_TOKENS, PATCH_DIM, normal, split_label, weights};

@@ -1,5 +1,7 @@
 //! `Linear` at E2B shapes: a q projection `[1, 2520, 768] × [768, 768]ᵀ` and the unified
 //! embedder's biased patch projection `[1, 280, 6912] × [3840, 6912]ᵀ + [3840]` (addmm).
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{EMBED_DIM, EMBED_TOKENS, HEAD_DIM, HEADS, HIDDEN, PATCH_DIM, TOKENS, normal, split_label, weights};

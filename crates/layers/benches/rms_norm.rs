@@ -1,5 +1,7 @@
 //! Fused `RmsNorm` at E2B shapes: a block norm `[1, 2520, 768]` (weight `[768]`) and
 //! embed_vision's parameter-free norm `[1, 280, 768]`.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{EMBED_TOKENS, HIDDEN, TOKENS, normal, split_label, weights};

@@ -3,6 +3,8 @@
 //! `rope_2d` and `rope_1d` build the tables and apply them, as one call of the reference's
 //! `apply_multidimensional_rope` does; `rope_2d_cached` applies tables built beforehand, as the
 //! encoder does for every layer after the first.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{HEAD_DIM, HEADS, ROPE_THETA, TOKENS, grid_positions, normal, split_label};

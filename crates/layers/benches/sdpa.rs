@@ -1,6 +1,8 @@
 //! `ensure_fused_sdpa` with the encoder's additive mask: `[1, 12, 2520, 64]` (E2B), a head
 //! dimension of 72 padded to 80 (`[1, 16, 630, 72]`), and grouped-query attention (12 query
 //! heads over 4 key/value heads, 630 tokens).
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{HEAD_DIM, HEADS, TOKENS, additive_mask, normal, split_label};

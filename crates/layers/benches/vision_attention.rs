@@ -1,6 +1,8 @@
 //! `VisionAttention` at E2B shapes: `[1, 2520, 768]`, 12 heads of 64, clipped projections, 2-D
 //! RoPE and the additive mask (120 padding tokens). The RoPE tables are built inside the timed
 //! region, as the reference builds them on every call.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{HIDDEN, TOKENS, additive_mask, attention_keys, block_config, grid_positions, normal, split_label};

@@ -1,6 +1,8 @@
 //! `VisionBlock` (one gemma4 encoder layer) at E2B shapes: `[1, 2520, 768]`, clipped
 //! projections, 2-D RoPE and the (all-zero, image path) additive mask. The RoPE tables are built
 //! inside the timed region, as the reference builds them on every call.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{

@@ -1,5 +1,7 @@
 //! `VisionRmsNorm` (the float32 head norms) at E2B shapes: `[1, 2520, 12, 64]`, with and without
 //! a weight `[64]`.
+
+extern crate gemma_vision_layers as layers;
 mod common;
 
 use common::{HEAD_DIM, HEADS, TOKENS, normal, split_label, weights};

@@ -4,6 +4,8 @@
 //! threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
 //! with a check that the two give the same bits.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::Execution;
 use layers::ops::matmul;
 use std::time::Instant;

@@ -63,10 +63,9 @@ impl HostParity {
 
     /// The verdict for a platform and a libmlx, against [`PROVEN_MLX`].
     pub fn judge(arch: &str, os: &str, version: &str, libmlx_sha256: &str) -> HostParity {
-        if let Some(proven) = PROVEN_MLX.iter().find(|p| p.libmlx_sha256 == libmlx_sha256) {
-            if (proven.arch, proven.os, proven.version) == (arch, os, version) {
-                return HostParity::Proven(*proven);
-            }
+        let proven = PROVEN_MLX.iter().find(|p| p.libmlx_sha256 == libmlx_sha256);
+        if let Some(proven) = proven.filter(|p| (p.arch, p.os, p.version) == (arch, os, version)) {
+            return HostParity::Proven(*proven);
         }
         let platform = PROVEN_MLX.iter().find(|p| (p.arch, p.os) == (arch, os));
         let reason = match platform {

@@ -6,6 +6,8 @@
 //! the host path reports the kernels it ran, and the execution rides on [`Weights`] to every
 //! block loaded from them.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::{
     BlockNorms, ClipBounds, ClippableLinear, Execution, GegluMlp, HostKernel, LayerNorm, Linear, MemoryStore,
     Quantization, QuantizationMode, QuantizedLinear, RmsNorm, VisionAttention, VisionBlock, VisionBlockConfig, Weights,

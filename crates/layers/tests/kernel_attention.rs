@@ -9,6 +9,8 @@
 //! (`MLX_BLAS=none cargo test -p gemma-vision-layers --test kernel_attention`). Float32 NaN outputs are
 //! compared as NaN; bf16 outputs bit for bit.
 
+extern crate gemma_vision_layers as layers;
+
 mod common;
 
 use common::require_reference_blas;

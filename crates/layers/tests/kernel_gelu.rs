@@ -2,6 +2,8 @@
 //! ops, stock CPU build) times `up`, bit for bit: the GELU of every bf16 value, the gated
 //! product in bf16 and float32 on a float32 sweep and random slices with special values.
 
+extern crate gemma_vision_layers as layers;
+
 use half::bf16;
 use kernels::Float;
 use kernels::gelu::{gelu_approx, gelu_approx_mul, gelu_approx_mul_scalar, gelu_approx_scalar};

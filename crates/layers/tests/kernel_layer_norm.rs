@@ -3,6 +3,8 @@
 //! float32 activations with bf16 parameters (gemma4's unified embedder), all-bf16, all-float32,
 //! with and without weight and bias, random shapes and special values.
 
+extern crate gemma_vision_layers as layers;
+
 use half::bf16;
 use kernels::Float;
 use kernels::layer_norm::{layer_norm, layer_norm_scalar};

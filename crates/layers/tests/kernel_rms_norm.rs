@@ -3,6 +3,8 @@
 //! their result type), no weight, random shapes and special values (NaN, ±∞, −0, denormals,
 //! huge and tiny magnitudes), and a whole e2b block norm.
 
+extern crate gemma_vision_layers as layers;
+
 use half::bf16;
 use kernels::Float;
 use kernels::rms_norm::{rms_norm, rms_norm_scalar};

@@ -3,6 +3,8 @@
 //! (two partitions) and the 1-D fallback, bf16 and float32, random shapes and values with
 //! NaN, ±∞, −0, denormals and huge magnitudes.
 
+extern crate gemma_vision_layers as layers;
+
 use half::bf16;
 use kernels::Float;
 use kernels::rope::{RopeTables, rope, rope_in_place, rope_scalar};

@@ -3,6 +3,8 @@
 //! weights, no weight, random shapes and special values; and `normalize_heads` against the
 //! reference's norm followed by its RoPE.
 
+extern crate gemma_vision_layers as layers;
+
 use half::bf16;
 use kernels::Float;
 use kernels::rope::RopeTables;

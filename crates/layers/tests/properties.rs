@@ -1,6 +1,8 @@
 //! Properties of the blocks on random inputs: RoPE tables (2-D and 1-D) and the 2-D rotation
 //! against a direct computation, rotate-half, and the scale invariance of the norms.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::{Execution, LayerNorm, RmsNorm, RopeTables, VisionRmsNorm, rotate_half};
 use proptest::prelude::*;
 use tensor::{Array, Dtype, SharedArray};

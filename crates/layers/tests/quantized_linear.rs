@@ -5,6 +5,8 @@
 //! linears against mlx-vlm's own `OneBitLinear`. The fixtures are made by
 //! `fixtures/make_quantized_fixtures.py` and `fixtures/make_one_bit_fixtures.py`.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::{
     Error, Execution, HostKernel, MemoryStore, Projection, Quantization, QuantizationMode, QuantizationPlan,
     QuantizedLinear, Weights, take_kernels_run,

@@ -5,6 +5,8 @@
 //! Each entry holds the block's weights under mlx-vlm's key names, its inputs and the
 //! reference's output; every weight must be used.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::{
     ClippableLinear, GegluMlp, LayerNorm, Linear, RmsNorm, RopeTables, VisionAttention, VisionBlock, VisionBlockConfig,
     VisionRmsNorm, Weights, ensure_fused_sdpa, gelu_approx,

@@ -1,6 +1,8 @@
 //! Loaded blocks are shared between threads: `Send + Sync`, and a block used from several
 //! threads at once gives every thread the same bits.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::{MemoryStore, VisionBlock, VisionBlockConfig, Weights};
 use std::sync::Arc;
 use tensor::{Array, Dtype};

@@ -1,6 +1,8 @@
 //! The weight view: presence, shape and dtype checks naming the full key, the shared record of
 //! used keys, compute-dtype conversion, and block loaders reporting what is wrong.
 
+extern crate gemma_vision_layers as layers;
+
 use layers::{
     ClippableLinear, Error, MemoryStore, RopeTables, VisionAttention, VisionBlock, VisionBlockConfig, WeightStore,
     Weights,

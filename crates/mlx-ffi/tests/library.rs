@@ -1,6 +1,8 @@
 //! Opening MLX: only the release mlx-c was compiled against, one libmlx per process, a clear
 //! error for anything else. One process runs these in order (the opened library is global).
 
+extern crate gemma_vision_mlx_ffi as mlx_ffi;
+
 use mlx_ffi::{BUILD_LIB_DIR, BUILD_VERSION, LIBMLX, LoadError};
 use std::path::{Path, PathBuf};
 use std::process::Command;

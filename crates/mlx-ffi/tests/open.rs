@@ -1,6 +1,8 @@
 //! Opening the MLX this crate was built against: its version, its file, every mlx-c function.
 #![allow(unsafe_code, reason = "calls one mlx-c function through the table, as the tensor crate does")]
 
+extern crate gemma_vision_mlx_ffi as mlx_ffi;
+
 use std::ffi::CStr;
 use std::path::Path;
 

@@ -7,6 +7,8 @@
 //! preprocess` times the reference on the same bytes), else synthetic ones made here.
 //! Threads: rayon's pool (`RAYON_NUM_THREADS=1` for one core).
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use preprocess::{DecodeOptions, Preprocessor, ProcessorConfig, decode, resize_bicubic};
 use std::hint::black_box;

@@ -2,6 +2,8 @@
 //!
 //! `cargo run --release -p gemma-vision-preprocess --example profile -- <file> <budget> <iterations> [pipeline|decode|resize]`
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Preprocessor, ProcessorConfig, decode, resize_bicubic};
 use std::hint::black_box;
 

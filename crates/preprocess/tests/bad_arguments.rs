@@ -2,6 +2,8 @@
 //! hand-built inputs) are typed errors, refused before anything proportional to them is
 //! allocated; none panics.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::resize::{Coefficients, resize_bicubic_reference};
 use preprocess::{
     BudgetError, Error, Limits, Patches, Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, SoftTokenBudget,

@@ -1,6 +1,8 @@
 //! Decoding: Pillow's RGB bytes for every format and mode in the fixtures, EXIF orientation,
 //! and a typed error (never a panic) for every kind of bad input.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Error, Format, Limits, Orientation, Preprocessor, ProcessorConfig, RgbImage, decode};
 use std::path::Path;
 

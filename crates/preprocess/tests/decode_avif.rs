@@ -4,6 +4,8 @@
 //! decoding, and damaged files refused without a panic. The last two take Pillow 13.0.0's AVIF
 //! test images (`cargo xtask setup` fetches them).
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Error, Limits, decode};
 use std::path::{Path, PathBuf};
 

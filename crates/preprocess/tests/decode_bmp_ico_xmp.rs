@@ -3,6 +3,8 @@
 //! bytes Pillow's load path gives them, or are refused where Pillow refuses them
 //! (`fixtures/bmp_ico_xmp/make_fixtures.py` made both).
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, decode};
 use std::path::Path;
 

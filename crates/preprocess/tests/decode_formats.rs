@@ -2,6 +2,8 @@
 //! error for every fixture it refuses, and typed errors (never a panic, never a large
 //! allocation) for hostile inputs.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Error, Format, Limits, RgbImage, decode};
 use std::path::Path;
 

@@ -4,6 +4,8 @@
 //! `_accept`: IM, IMT, IPTC, PCD, SPIDER); and hostile inputs. Fixtures and expectations:
 //! `fixtures/rare/make_rare.py`.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Error, Format, Limits, decode, open};
 use std::path::{Path, PathBuf};
 

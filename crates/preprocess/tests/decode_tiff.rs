@@ -2,6 +2,8 @@
 //! tiled and planar files of Pillow's corpus against their contiguous twins, and typed errors,
 //! never a panic, for hostile files (`pillow_corpus.rs` checks every corpus TIFF against Pillow).
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Error, Limits, RgbImage, decode};
 use std::path::{Path, PathBuf};
 

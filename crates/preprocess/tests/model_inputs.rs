@@ -1,6 +1,8 @@
 //! Encoder inputs: rescale arithmetic, patch layouts and positions, padding, processor
 //! settings as the reference reads them.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{
     BudgetSource, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage, SettingsLayout,
 };

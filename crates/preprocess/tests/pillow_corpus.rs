@@ -7,6 +7,8 @@
 //! - a file Pillow refuses is refused;
 //! - no decoder panics, and every refusal of a file Pillow identifies names its format.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{DecodeOptions, Error, decode};
 use std::path::Path;
 

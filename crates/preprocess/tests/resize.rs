@@ -1,5 +1,7 @@
 //! Pillow-exact bicubic resize: fixtures Pillow computed, the plain twin, the identity.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::resize::{resize_bicubic_reference, vertical_first};
 use preprocess::{RgbImage, resize_bicubic};
 use proptest::prelude::*;

@@ -1,5 +1,7 @@
 //! `get_aspect_ratio_preserving_size`: the reference's own outputs, and its contract.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{Error, target_size, video_frame_size};
 use proptest::prelude::*;
 

@@ -2,6 +2,8 @@
 //! long video (against values NumPy printed for `np.linspace(0, T - 1, n).round()`), and the
 //! per-frame inputs of both encoders.
 
+extern crate gemma_vision_preprocess as preprocess;
+
 use preprocess::{
     BudgetError, Error, RgbImage, SettingsLayout, SoftTokenBudget, VIDEO_BUDGETS, VideoPreprocessor,
     VideoProcessorConfig,

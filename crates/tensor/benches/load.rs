@@ -3,6 +3,8 @@
 //! from open until every tensor is evaluated and one element of each 4 KiB page has been
 //! read (so mapped pages are faulted in; the file itself is in the page cache).
 
+extern crate gemma_vision_tensor as tensor;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::PathBuf;
 use tensor::{Array, Dtype, SafetensorsFile, load_safetensors_copying, save_safetensors};

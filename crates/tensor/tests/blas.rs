@@ -1,5 +1,7 @@
 //! MLX's float32 matmuls run in the BLAS libmlx was built with: nothing is linked ahead of it.
 
+extern crate gemma_vision_tensor as tensor;
+
 #[test]
 #[cfg(target_os = "linux")]
 fn float32_matmul_uses_the_blas_libmlx_ships_with() {

@@ -1,5 +1,7 @@
 //! MLX failures become `Err` values carrying MLX's message; the process carries on.
 
+extern crate gemma_vision_tensor as tensor;
+
 use tensor::{Array, Dtype, Error};
 
 fn ones(shape: &[i32]) -> Array {

@@ -1,6 +1,8 @@
 //! RAII: arrays free their memory on drop. MLX's counters are process-wide, so this file
 //! holds a single test (each integration test file is its own process).
 
+extern crate gemma_vision_tensor as tensor;
+
 use tensor::{Array, Dtype, memory};
 
 #[test]

@@ -1,6 +1,8 @@
 //! Every op against hand-computed values, in float32 and bfloat16. Inputs are chosen so that
 //! the exact results are representable in both dtypes.
 
+extern crate gemma_vision_tensor as tensor;
+
 mod common;
 
 use common::{FLOATS, array, assert_close, assert_exact, values};

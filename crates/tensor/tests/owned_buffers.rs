@@ -2,6 +2,8 @@
 //! array's elements in place. Buffers are freed when the last array using them goes, on any
 //! thread.
 
+extern crate gemma_vision_tensor as tensor;
+
 use tensor::{Array, Dtype, Error, memory};
 
 #[test]

@@ -3,6 +3,8 @@
 
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
+extern crate gemma_vision_tensor as tensor;
+
 use tensor::memory::retain_freed_host_memory;
 
 /// The blocks [`churn`] allocates, in MiB: below and above glibc's 32 MiB mapping threshold,

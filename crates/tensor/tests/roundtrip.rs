@@ -1,5 +1,7 @@
 //! Host → Array → host round trips for every element type, shape and view.
 
+extern crate gemma_vision_tensor as tensor;
+
 use half::{bf16, f16};
 use proptest::prelude::*;
 use tensor::{Array, Element};

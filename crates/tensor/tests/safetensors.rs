@@ -1,5 +1,7 @@
 //! Safetensors files and sharded checkpoints: loading, saving, validation, fingerprints.
 
+extern crate gemma_vision_tensor as tensor;
+
 use std::fs;
 use tensor::testing::TestDir;
 use tensor::{

@@ -1,5 +1,7 @@
 //! The host-side safetensors codec: files written from bytes, headers read without the data.
 
+extern crate gemma_vision_tensor as tensor;
+
 use std::collections::BTreeMap;
 use std::fs;
 use tensor::testing::TestDir;

@@ -1,6 +1,8 @@
 //! `parse_safetensors_header`: the parser behind `SafetensorsFile::open`, on bytes. Every
 //! malformed header is an `Error::Format` naming the file; none panics.
 
+extern crate gemma_vision_tensor as tensor;
+
 use std::path::Path;
 use tensor::{Array, Dtype, Error, SafetensorsFile, parse_safetensors_header, save_safetensors};
 

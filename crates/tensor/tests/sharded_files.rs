@@ -1,6 +1,8 @@
 //! `ShardedSafetensors::from_files`: several files read together as mlx-vlm merges them
 //! (`weights.update(mx.load(f))` file by file), headers read at once, clashes reported.
 
+extern crate gemma_vision_tensor as tensor;
+
 use std::fs;
 use tensor::testing::TestDir;
 use tensor::{Array, Dtype, Error, ShardedSafetensors, save_safetensors};

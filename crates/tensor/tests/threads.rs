@@ -1,5 +1,7 @@
 //! The thread model: `Array` moves between threads, `SharedArray` is shared by them.
 
+extern crate gemma_vision_tensor as tensor;
+
 use std::sync::Arc;
 use tensor::{Array, Dtype, SharedArray};
 

@@ -18,6 +18,8 @@
 //! tower-like shapes and prints one JSON line with each shape's best GFLOP/s (2·M·K·N flops per
 //! product) and the largest of them (`peak_gflops`).
 
+extern crate gemma_vision_encoder as vision;
+
 use std::path::PathBuf;
 use std::time::Instant;
 use tensor::{Array, Dtype};

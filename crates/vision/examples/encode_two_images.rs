@@ -2,6 +2,8 @@
 //!
 //! `cargo run --release -p gemma-vision-encoder --example encode_two_images -- MODEL_DIR IMAGE IMAGE`
 
+extern crate gemma_vision_encoder as vision;
+
 use vision::{EncoderOptions, VisionEncoder};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

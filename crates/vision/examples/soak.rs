@@ -3,6 +3,8 @@
 //!
 //! `soak MODEL_DIR IMAGE [IMAGE…] [--iterations N]`
 
+extern crate gemma_vision_encoder as vision;
+
 use vision::{EncoderOptions, VisionEncoder};
 
 fn resident_bytes() -> u64 {

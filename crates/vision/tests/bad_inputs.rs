@@ -7,6 +7,8 @@
 //! The tests of this file run one at a time (`serial`) so that the peak resident set measured
 //! around a decompression bomb is this test's alone.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{current_rss_kb, fixture, image, load, peak_rss_kb, reset_peak_rss, serial, temp_dir};

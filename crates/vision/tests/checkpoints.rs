@@ -1,5 +1,7 @@
 //! Checkpoint layouts load alike; every malformed checkpoint is a named error.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, bytes, fixture, image, load, model_copy, rewrite_weights, temp_dir};

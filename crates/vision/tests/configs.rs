@@ -2,6 +2,8 @@
 //! sections, text-only quants), and values whose derived sizes would overflow MLX's 32-bit
 //! extents as named errors.
 
+extern crate gemma_vision_encoder as vision;
+
 use std::path::Path;
 use vision::{Error, ModelConfig};
 

@@ -1,5 +1,7 @@
 //! The encoders' own consistency: batching, paths, options, identity, sharing.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, bytes, fixture, image, load};

@@ -7,6 +7,8 @@
 //! The tests of this file run one at a time (`serial`) so that the peak resident set measured
 //! around an absurd budget is this test's alone.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{

@@ -2,6 +2,8 @@
 //! are the checkpoint's, as stored or cast to float32 as a whole, and refused, naming the
 //! tensor, when anything differs.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{fixture, load};

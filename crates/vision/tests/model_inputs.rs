@@ -1,6 +1,8 @@
 //! [`ModelInputs`]: mlx-vlm's pixel inputs encoded as its models encode them give the bits of the
 //! encoder's own paths, and inputs it cannot take are typed errors.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, bytes, fixture, image, load};

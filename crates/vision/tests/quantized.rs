@@ -3,6 +3,8 @@
 //! checkpoint. (Bit-exactness of every mode against the reference: `crates/parity/tests/
 //! vision_fixtures.rs` on the fixtures `q-*`.)
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, bytes, fixture, image, load, model_copy, rewrite_weights};

@@ -1,6 +1,8 @@
 //! 1,000 encodes leave MLX's active memory at its baseline and the resident set flat. MLX's
 //! counters are process-wide, so this file holds one test (its own process).
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, fixture, image, load};

@@ -3,6 +3,8 @@
 //! time — in the decoder and inside MLX, whose error handler is process-wide. Every failure
 //! reaches its own caller only, with its own message; no success sees an error.
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, bytes, fixture, image, load, temp_dir};

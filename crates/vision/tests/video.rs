@@ -2,6 +2,8 @@
 //! video path, the same bits as the model inputs mlx-vlm's processor makes of them (the
 //! reference's own bits are the parity suite's video rows).
 
+extern crate gemma_vision_encoder as vision;
+
 mod common;
 
 use common::{budget_of, bytes, encode_video, fixture, image, load};
