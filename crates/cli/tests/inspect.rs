@@ -62,7 +62,11 @@ fn the_json_form_is_the_library_inspection() {
     assert!(json["mlx"]["library"].as_str().unwrap().ends_with("/lib/libmlx.so"));
     // Who runs the ops: on the proven x86-64 wheel the host kernels, elsewhere MLX's ops, with why.
     let kernels = json["kernels"].as_str().unwrap();
-    let expected = if layers::HostParity::here().is_proven() { "the host kernels, proven bit-identical on" } else { "MLX's ops: " };
+    let expected = if layers::HostParity::here().is_proven() {
+        "the host kernels, proven bit-identical on"
+    } else {
+        "MLX's ops: "
+    };
     assert!(kernels.starts_with(expected), "{kernels}");
     assert_eq!(json["feature_width"], 64);
     assert_eq!(json["feature_dtype"], "bfloat16");
@@ -96,7 +100,9 @@ fn the_json_form_is_the_library_inspection() {
 fn the_text_form_shows_every_fact() {
     let text = ok(&["inspect", "--model", &model("q-affine-mixed-f32"), "--image-size", "37x23"]);
     let labels: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    for label in ["model", "vision", "features", "weights", "quantized", "budget", "image", "tensors", "cache", "mlx", "kernels"] {
+    for label in
+        ["model", "vision", "features", "weights", "quantized", "budget", "image", "tensors", "cache", "mlx", "kernels"]
+    {
         assert!(labels.contains(&label), "{label} missing from:\n{text}");
     }
     assert!(text.contains("SigLIP tower: 2 layers, width 64"), "{text}");

@@ -53,9 +53,7 @@ impl HostParity {
         HERE.get_or_init(|| {
             let facts = tensor::info::mlx_version().and_then(|v| Ok((v, tensor::info::mlx_library_sha256()?)));
             match facts {
-                Ok((version, digest)) => {
-                    Self::judge(std::env::consts::ARCH, std::env::consts::OS, &version, &digest)
-                }
+                Ok((version, digest)) => Self::judge(std::env::consts::ARCH, std::env::consts::OS, &version, &digest),
                 Err(e) => HostParity::Unproven { reason: format!("the MLX library could not be identified: {e}") },
             }
         })

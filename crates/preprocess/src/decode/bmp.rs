@@ -432,5 +432,3 @@ fn rle(bytes: &[u8], start: u64, four_bits: bool, w: usize, h: usize) -> Vec<u8>
     }
     data
 }
-
-

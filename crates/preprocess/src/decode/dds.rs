@@ -18,8 +18,8 @@
 //! pixels are black. Data shorter than the image is refused.
 
 use super::Decoded;
-use super::bytes::le32;
 use super::bcn::{Bcn, blocks};
+use super::bytes::le32;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "DDS";

@@ -211,9 +211,6 @@ pub(crate) const HEADER_SNIFF_BYTES: usize = 4096;
 /// header check ([`Format::open_check`]) decides.
 const NO_ACCEPT: Accept = |_| true;
 
-
-
-
 const OLE_MAGIC: &[u8] = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1";
 
 /// Pillow's `_accept` functions in registration order: `preinit` (BMP, GIF, JPEG, PPM, PNG),
@@ -274,7 +271,6 @@ const ACCEPT: &[(Format, Accept)] = &[
     (Format::Xbm, |b| b.starts_with(b"#define") || b.starts_with(b"\n#define") || b.starts_with(b"/*")),
     (Format::Xpm, |b| b.starts_with(b"/* XPM */")),
 ];
-
 
 fn is_avif_brand(brand: &[u8]) -> bool {
     matches!(brand, b"avif" | b"avis" | b"mif1" | b"msf1")

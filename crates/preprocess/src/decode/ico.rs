@@ -13,8 +13,8 @@
 //! `paste(xor, mask=invert(and))` onto black.
 
 use super::Decoded;
-use super::bytes::{le16, le32};
 use super::bmp::{Bitmap, Mode};
+use super::bytes::{le16, le32};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -135,5 +135,3 @@ fn muldiv255(a: u8, b: u8) -> u8 {
 fn truncated(format: &'static str, what: &str) -> Error {
     Error::Truncated { format, detail: format!("{what} ends early") }
 }
-
-

@@ -3,8 +3,8 @@
 //! of which Pillow reads only (14, 2), RGB; the pixels are RGB triples from byte 1024, rows
 //! top-down; data that ends early is "image file is truncated".
 
-use super::bytes::le16;
 use super::Decoded;
+use super::bytes::le16;
 use super::open_checks::{Header, Verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 

@@ -15,8 +15,8 @@
 //! data), else ImageMagick's "Raw profile type exif" text chunk, and without an EXIF
 //! Orientation the XMP packet's `tiff:Orientation` (the "XML:com.adobe.xmp" text chunk).
 
-use super::bytes::be32;
 use super::Decoded;
+use super::bytes::be32;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 use png::{BitDepth, ColorType, DecodingError, Transformations};
 use std::io::Cursor;

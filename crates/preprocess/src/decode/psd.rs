@@ -12,8 +12,8 @@
 //! - a channel whose data ends early is "image file is truncated"; a compression other than 0
 //!   or 1 is "cannot load this image"; CMYK becomes RGB by Pillow's `cmyk2rgb`.
 
-use super::bytes::{be16, be32};
 use super::Decoded;
+use super::bytes::{be16, be32};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "PSD";

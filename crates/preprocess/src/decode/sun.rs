@@ -13,8 +13,8 @@
 //!   `0x80 n v` is `n + 1` copies of `v`, runs carry on across rows; data that ends early is
 //!   "image file is truncated".
 
-use super::bytes::be32;
 use super::Decoded;
+use super::bytes::be32;
 use super::open_checks::{Header, Verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 

@@ -46,7 +46,6 @@ impl Layout {
     }
 }
 
-
 fn truncated() -> Error {
     Error::Truncated { format: FORMAT, detail: "image file is truncated".into() }
 }
