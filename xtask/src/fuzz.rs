@@ -21,10 +21,14 @@
 //! printed at the end: per target, the executions, the seconds run, executions per second, the
 //! inputs it added to the corpus and its peak resident set.
 //!
+//! The decode targets (and `decode_preprocess`) build without the fuzz crate's `model`
+//! feature (`--no-default-features`): `preprocess` and its decoders only. The checkpoint-level
+//! targets build with it, which adds the encoder crates and mlx-c.
+//!
 //! Not part of `cargo xtask test`: the fuzz build is a second cold build of every dependency
-//! (release, AddressSanitizer, one codegen unit; mlx-c and libjpeg-turbo included), measured at
-//! ~13 CPU-minutes, plus ~1.5 CPU-minutes to install cargo-fuzz. Every finding so far is a unit
-//! test instead, which CI runs.
+//! (release, AddressSanitizer, one codegen unit; libjpeg-turbo included, and mlx-c for the
+//! checkpoint-level targets), plus ~1.5 CPU-minutes to install cargo-fuzz. Every finding so far
+//! is a unit test instead, which CI runs.
 
 use crate::corpus;
 use crate::project::{Result, cargo, root, run, work_dir};
@@ -103,11 +107,13 @@ pub fn main(args: &[String]) -> Result<()> {
         let discovered = work_dir(&format!("fuzz/corpus/{target}"))?;
         let decode = DECODE_TARGETS.iter().find(|d| d.name == target);
         let mut fuzz = cargo();
-        fuzz.env("RUSTC_BOOTSTRAP", "1")
-            .args(["fuzz", "run", "--fuzz-dir"])
-            .arg(root().join("fuzz"))
-            .arg(target)
-            .arg(&discovered);
+        fuzz.env("RUSTC_BOOTSTRAP", "1").args(["fuzz", "run"]);
+        if target.starts_with("decode_") {
+            // A decode target needs `preprocess` only: without the `model` feature the build
+            // leaves out the encoder crates and mlx-c.
+            fuzz.arg("--no-default-features");
+        }
+        fuzz.arg("--fuzz-dir").arg(root().join("fuzz")).arg(target).arg(&discovered);
         let checked_in = root().join("fuzz/corpus").join(target);
         if checked_in.is_dir() {
             fuzz.arg(&checked_in);
