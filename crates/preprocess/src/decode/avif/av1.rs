@@ -146,6 +146,13 @@ impl Drop for Picture {
     fn drop(&mut self) {
         // SAFETY: the picture is empty or was filled by `dav1d_get_picture`.
         unsafe { dav1d_picture_unref(Some(NonNull::from(&mut self.0))) };
+        // rav1d 0.1.3's `dav1d_picture_unref` leaves the picture it clears holding a freshly
+        // allocated, empty ITU-T T.35 list (its `Default`). Release it, or every decode leaks it.
+        if let Some(empty) = self.0.itut_t35_ref.take() {
+            // SAFETY: rav1d made `empty` with `RawArc::from_arc` and nothing else refers to it:
+            // the picture was just cleared, and `take` leaves no copy behind.
+            drop(unsafe { empty.into_arc() });
+        }
     }
 }
 
