@@ -8,6 +8,7 @@ mod bench;
 mod cli;
 mod corpus;
 mod downstream;
+mod emulation;
 mod fuzz;
 mod package;
 mod parity;
@@ -41,6 +42,9 @@ cargo xtask <command>
   fuzz [--seconds N] [--target NAME]
                 every cargo-fuzz target under fuzz/ (or the one named) for N seconds each;
                 the decode_<format> targets seeded with Pillow's test images of their format
+  emulate       stock MLX's CPU arithmetic on aarch64 Linux (the PyPI aarch64 wheels under
+                qemu-aarch64) against this machine's, op by op, and the arithmetic model that
+                reproduces both
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
   encode --model DIR (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),
         "soak" => soak::main(rest),
         "fuzz" => fuzz::main(rest),
+        "emulate" => emulation::main(),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())

@@ -25,7 +25,7 @@ pub fn main() -> Result<()> {
     let started = std::time::Instant::now();
     fs::create_dir_all(deps()).map_err(|e| format!("creating .deps: {e}"))?;
     warn_if_disk_is_short();
-    debian_packages()?;
+    debian_packages(DEBIAN_PACKAGES)?;
     python_env()?;
     mlx_link()?;
     corpus::ensure(&deps().join("corpus"), &corpus::PILLOW)?;
@@ -51,12 +51,13 @@ fn warn_if_disk_is_short() {
     }
 }
 
-fn debian_packages() -> Result<()> {
+/// Installs those of `packages` that dpkg does not list (apt-get, as root), or names them.
+pub fn debian_packages(packages: &[&str]) -> Result<()> {
     if which("dpkg-query").is_none() {
-        eprintln!("setup: not a Debian system; install libclang yourself");
+        eprintln!("setup: not a Debian system; install these yourself: {}", packages.join(" "));
         return Ok(());
     }
-    let missing: Vec<&str> = DEBIAN_PACKAGES.iter().copied().filter(|p| !dpkg_installed(p)).collect();
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !dpkg_installed(p)).collect();
     if missing.is_empty() {
         return Ok(());
     }

@@ -1,9 +1,10 @@
 //! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the library
 //! crates' docs (warnings denied), every published crate packaged and a new crate outside the
-//! workspace built on the packages (`package`, `downstream`), and the Python package's suite.
+//! workspace built on the packages (`package`, `downstream`), stock MLX's arithmetic on aarch64
+//! under emulation against this machine's (`emulation`), and the Python package's suite.
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
-use crate::{downstream, package, setup};
+use crate::{downstream, emulation, package, setup};
 use std::fs;
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ pub fn main(extra: &[String]) -> Result<()> {
     package::docs()?;
     let packaged = package::package()?;
     downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)?;
+    emulation::main()?;
     python_package()
 }
 

@@ -1,0 +1,103 @@
+//! `cargo xtask emulate`: stock MLX's CPU arithmetic on aarch64 Linux, under `qemu-aarch64`
+//! user emulation, against the same release on this x86-64 machine.
+//!
+//! The aarch64 side is what a user there installs: the PyPI `manylinux_2_35_aarch64` wheels of
+//! the reference's MLX release and NumPy (the versions in `.deps/venv/reference.lock`), run by
+//! Debian bookworm's arm64 CPython 3.11, all unpacked into `.deps/aarch64/` by
+//! `crates/parity/python/aarch64_sysroot.py` from the registries. Both sides evaluate
+//! `crates/parity/python/cpu_arithmetic.py`'s op list on the same input bytes, with MLX's CPU
+//! JIT off on both (no C++ compiler on `PATH`: the JIT compiles with the machine's `g++`,
+//! which this emulation does not provide for aarch64) and each its own JIT cache directory (MLX
+//! keys the cache by kernel name, not by architecture). The table says, per op and dtype,
+//! whether the bits agree; the run fails unless the arithmetic model the host kernels build on
+//! (a k-ordered sum with separate rounding on x86-64, with fused multiply-adds on aarch64)
+//! reproduces both platforms' float32 products exactly.
+//!
+//! Our own crates are not run under emulation here: that needs the Rust standard library for
+//! `aarch64-unknown-linux-gnu`, which this toolchain lacks and cannot fetch from the
+//! registries. The command says so when the target is missing.
+
+use crate::project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
+use crate::setup;
+use std::path::Path;
+use std::time::Instant;
+
+/// The wheels the aarch64 side installs, pinned to what the x86-64 reference resolved.
+const PINNED: &[&str] = &["mlx", "mlx-cpu", "numpy"];
+
+pub fn main() -> Result<()> {
+    let started = Instant::now();
+    setup::main()?;
+    setup::debian_packages(&["qemu-user"])?;
+    let qemu = setup::which("qemu-aarch64").ok_or("qemu-aarch64 not found (Debian package qemu-user)")?;
+    let aarch64 = deps().join("aarch64");
+    let script = |name: &str| root().join("crates/parity/python").join(name);
+    let mut sysroot = oracle_python(&script("aarch64_sysroot.py"));
+    run(sysroot.arg("--root").arg(&aarch64).args(pins()?))?;
+
+    let work = work_dir("emulation")?;
+    let arithmetic = script("cpu_arithmetic.py");
+    let (inputs, x86, arm) = (work.join("inputs.npz"), work.join("x86_64.npz"), work.join("aarch64.npz"));
+    run(oracle_python(&arithmetic).args(["inputs", "--out"]).arg(&inputs))?;
+    let side = |label: &str| -> Result<std::process::Command> {
+        let tmp = work.join(format!("tmp-{label}"));
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let mut command = match label {
+            "aarch64" => {
+                let sysroot = aarch64.join("sysroot");
+                let mut c = cmd(&qemu, &["-L"]);
+                c.arg(&sysroot).arg(sysroot.join("usr/bin/python3.11")).env("PYTHONPATH", aarch64.join("site"));
+                c
+            }
+            _ => cmd(python(), &[]),
+        };
+        // No compiler on PATH: MLX's CPU JIT off. Its cache under TMPDIR, one per platform.
+        command.env("PATH", "/nonexistent").env("TMPDIR", &tmp).current_dir(root());
+        Ok(command)
+    };
+    let timed = |label: &str, out: &Path| -> Result<f64> {
+        let t = Instant::now();
+        run(side(label)?.arg(&arithmetic).args(["run", "--inputs"]).arg(&inputs).arg("--out").arg(out))?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    let x86_seconds = timed("x86_64", &x86)?;
+    let arm_seconds = timed("aarch64", &arm)?;
+    eprintln!("emulate: op list in {x86_seconds:.1} s natively, {arm_seconds:.1} s under qemu-aarch64");
+    run(oracle_python(&arithmetic).arg("compare").arg(&x86).arg(&arm).arg("--inputs").arg(&inputs))?;
+    report_rust_target();
+    eprintln!("emulate: done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `name==version` of each [`PINNED`] distribution in the reference's lock.
+fn pins() -> Result<Vec<String>> {
+    let lock =
+        std::fs::read_to_string(setup::reference_lock()).map_err(|e| format!("reading the reference lock: {e}"))?;
+    PINNED
+        .iter()
+        .map(|name| {
+            let prefix = format!("{name}==");
+            lock.lines()
+                .find(|line| line.to_ascii_lowercase().starts_with(&prefix))
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{name} is not in the reference lock"))
+        })
+        .collect()
+}
+
+/// Whether our crates could run under emulation too: the toolchain needs the aarch64 standard
+/// library.
+fn report_rust_target() {
+    let sysroot = crate::project::output(cmd("rustc", &["--print", "sysroot"])).unwrap_or_default();
+    let target = Path::new(sysroot.trim()).join("lib/rustlib/aarch64-unknown-linux-gnu");
+    if target.is_dir() {
+        eprintln!("emulate: our crates not run under emulation (not wired: only the stock side runs here)");
+    } else {
+        eprintln!(
+            "emulate: our crates not run under emulation: this toolchain has no standard library for \
+             aarch64-unknown-linux-gnu ({} is missing; `rustup target add aarch64-unknown-linux-gnu` fetches it \
+             from static.rust-lang.org, which is not one of the registries this build may use)",
+            target.display()
+        );
+    }
+}
