@@ -96,7 +96,7 @@ mod tests {
             seconds: 2.0,
             errors_total: 4,
             model_identity: "abc".into(),
-            budget: 6,
+            budget: vision::SoftTokenBudget::new(6).unwrap(),
             errors_file: "out/errors.jsonl".into(),
         };
         assert_eq!(

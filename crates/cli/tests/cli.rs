@@ -276,7 +276,7 @@ fn a_bad_image_fails_with_one_error_line_naming_it() {
     let line = fails(&args, &dir);
     assert!(
         line.starts_with(
-            "error: a budget of 1000000 soft tokens needs attention over an image of up to 9000000 patches"
+            "error: attention over an image at a budget of 1000000 soft tokens (up to 9000000 patches) needs about"
         ),
         "{line}"
     );

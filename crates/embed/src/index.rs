@@ -5,6 +5,7 @@ use crate::{Error, Result};
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
+use vision::SoftTokenBudget;
 
 /// The name of the errors file in the output directory: one JSON object per line,
 /// `{"path": …, "kind": …, "error": …}` ([`ErrorRow`]), for every image of every shard that
@@ -29,7 +30,7 @@ impl Index {
     /// temporary files a killed run left behind. Fails when a shard was written by another
     /// encoder (`identity`) or with another budget, or is not a complete shard: mixing them
     /// would make the output mean two things.
-    pub fn read(dir: &Path, identity: &str, budget: u32) -> Result<Index> {
+    pub fn read(dir: &Path, identity: &str, budget: SoftTokenBudget) -> Result<Index> {
         let mut index = Index::default();
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use vision::VisionEncoder;
+use vision::{SoftTokenBudget, VisionEncoder};
 
 /// How a job batches and shards its images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub struct JobOptions {
     /// Threads decoding and preparing images.
     pub workers: NonZeroUsize,
     /// The soft-token budget per image; `None`: the checkpoint's (else 280).
-    pub budget: Option<vision::SoftTokenBudget>,
+    pub budget: Option<SoftTokenBudget>,
     /// The longest one file may take to be read and decoded before it is recorded as a
     /// [`FailureKind::Timeout`](crate::FailureKind::Timeout) and the job goes on without it.
     /// The decode itself is abandoned on its thread, not stopped (it ends on its own: every
@@ -83,7 +83,7 @@ pub struct Summary {
     /// The encoder's cache identity, recorded in every shard.
     pub model_identity: String,
     /// The budget every image was encoded with.
-    pub budget: u32,
+    pub budget: SoftTokenBudget,
     /// The errors file: every failure of the directory, one JSON object per line.
     pub errors_file: PathBuf,
 }
@@ -106,7 +106,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary> {
     let preprocessor = encoder.preprocessor(options.budget)?;
-    let budget = preprocessor.config().max_soft_tokens.get();
+    let budget = preprocessor.config().max_soft_tokens;
     let identity = encoder.cache_identity()?;
 
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
-use vision::{BatchKey, ErrorKind, Features, PreparedImage, VisionEncoder};
+use vision::{BatchKey, ErrorKind, Features, PreparedImage, SoftTokenBudget, VisionEncoder};
 
 /// What the encoding side does with the images.
 #[derive(Debug, Clone, Copy)]
@@ -31,7 +31,7 @@ pub struct Settings {
     /// Threads decoding and preparing images.
     pub workers: usize,
     /// The budget, recorded with every image.
-    pub budget: u32,
+    pub budget: SoftTokenBudget,
     /// The longest a worker waits for one file to be read and decoded.
     pub file_timeout: Duration,
 }
@@ -136,7 +136,7 @@ struct Batcher<'a> {
     writer: &'a mut ShardWriter,
     progress: &'a dyn Progress,
     batch: usize,
-    budget: u32,
+    budget: SoftTokenBudget,
     counts: Counts,
 }
 

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tensor::{Dtype, TensorBytes};
+use vision::SoftTokenBudget;
 
 /// The `format` metadata value of the shards this version writes.
 pub const FORMAT: &str = "gemma-vision-embed/1";
@@ -36,7 +37,7 @@ pub struct ImageRow {
     pub height: u32,
     pub width: u32,
     /// The soft-token budget it was encoded with.
-    pub budget: u32,
+    pub budget: SoftTokenBudget,
 }
 
 /// One image that could not be embedded: its path as listed, what kind of failure it was and
@@ -104,7 +105,7 @@ pub fn shard_number(name: &str) -> Option<u64> {
 #[derive(Debug, Clone)]
 pub struct JobFacts {
     pub identity: String,
-    pub budget: u32,
+    pub budget: SoftTokenBudget,
     /// Columns of `features` (the language model's hidden size).
     pub hidden: usize,
 }
@@ -229,7 +230,7 @@ fn json(value: &impl Serialize) -> Result<String> {
 pub struct ShardHeader {
     pub format: String,
     pub identity: String,
-    pub budget: Option<u32>,
+    pub budget: Option<SoftTokenBudget>,
     pub images: Vec<ImageRow>,
     pub errors: Vec<ErrorRow>,
 }
@@ -268,12 +269,16 @@ mod tests {
         assert_eq!(old.kind, FailureKind::Other);
     }
 
+    fn six() -> SoftTokenBudget {
+        SoftTokenBudget::new(6).unwrap()
+    }
+
     fn facts() -> JobFacts {
-        JobFacts { identity: "abc".into(), budget: 6, hidden: 2 }
+        JobFacts { identity: "abc".into(), budget: six(), hidden: 2 }
     }
 
     fn row(path: &str, soft_tokens: usize) -> ImageRow {
-        ImageRow { path: path.into(), soft_tokens, height: 3, width: 4, budget: 6 }
+        ImageRow { path: path.into(), soft_tokens, height: 3, width: 4, budget: six() }
     }
 
     #[test]
@@ -300,7 +305,7 @@ mod tests {
         let (errors, shards) = writer.finish().unwrap();
         assert_eq!((errors.len(), shards), (1, 2));
         let first = read_shard_header(&dir.join(shard_name(5))).unwrap();
-        assert_eq!((first.format.as_str(), first.identity.as_str(), first.budget), (FORMAT, "abc", Some(6)));
+        assert_eq!((first.format.as_str(), first.identity.as_str(), first.budget), (FORMAT, "abc", Some(six())));
         assert_eq!(first.images, [row("a", 1)]);
         assert_eq!(first.errors, [ErrorRow { path: "b".into(), kind: FailureKind::Malformed, error: "bad".into() }]);
         let second = read_shard_header(&dir.join(shard_name(6))).unwrap();

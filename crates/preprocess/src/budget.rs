@@ -8,9 +8,10 @@ use std::num::NonZeroU32;
 use std::str::FromStr;
 
 /// A soft-token budget per image (or per video frame): at least 1, at most `u32::MAX`. The
-/// bounds that depend on a processor's geometry ([`Preprocessor::new`](crate::Preprocessor::new):
-/// the resized image's pixels) or on an encoder (its attention's memory) are checked by those
-/// constructors, each as a [`BudgetError`].
+/// bound that depends on a processor's geometry (the resized image's pixels) is checked by
+/// [`Preprocessor::new`](crate::Preprocessor::new) and
+/// [`Preprocessor::with_budget`](crate::Preprocessor::with_budget) as a [`BudgetError`]; the one
+/// that depends on an encoder (its attention's memory) by the encoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "u32", into = "u32")]
 pub struct SoftTokenBudget(NonZeroU32);
@@ -106,13 +107,6 @@ pub enum BudgetError {
          {patch_size}x{patch_size}), more than the limit of {limit} pixels"
     )]
     Pixels { budget: u32, pixels: u128, patches: u64, patch_size: u32, limit: u64 },
-    /// An image of this budget has more patches than the encoder's attention over them can hold
-    /// in memory (`bytes` needed, `limit` the most one array may take).
-    #[error(
-        "a budget of {budget} soft tokens needs attention over an image of up to {patches} patches: about \
-         {bytes} bytes, more than the limit of {limit} bytes"
-    )]
-    Attention { budget: u32, patches: u64, bytes: u128, limit: usize },
 }
 
 #[cfg(test)]

@@ -137,15 +137,13 @@ impl ProcessorConfig {
 
     /// The settings of a checkpoint directory: `processor_config.json`, else
     /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
-    /// [`budget_source`](Self::budget_source) naming the file the budget came from.
+    /// [`budget_source`](Self::budget_source) naming the file the budget came from. Plain data:
+    /// [`Preprocessor::new`](crate::Preprocessor::new) checks it.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, layout: SettingsLayout) -> Result<Self> {
         let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
             return Ok(Self::default());
         };
-        let mut config = Self::from_json(&text, layout)
-            .map_err(|e| Error::Config { path: path.clone(), detail: e.to_string() })?
-            .validated()
-            .map_err(|detail| Error::Config { path, detail })?;
+        let mut config = Self::from_json(&text, layout).map_err(|e| Error::Config { path, detail: e.to_string() })?;
         if config.budget_source != BudgetSource::Default {
             config.budget_source = source;
         }
@@ -181,8 +179,9 @@ impl ProcessorConfig {
     }
 
     /// Checks what the pipeline needs: positive sizes, three means and stds when normalising
-    /// (the budget is a [`SoftTokenBudget`], positive by construction).
-    pub fn validated(self) -> std::result::Result<Self, String> {
+    /// (the budget is a [`SoftTokenBudget`], positive by construction). The one check of the
+    /// settings, made by [`Preprocessor::new`](crate::Preprocessor::new).
+    pub(crate) fn validated(self) -> std::result::Result<Self, String> {
         if self.patch_size == 0 || self.pooling_kernel_size == 0 {
             return Err(format!(
                 "patch_size ({}) and pooling_kernel_size ({}) must be positive",

@@ -27,7 +27,8 @@ impl Preprocessor {
     /// A processor with these settings (budget included; see
     /// [`ProcessorConfig::with_max_soft_tokens`]).
     ///
-    /// Fails on a config [`ProcessorConfig::validated`] rejects, and with
+    /// The one check of the settings: fails on a zero `patch_size` or `pooling_kernel_size`,
+    /// or an `image_mean` / `image_std` of other than 3 values, and with
     /// [`BudgetError::Pixels`] on a budget whose resized
     /// images could exceed [`Limits::PILLOW_BOMB_PIXELS`]: a resized image has at most
     /// `max_soft_tokens · pool² · patch²` pixels, and every buffer the pipeline allocates (the
@@ -35,6 +36,21 @@ impl Preprocessor {
     /// to that bound, so it is checked here, before anything is allocated.
     pub fn new(config: ProcessorConfig) -> Result<Self> {
         let config = config.validated().map_err(|detail| Error::invalid("processor config", detail))?;
+        Self::bounded(config)
+    }
+
+    /// The same settings with the caller's budget, if any (see
+    /// [`ProcessorConfig::with_max_soft_tokens`]): only the budget's bound is checked again, as
+    /// [`new`](Self::new) checks it.
+    pub fn with_budget(&self, budget: Option<crate::SoftTokenBudget>) -> Result<Self> {
+        match budget {
+            None => Ok(self.clone()),
+            budget => Self::bounded(self.config.clone().with_max_soft_tokens(budget)),
+        }
+    }
+
+    /// `config` (checked) if its budget's resized images stay within the pixel bound.
+    fn bounded(config: ProcessorConfig) -> Result<Self> {
         let patch = u128::from(config.patch_size);
         let max_pixels = u128::from(config.max_patches()) * patch * patch;
         if max_pixels > u128::from(Limits::PILLOW_BOMB_PIXELS) {

@@ -104,7 +104,7 @@ impl VideoProcessorConfig {
         settings.retain(|_, v| !v.is_null());
         let settings: VideoSettings = serde_json::from_value(serde_json::Value::Object(settings))
             .map_err(|e| Error::invalid("video processor config", e))?;
-        Self::from_settings(settings, layout)?.validated()
+        Self::from_settings(settings, layout)
     }
 
     /// The settings of a checkpoint directory: `processor_config.json`, else
@@ -112,7 +112,7 @@ impl VideoProcessorConfig {
     /// the defaults; the frame settings' `budget_source` names the file a budget came from.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, layout: SettingsLayout) -> Result<Self> {
         let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
-            return Self::from_settings(VideoSettings::default(), layout)?.validated();
+            return Self::from_settings(VideoSettings::default(), layout);
         };
         let mut config = Self::from_json(&text, layout).map_err(|e| Error::Config { path, detail: e.to_string() })?;
         if config.frame.budget_source == BudgetSource::ProcessorConfig {
@@ -136,7 +136,7 @@ impl VideoProcessorConfig {
             image_std: or_default(s.image_std, 1.0),
             patch_size: s.patch_size,
             pooling_kernel_size: s.pooling_kernel_size,
-            max_soft_tokens: video_budget(budget.unwrap_or(VIDEO_BUDGETS[0]))?,
+            max_soft_tokens: SoftTokenBudget::new(budget.unwrap_or(VIDEO_BUDGETS[0]))?,
             // The file the settings were read from names the budget; absent, the video default.
             budget_source: if budget.is_some() { BudgetSource::ProcessorConfig } else { BudgetSource::Default },
         };
@@ -151,14 +151,15 @@ impl VideoProcessorConfig {
     }
 
     /// Checks what the video processors check (a budget among [`VIDEO_BUDGETS`]) and what the
-    /// pipeline needs (the frame settings' [`ProcessorConfig::validated`], at least one frame).
-    pub fn validated(self) -> Result<Self> {
+    /// pipeline needs (at least one frame); the frame settings are
+    /// [`Preprocessor::new`](crate::Preprocessor::new)'s to check. Called by
+    /// [`VideoPreprocessor::new`](crate::VideoPreprocessor::new) only.
+    pub(crate) fn check_video_settings(&self) -> Result<()> {
         video_budget(self.frame.max_soft_tokens.get())?;
         if self.num_frames == 0 {
             return Err(Error::invalid("num_frames", "a video keeps at least one frame"));
         }
-        let frame = self.frame.validated().map_err(|detail| Error::invalid("video processor config", detail))?;
-        Ok(VideoProcessorConfig { frame, ..self })
+        Ok(())
     }
 
     /// The indices of the frames kept of a video of `count` frames

@@ -11,11 +11,13 @@ pub struct VideoPreprocessor {
 }
 
 impl VideoPreprocessor {
-    /// A processor with these settings; fails on settings [`VideoProcessorConfig::validated`]
-    /// or [`Preprocessor::new`] rejects.
+    /// A processor with these settings, checked once: a budget per frame among
+    /// [`VIDEO_BUDGETS`](crate::VIDEO_BUDGETS) ([`BudgetError::NotAVideoBudget`](crate::BudgetError::NotAVideoBudget)),
+    /// at least one frame, and the frame settings as [`Preprocessor::new`] checks them.
     pub fn new(config: VideoProcessorConfig) -> Result<Self> {
-        let config = config.validated()?;
+        config.check_video_settings()?;
         let frame = Preprocessor::new(config.frame.clone())?;
+        let config = VideoProcessorConfig { frame: frame.config().clone(), ..config };
         Ok(VideoPreprocessor { config, frame })
     }
 

@@ -14,8 +14,6 @@ use std::path::Path;
 
 /// Files of formats this crate reads that it refuses by name, each with the reason.
 const KNOWN_GAPS: &[(&str, &str)] = &[
-    ("compression.tif", "CCITT modified Huffman (RLE) compression: no decoder yet"),
-    ("hopper_lzma.tif", "LZMA compression: no decoder yet"),
     ("hopper.Lab.tif", "CIELab: Pillow converts it to RGB through LittleCMS"),
     ("lab.tif", "CIELab: Pillow converts it to RGB through LittleCMS"),
     ("lab-green.tif", "CIELab: Pillow converts it to RGB through LittleCMS"),

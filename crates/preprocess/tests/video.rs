@@ -95,17 +95,18 @@ fn settings_are_read_where_each_family_reads_them() {
 fn budgets_outside_the_video_processors_set_are_refused() {
     for tokens in [1, 69, 71, 281, 2240] {
         let budget = SoftTokenBudget::new(tokens).unwrap();
-        let err = defaults(GEMMA4).with_max_soft_tokens(Some(budget)).validated().unwrap_err();
+        let err = VideoPreprocessor::new(defaults(GEMMA4).with_max_soft_tokens(Some(budget))).unwrap_err();
         assert!(
             matches!(&err, Error::Budget(BudgetError::NotAVideoBudget { budget, .. }) if *budget == tokens),
             "{err:?}"
         );
         assert!(err.to_string().contains(&format!("{VIDEO_BUDGETS:?}")), "{err}");
     }
-    let text = r#"{"video_processor": {"max_soft_tokens": 100}}"#;
-    assert!(VideoProcessorConfig::from_json(text, GEMMA4).is_err());
-    let none_kept = r#"{"video_processor": {"num_frames": 0}}"#;
-    assert!(VideoProcessorConfig::from_json(none_kept, GEMMA4).is_err());
+    // Settings read from a file are plain data: the processor checks them.
+    for text in [r#"{"video_processor": {"max_soft_tokens": 100}}"#, r#"{"video_processor": {"num_frames": 0}}"#] {
+        let read = VideoProcessorConfig::from_json(text, GEMMA4).unwrap();
+        assert!(VideoPreprocessor::new(read).is_err(), "{text}");
+    }
     for budget in VIDEO_BUDGETS {
         let budget = SoftTokenBudget::new(budget).unwrap();
         assert!(VideoPreprocessor::new(defaults(GEMMA4).with_max_soft_tokens(Some(budget))).is_ok());

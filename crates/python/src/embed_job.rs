@@ -59,7 +59,7 @@ pub fn embed<'py>(
         dict.set_item("seconds", summary.seconds)?;
         dict.set_item("errors_total", summary.errors_total)?;
         dict.set_item("model_identity", summary.model_identity)?;
-        dict.set_item("max_soft_tokens", summary.budget)?;
+        dict.set_item("max_soft_tokens", summary.budget.get())?;
         dict.set_item("errors_file", summary.errors_file)?;
         Ok(dict)
     })

@@ -76,7 +76,11 @@ pub(crate) fn execution(options: &EncoderOptions) -> Result<(layers::Execution, 
 #[derive(Debug)]
 pub struct VisionEncoder {
     config: ModelConfig,
-    processor: ProcessorConfig,
+    /// The checkpoint's image processor, its settings checked at load.
+    preprocessor: Preprocessor,
+    /// The checkpoint's video settings, read at load; checked by [`VideoPreprocessor::new`]
+    /// for the budget a call asks for.
+    video: VideoProcessorConfig,
     options: EncoderOptions,
     family: &'static dyn Family,
     model: Box<dyn FamilyModel>,
@@ -99,7 +103,9 @@ impl VisionEncoder {
     pub fn from_checkpoint(checkpoint: Checkpoint, options: EncoderOptions) -> Result<VisionEncoder> {
         let config = checkpoint.config().clone();
         let family = config.model_type.family();
-        let processor = ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), family.settings_layout())?;
+        let layout = family.settings_layout();
+        let preprocessor = Preprocessor::new(ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), layout)?)?;
+        let video = VideoProcessorConfig::from_checkpoint_dir(checkpoint.dir(), layout)?;
         let store = checkpoint.store();
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
@@ -110,7 +116,7 @@ impl VisionEncoder {
         weights.ensure_all_used()?;
         let used_keys = weights.used_keys();
         let identity = Mutex::new(None);
-        Ok(VisionEncoder { config, processor, options, family, model, checkpoint, used_keys, identity })
+        Ok(VisionEncoder { config, preprocessor, video, options, family, model, checkpoint, used_keys, identity })
     }
 
     /// The rules of the encoder's model family.
@@ -141,7 +147,7 @@ impl VisionEncoder {
     /// The image processor settings from the checkpoint (`processor_config.json`, else
     /// `preprocessor_config.json`, else the reference's defaults).
     pub fn processor_config(&self) -> &ProcessorConfig {
-        &self.processor
+        self.preprocessor.config()
     }
 
     /// The options the encoder was loaded with.
@@ -149,14 +155,14 @@ impl VisionEncoder {
         &self.options
     }
 
-    /// The image processor for a soft-token budget (`budget`, else the checkpoint's, else 280),
-    /// checked once for this encoder: the resized images' pixels ([`Preprocessor::new`]) and,
-    /// for gemma4, the attention over an image of `max_soft_tokens · pool²` patches
-    /// ([`BudgetError::Attention`](preprocess::BudgetError::Attention)), before any image is
-    /// read or resized. Callers of [`encode`](Self::encode) make it once and
-    /// [`prepare`](Self::prepare) every image with it.
+    /// The image processor for a soft-token budget (`budget`, else the checkpoint's, else 280):
+    /// the checkpoint's settings (checked at load) with the budget's bounds checked for this
+    /// encoder, the resized images' pixels ([`Preprocessor::with_budget`]) and, for gemma4, the
+    /// attention over an image of `max_soft_tokens · pool²` patches ([`Error::TooLarge`]),
+    /// before any image is read or resized. Callers of [`encode`](Self::encode) make it once
+    /// and [`prepare`](Self::prepare) every image with it.
     pub fn preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<Preprocessor> {
-        let preprocessor = Preprocessor::new(self.processor.clone().with_max_soft_tokens(budget))?;
+        let preprocessor = self.preprocessor.with_budget(budget)?;
         self.model.check_attention_budget(preprocessor.config())?;
         Ok(preprocessor)
     }
@@ -167,9 +173,7 @@ impl VisionEncoder {
     /// this family), else 70; checked for this encoder as [`preprocessor`](Self::preprocessor)
     /// checks an image's.
     pub fn video_preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<VideoPreprocessor> {
-        let layout = self.family.settings_layout();
-        let config = VideoProcessorConfig::from_checkpoint_dir(self.checkpoint.dir(), layout)?;
-        let video = VideoPreprocessor::new(config.with_max_soft_tokens(budget))?;
+        let video = VideoPreprocessor::new(self.video.clone().with_max_soft_tokens(budget))?;
         self.model.check_attention_budget(&video.config().frame)?;
         Ok(video)
     }

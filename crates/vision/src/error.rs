@@ -52,14 +52,11 @@ pub enum Error {
     /// shape or bytes, as `detail` says.
     #[error("the model's `{name}` is not the checkpoint's: {detail}")]
     WeightsDiffer { name: String, detail: String },
-    /// The encoder's attention over `what` would need more memory than one process may use
-    /// ([`tensor::memory::max_array_bytes`]); refused before anything is allocated.
+    /// The encoder's attention over `what` (a batch, or an image at a budget) would need more
+    /// memory than one array may take ([`tensor::memory::max_array_bytes`]); refused before
+    /// anything is allocated. The one bound: `SiglipVisionTower::check_attention`.
     #[error("attention over {what} needs about {bytes} bytes, more than the limit of {limit} bytes")]
     TooLarge { what: String, bytes: u128, limit: usize },
-    /// A soft-token budget this encoder cannot serve (its attention's memory, see
-    /// [`VisionEncoder::preprocessor`](crate::VisionEncoder::preprocessor)).
-    #[error(transparent)]
-    Budget(#[from] preprocess::BudgetError),
 }
 
 /// What kind of failure an [`Error`] is, for callers that map errors onto another error model
@@ -117,8 +114,7 @@ impl Error {
             | Error::Input { .. }
             | Error::ModelInput { .. }
             | Error::WeightsDiffer { .. }
-            | Error::TooLarge { .. }
-            | Error::Budget(_) => ErrorKind::Invalid,
+            | Error::TooLarge { .. } => ErrorKind::Invalid,
             Error::Preprocess(e) => preprocess_kind(e),
             Error::Checkpoint { path, .. } => match std::fs::symlink_metadata(path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,

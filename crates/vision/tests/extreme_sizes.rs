@@ -146,7 +146,8 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
     ];
     for err in errors {
         match &err {
-            Error::Budget(BudgetError::Attention { budget: 1_000_000, patches: 9_000_000, bytes, limit }) => {
+            Error::TooLarge { what, bytes, limit } => {
+                assert_eq!(what, "an image at a budget of 1000000 soft tokens (up to 9000000 patches)");
                 assert_eq!(*limit, tensor::memory::max_array_bytes());
                 assert!(*bytes > *limit as u128);
             }
@@ -154,8 +155,9 @@ fn absurd_budgets_are_refused_before_anything_is_allocated() {
         }
         let message = err.to_string();
         assert!(
-            message
-                .starts_with("a budget of 1000000 soft tokens needs attention over an image of up to 9000000 patches"),
+            message.starts_with(
+                "attention over an image at a budget of 1000000 soft tokens (up to 9000000 patches) needs about"
+            ),
             "{message}"
         );
         assert_eq!(err.kind(), vision::ErrorKind::Invalid);

@@ -13,7 +13,7 @@
 //! The "reference" column ends with the number of differing bytes.
 //!
 //! Then the corpus rows ([`parity::corpus_suite`]): one per file of Pillow's test images, each
-//! exact, refused, differ or crashed, ending with the line `corpus: N files: exact A / …`.
+//! exact, refused, a known gap, differ or crashed, ending with the line `corpus: N files: exact A / …`.
 
 use parity::{Comparison, Table, compare_bytes};
 use preprocess::{DecodeOptions, Preprocessor, ProcessorConfig};

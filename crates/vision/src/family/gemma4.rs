@@ -6,7 +6,7 @@ use crate::prepared_image::{batches, stack_patches, stack_pixels};
 use crate::siglip_tower::{PooledRows, SiglipVisionTower};
 use crate::trace::Trace;
 use crate::{BatchKey, Error, ModelInputs, PreparedImage, Result, SiglipConfig, VisionConfig};
-use preprocess::{BudgetError, Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, VideoPreprocessor};
+use preprocess::{Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, VideoPreprocessor};
 use serde::Deserialize;
 use tensor::Array;
 
@@ -199,15 +199,12 @@ impl FamilyModel for SiglipVisionTower {
         Ok((project(self, &rows, None)?, soft_tokens))
     }
 
-    /// One image or frame of `max_soft_tokens · pool²` patches of `config`, the bytes of
-    /// [`SiglipVisionTower::check_attention`].
+    /// One image or frame of `max_soft_tokens · pool²` patches of `config`, against
+    /// [`SiglipVisionTower::check_attention`]'s bound.
     fn check_attention_budget(&self, config: &ProcessorConfig) -> Result<()> {
-        let patches = config.max_patches();
-        let (bytes, limit) = (self.attention_bytes(1, u128::from(patches)), tensor::memory::max_array_bytes());
-        if bytes > limit as u128 {
-            return Err(BudgetError::Attention { budget: config.max_soft_tokens.get(), patches, bytes, limit }.into());
-        }
-        Ok(())
+        let (budget, patches) = (config.max_soft_tokens.get(), config.max_patches());
+        let what = || format!("an image at a budget of {budget} soft tokens (up to {patches} patches)");
+        self.check_attention(1, usize::try_from(patches).unwrap_or(usize::MAX), what)
     }
 
     /// Pixels of one pooling window: `(patch_size · pooling_kernel_size)²`.

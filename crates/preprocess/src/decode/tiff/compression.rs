@@ -13,7 +13,7 @@ const FORMAT: &str = "TIFF";
 pub enum Codec {
     /// 1: the stored bytes are the samples.
     None,
-    /// 2: CCITT modified Huffman run lengths (`fax` has no decoder for it: refused).
+    /// 2: CCITT modified Huffman run lengths (T.4's one-dimensional codes, byte-aligned rows).
     CcittRle,
     /// 3: CCITT Group 3 (T.4).
     Group3,
@@ -29,6 +29,8 @@ pub enum Codec {
     Deflate,
     /// 32773: PackBits.
     PackBits,
+    /// 34925: LZMA (an `.xz` stream, as libtiff's `LZMADecode` reads it).
+    Lzma,
 }
 
 impl Codec {
@@ -44,7 +46,7 @@ impl Codec {
             7 => Codec::Jpeg,
             8 | 32946 => Codec::Deflate,
             32773 => Codec::PackBits,
-            34925 => return Err(Error::unsupported(FORMAT, "LZMA compression (34925)")),
+            34925 => Codec::Lzma,
             50000 => return Err(Error::unsupported(FORMAT, "Zstandard compression (50000)")),
             50001 => return Err(Error::unsupported(FORMAT, "WebP compression (50001)")),
             other => return Err(Error::unsupported(FORMAT, format!("compression {other}"))),
@@ -52,7 +54,7 @@ impl Codec {
     }
 }
 
-fn short(what: &str, got: usize, want: usize) -> Error {
+pub(super) fn short(what: &str, got: usize, want: usize) -> Error {
     Error::Truncated { format: FORMAT, detail: format!("{what} data decodes to {got} of {want} bytes") }
 }
 
@@ -158,6 +160,57 @@ pub fn fax(data: &[u8], group4: bool, width: usize, rows: usize, out: &mut [u8])
     };
     if ok.is_none() && y == 0 {
         return Err(Error::malformed(FORMAT, "CCITT data could not be decoded"));
+    }
+    Ok(())
+}
+
+/// CCITT modified Huffman run lengths (libtiff's `Fax3DecodeRLE`): each row alternating white
+/// and black runs in T.4's one-dimensional codes (make-up codes, then a terminating one), first
+/// white, no EOL, the next row at the next byte; into 1-bit rows as [`fax`]. Rows the data does
+/// not reach stay white.
+pub fn ccitt_rle(data: &[u8], width: usize, rows: usize, out: &mut [u8]) -> Result<()> {
+    use fax::BitReader;
+    let row_bytes = width.div_ceil(8);
+    // Two zero bytes past the end: `fax`'s tables peek up to 13 bits ahead, and the last row's
+    // codes may end in the segment's last byte.
+    let padded = data.iter().copied().chain([0, 0]);
+    let mut reader = match fax::ByteReader::new(padded.map(Ok::<u8, std::convert::Infallible>)) {
+        Ok(reader) => reader,
+        Err(never) => match never {},
+    };
+    for y in 0..rows {
+        let Some(row) = out.get_mut(y * row_bytes..(y + 1) * row_bytes) else { break };
+        let (mut x, mut black) = (0usize, false);
+        while x < width {
+            // A run: make-up codes (multiples of 64) until a terminating code (under 64).
+            let mut run = 0usize;
+            loop {
+                let code =
+                    if black { fax::maps::black::decode(&mut reader) } else { fax::maps::white::decode(&mut reader) };
+                let Some(code) = code else {
+                    return if y == 0 {
+                        Err(Error::malformed(FORMAT, "CCITT RLE data could not be decoded"))
+                    } else {
+                        Ok(())
+                    };
+                };
+                run += usize::from(code);
+                if code < 64 {
+                    break;
+                }
+            }
+            let end = x.saturating_add(run).min(width);
+            if black {
+                for p in x..end {
+                    row[p / 8] |= 0x80 >> (p % 8);
+                }
+            }
+            (x, black) = (end, !black);
+        }
+        let skip = reader.bits_to_byte_boundary();
+        if reader.consume(skip).is_err() {
+            break;
+        }
     }
     Ok(())
 }

@@ -6,17 +6,18 @@
 //!
 //! Decoded: strips and tiles, contiguous and planar samples; 1/2/4/8/12/16/32-bit and float
 //! samples as Pillow's table lists them; bilevel, gray, RGB, RGBA, premultiplied RGBa, CMYK,
-//! palette; none, LZW, Deflate, PackBits, CCITT Group 3 (1-D) and Group 4, JPEG (YCbCr, RGB,
-//! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
-//! floating-point predictors. Refused with [`Error::Unsupported`] naming them: LAB (Pillow
-//! converts it through LittleCMS), uncompressed or chroma-subsampled YCbCr outside JPEG, LZMA,
-//! Zstandard, WebP, CCITT RLE, 2-D Group 3. Compressed YCbCr without subsampling goes through
+//! palette; none, LZW, Deflate, PackBits, LZMA, CCITT modified Huffman (RLE), Group 3 (1-D)
+//! and Group 4, JPEG (YCbCr, RGB, gray, CMYK) and old-style JPEG (one interchange stream)
+//! compression; horizontal and floating-point predictors. Refused with [`Error::Unsupported`]
+//! naming them: LAB (Pillow converts it through LittleCMS), uncompressed or chroma-subsampled
+//! YCbCr outside JPEG, Zstandard, WebP, 2-D Group 3. Compressed YCbCr without subsampling goes through
 //! libtiff's RGBA interface's conversion ([`ycbcr`]).
 
 mod compression;
 mod convert;
 mod ifd;
 mod jpeg;
+mod lzma;
 mod mode;
 mod old_jpeg;
 mod raster;
@@ -451,7 +452,13 @@ fn decode_segment(
             compression::fax(data, layout.codec == Codec::Group4, segs.seg_w, rows, out)?;
         }
         Codec::OldJpeg => return Err(malformed("old-style JPEG is read whole, not by segment")),
-        Codec::CcittRle => return Err(Error::unsupported(FORMAT, "CCITT modified Huffman (RLE) compression (2)")),
+        Codec::Lzma => lzma::decode(data, out)?,
+        Codec::CcittRle => {
+            if layout.bits != 1 || layout.samples != 1 {
+                return Err(Error::unsupported(FORMAT, "CCITT compression of more than 1 bit per pixel"));
+            }
+            compression::ccitt_rle(data, segs.seg_w, rows, out)?;
+        }
         Codec::Jpeg => {
             if layout.bits != 8 || layout.planar {
                 return Err(Error::unsupported(FORMAT, "JPEG compression of planar or non-8-bit samples"));
