@@ -1,6 +1,6 @@
 //! The Python package as its users install it, the last steps of `cargo xtask test`:
 //!
-//! - **binary wheels**: each installed with `pip install <wheel> mlx-vlm==0.7.10 "mlx[cpu]"`
+//! - **binary wheels**: each installed as `pip install <wheel> mlx-vlm==0.7.10 "mlx[cpu]"`
 //!   into a fresh virtual environment whose `PATH` has no build tool on it (no directory holding
 //!   one of [`BUILD_TOOLS`]), then `crates/python/tests/wheel_smoke.py` run there (an encode from
 //!   NumPy, `accelerate` on mlx-vlm's model, the stock bits): the `cp310` wheel (built for 3.10's
@@ -11,8 +11,11 @@
 //!   one encode of a test checkpoint.
 //!
 //! The interpreters are `python3.X` of pyenv's versions (`$PYENV_ROOT`, else `~/.pyenv`), else on
-//! `PATH`. pip's downloads are cached in `.deps/pip-cache`; the environments and the clone live
-//! under the target directory and are removed after each check.
+//! `PATH`. Each binary check resolves against the index as a user's pip does (`pip download`,
+//! under the same `PATH`), then installs those files alone (`--no-index`); every file is kept in
+//! `.deps/wheels` and not fetched again, and the source install finds them there too
+//! (`PIP_FIND_LINKS`). The environments and the clone live under the target directory and are
+//! removed after each check.
 
 use crate::project::{Result, cmd, deps, output, python, root, run, target_dir};
 use std::ffi::OsString;
@@ -105,18 +108,25 @@ fn smoke_in(venv: &Path, interpreter: &Path, wheel: &Path) -> Result<()> {
     let venv_python = venv.join("bin/python");
     let in_venv = |args: &[&str]| {
         let mut command = cmd(&venv_python, args);
-        command.env("PATH", &path).env("VIRTUAL_ENV", venv).env("PIP_CACHE_DIR", pip_cache()).env_remove("PYTHONPATH");
+        command.env("PATH", &path).env("VIRTUAL_ENV", venv).env_remove("PYTHONPATH");
         command
     };
+    let house = wheelhouse()?;
     let started = Instant::now();
-    let mut install = in_venv(&["-m", "pip", "install", "-q", "--disable-pip-version-check"]);
-    run(install.arg(wheel).args(BESIDE))?;
+    let mut download = in_venv(&["-m", "pip", "download", "-q", "--disable-pip-version-check", "--find-links"]);
+    run(download.arg(&house).arg("--dest").arg(&house).arg(wheel).args(BESIDE))?;
+    forget_our_wheels(&house)?;
+    let resolved = started.elapsed().as_secs_f64();
+    let mut install =
+        in_venv(&["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links"]);
+    run(install.arg(&house).arg(wheel).args(BESIDE))?;
     let installed = started.elapsed().as_secs_f64();
     run(in_venv(&[]).arg(root().join("crates/python/tests/wheel_smoke.py")))?;
     eprintln!(
-        "wheels: {} on {}: installed with no build tool on PATH in {installed:.0} s, smoke test {:.0} s",
+        "wheels: {} on {}, no build tool on PATH: resolved in {resolved:.0} s, installed in {:.0} s, smoke test {:.0} s",
         describe(wheel),
         interpreter.display(),
+        installed - resolved,
         started.elapsed().as_secs_f64() - installed
     );
     Ok(())
@@ -150,7 +160,7 @@ fn source_install_in(scratch: &Path, interpreter: &Path) -> Result<()> {
     install
         .current_dir(&clone)
         .env("VIRTUAL_ENV", &venv)
-        .env("PIP_CACHE_DIR", pip_cache())
+        .env("PIP_FIND_LINKS", wheelhouse()?)
         .env("MATURIN_PEP517_ARGS", "--profile dev")
         .env("CARGO_TARGET_DIR", target_dir())
         .env_remove("MLX_DIR")
@@ -213,9 +223,23 @@ fn path_without_build_tools(venv: &Path) -> Result<OsString> {
     }
 }
 
-/// pip's download and wheel cache, kept between runs.
-fn pip_cache() -> PathBuf {
-    deps().join("pip-cache")
+/// `.deps/wheels`: every file pip resolved for the checks, kept between runs (pip's own HTTP
+/// cache keeps only responses that say they may be cached).
+fn wheelhouse() -> Result<PathBuf> {
+    let house = deps().join("wheels");
+    fs::create_dir_all(&house).map_err(|e| format!("creating {}: {e}", house.display()))?;
+    Ok(house)
+}
+
+/// Removes the copies of this package's wheels that `pip download` leaves in `house`: only what
+/// the wheels are installed beside is kept.
+fn forget_our_wheels(house: &Path) -> Result<()> {
+    for entry in fs::read_dir(house).map_err(|e| format!("{}: {e}", house.display()))?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("gemma_vision-") {
+            fs::remove_file(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// A wheel's file name and size.
