@@ -25,7 +25,7 @@ pub fn main(extra: &[String]) -> Result<()> {
 /// `gemma-vision` command `cargo test` built; the suite also installs the wheel beside mlx-vlm
 /// into a fresh environment of its own (`GEMMA_VISION_WHEEL`). Returns the wheel.
 fn python_package() -> Result<PathBuf> {
-    let wheel = wheels::build(&python(), wheels::Abi::Stable, &target_dir().join("python-wheels"))?;
+    let wheel = wheels::build(&python(), &target_dir().join("python-wheels"))?;
     run(cmd(
         python(),
         &["-m", "pip", "install", "-q", "--disable-pip-version-check", "--force-reinstall", "--no-deps"],

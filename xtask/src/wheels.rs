@@ -33,33 +33,22 @@ const NEWEST: &[&str] = &["3.14", "3.13", "3.12"];
 /// What the wheels are installed beside, as a user types it.
 const BESIDE: &[&str] = &["mlx-vlm==0.7.10", "mlx[cpu]"];
 
-/// Which ABI a wheel is built for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Abi {
-    /// `cp311-abi3`: every CPython from 3.11 (the crate's default `abi3` feature).
-    Stable,
-    /// The interpreter's own (`--no-default-features`): `cp310-cp310` on 3.10.
-    Interpreter,
-}
-
 /// `cargo xtask wheels`: the steps of `cargo xtask test` this module holds, alone, after
 /// building the `abi3` wheel.
 pub fn main() -> Result<()> {
     crate::setup::main()?;
-    let abi3 = build(&python(), Abi::Stable, &target_dir().join("python-wheels"))?;
+    let abi3 = build(&python(), &target_dir().join("python-wheels"))?;
     binary(&abi3)?;
     source_install()
 }
 
 /// The wheel of the `gemma-vision` package for `interpreter`, built by maturin in the dev
-/// profile (which reuses what `cargo test` built) into `out` (emptied first).
-pub fn build(interpreter: &Path, abi: Abi, out: &Path) -> Result<PathBuf> {
+/// profile (which reuses what `cargo test` built) into `out` (emptied first): `cp311-abi3` on
+/// CPython ≥ 3.11, `cp310-cp310` on 3.10 (the `abi3` feature is pyproject.toml's choice).
+pub fn build(interpreter: &Path, out: &Path) -> Result<PathBuf> {
     let _ = fs::remove_dir_all(out);
     let started = Instant::now();
     let mut build = cmd(python(), &["-m", "maturin", "build", "--manifest-path", "crates/python/Cargo.toml"]);
-    if abi == Abi::Interpreter {
-        build.arg("--no-default-features");
-    }
     run(build.arg("--interpreter").arg(interpreter).arg("--out").arg(out))?;
     let wheel = built_wheel(out)?;
     eprintln!("wheels: {} built in {:.0} s", describe(&wheel), started.elapsed().as_secs_f64());
@@ -87,7 +76,7 @@ pub fn binary(abi3: &Path) -> Result<()> {
         .iter()
         .find_map(|version| interpreter(version).ok())
         .ok_or_else(|| format!("no CPython {} found (pyenv or PATH)", NEWEST.join(", ")))?;
-    let cp310 = build(&oldest, Abi::Interpreter, &target_dir().join("python-wheels-cp310"))?;
+    let cp310 = build(&oldest, &target_dir().join("python-wheels-cp310"))?;
     smoke(&oldest, &cp310)?;
     smoke(&newest, abi3)
 }
@@ -133,10 +122,11 @@ fn smoke_in(venv: &Path, interpreter: &Path, wheel: &Path) -> Result<()> {
 }
 
 /// `pip install ./crates/python` from a fresh clone of `HEAD` into a fresh environment of
-/// CPython 3.10, then one encode. pip builds in release unless told otherwise: the build
-/// is told the dev profile and the workspace's target directory (`MATURIN_PEP517_ARGS`,
-/// `CARGO_TARGET_DIR`), so that the registry crates `cargo test` built are not built again; the
-/// clone's own crates, and mlx-ffi's build script finding MLX, build afresh.
+/// CPython 3.10, then one encode. pip builds in release unless told otherwise: the build is
+/// told the dev profile (`MATURIN_PEP517_ARGS`) and a target directory of its own, kept between
+/// runs (`target/source-install-target`: the workspace's own would be rebuilt after it, since
+/// the clone's crates get the workspace's artifact names); the clone, and with it mlx-ffi's
+/// build script finding MLX, is new every time.
 pub fn source_install() -> Result<()> {
     let interpreter = interpreter(OLDEST)?;
     let scratch = target_dir().join("source-install");
@@ -162,7 +152,7 @@ fn source_install_in(scratch: &Path, interpreter: &Path) -> Result<()> {
         .env("VIRTUAL_ENV", &venv)
         .env("PIP_FIND_LINKS", wheelhouse()?)
         .env("MATURIN_PEP517_ARGS", "--profile dev")
-        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TARGET_DIR", target_dir().join("source-install-target"))
         .env_remove("MLX_DIR")
         .env_remove("PYO3_PYTHON");
     run(install)?;
