@@ -4,8 +4,8 @@
 //!   into a fresh virtual environment whose `PATH` has no build tool on it (no directory holding
 //!   one of [`BUILD_TOOLS`]), then `crates/python/tests/wheel_smoke.py` run there (an encode from
 //!   NumPy, `accelerate` on mlx-vlm's model, the stock bits): the `cp310` wheel (built for 3.10's
-//!   full API, `--no-default-features`) on CPython 3.10, and the `abi3` wheel the pytest step
-//!   built on the newest CPython of [`NEWEST`] found (every one of them has mlx 0.32.4 wheels);
+//!   full API) on CPython 3.10, and the `abi3` wheel the pytest step built on the newest CPython
+//!   of [`NEWEST`] found (every one of them has mlx 0.32.4 wheels);
 //! - **the source install**: `pip install ./crates/python` (pip's isolated build, as the README
 //!   says) on CPython 3.10, from a fresh `git clone` of `HEAD` (so no `.deps/` beside it), then
 //!   one encode of a test checkpoint.
