@@ -8,8 +8,10 @@
 //! Inputs (each re-runs this script when it changes):
 //! - `MLX_DIR`: an MLX install with `include/mlx/mlx.h` and `lib/libmlx.{so,dylib}` (a Metal
 //!   build on macOS, the `mlx-cuda-12` wheel, …). Else `<workspace>/.deps/mlx` when this crate
-//!   sits in its workspace (made by `cargo xtask setup`), else the `mlx` package of the active
-//!   Python environment (`$VIRTUAL_ENV`, `$CONDA_PREFIX`, else `python3` on `PATH`), as
+//!   sits in its workspace (made by `cargo xtask setup`), else the `mlx` package of the Python
+//!   the build is for (`$PYO3_PYTHON`, which maturin sets to the interpreter it builds for: in
+//!   pip's isolated build environment, the one holding the build requirements), else of the
+//!   active Python environment (`$VIRTUAL_ENV`, `$CONDA_PREFIX`, else `python3` on `PATH`), as
 //!   `pip install "mlx[cpu]"` installs it.
 //! - `MLX_C_DIR`: mlx-c sources with `mlx/c/*.cpp`. Else the sources bundled in the crates.io
 //!   package `mlx-sys` (never built or depended on): taken from cargo's registry cache, after
@@ -131,8 +133,13 @@ impl Mlx {
 }
 
 /// Python interpreters to ask for the `mlx` package, most specific first.
+///
+/// `PYO3_PYTHON` is watched only here, where it is read: maturin sets it and `cargo` does not,
+/// so watching it always would rebuild mlx-c between the two when `.deps/mlx` or `MLX_DIR`
+/// decides anyway.
 fn python_candidates() -> Vec<String> {
-    let mut candidates = Vec::new();
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    let mut candidates: Vec<String> = env::var("PYO3_PYTHON").into_iter().filter(|p| !p.is_empty()).collect();
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(prefix) = env::var_os(var) {
             let python = Path::new(&prefix).join("bin/python");

@@ -16,6 +16,7 @@ mod project;
 mod setup;
 mod soak;
 mod test;
+mod wheels;
 
 use std::process::ExitCode;
 
@@ -25,7 +26,8 @@ cargo xtask <command>
   setup         install or unpack everything into .deps/ (idempotent)
   test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, the library
                 crates' docs (-D warnings), the crates packaged and a crate outside the
-                workspace built on the packages, the Python package's tests
+                workspace built on the packages, the Python package's tests, its wheels
+                installed with no build tools on CPython 3.10 and the newest, its source install
   docs          cargo doc --no-deps of the library crates with warnings denied
   package       every published crate packaged (cargo package) and unpacked, and a crate
                 outside the workspace built and run on the packages
@@ -45,6 +47,7 @@ cargo xtask <command>
   emulate       stock MLX's CPU arithmetic on aarch64 Linux (the PyPI aarch64 wheels under
                 qemu-aarch64) against this machine's, op by op, and the arithmetic model that
                 reproduces both
+  wheels        the Python package's wheel and source-install steps of `test`, alone
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
   encode --model DIR (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         "bench" => bench::main(rest),
         "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),
         "soak" => soak::main(rest),
+        "wheels" => wheels::main(),
         "fuzz" => fuzz::main(rest),
         "emulate" => emulation::main(),
         "help" | "--help" | "-h" => {

@@ -1,11 +1,11 @@
 //! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the library
 //! crates' docs (warnings denied), every published crate packaged and a new crate outside the
 //! workspace built on the packages (`package`, `downstream`), stock MLX's arithmetic on aarch64
-//! under emulation against this machine's (`emulation`), and the Python package's suite.
+//! under emulation against this machine's (`emulation`), and the Python package's suite, then
+//! its wheels and its source install as users install them (`wheels`).
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
-use crate::{downstream, emulation, package, setup};
-use std::fs;
+use crate::{downstream, emulation, package, setup, wheels};
 use std::path::PathBuf;
 
 pub fn main(extra: &[String]) -> Result<()> {
@@ -17,19 +17,17 @@ pub fn main(extra: &[String]) -> Result<()> {
     let packaged = package::package()?;
     downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)?;
     emulation::main()?;
-    python_package()
+    let abi3_wheel = python_package()?;
+    wheels::binary(&abi3_wheel)?;
+    wheels::source_install()
 }
 
 /// Builds the `gemma-vision` wheel (the dev profile, which reuses what `cargo test` built),
 /// installs it into `.deps/venv` and runs its pytest suite (`crates/python/tests`) against the
 /// `gemma-vision` command `cargo test` built; the suite also installs the wheel beside mlx-vlm
-/// into a fresh environment of its own (`GEMMA_VISION_WHEEL`).
-fn python_package() -> Result<()> {
-    let wheels = target_dir().join("python-wheels");
-    let _ = fs::remove_dir_all(&wheels);
-    let mut build = cmd(python(), &["-m", "maturin", "build", "--manifest-path", "crates/python/Cargo.toml"]);
-    run(build.arg("--interpreter").arg(python()).arg("--out").arg(&wheels))?;
-    let wheel = built_wheel(&wheels)?;
+/// into a fresh environment of its own (`GEMMA_VISION_WHEEL`). Returns the wheel.
+fn python_package() -> Result<PathBuf> {
+    let wheel = wheels::build(&python(), &target_dir().join("python-wheels"))?;
     run(cmd(
         python(),
         &["-m", "pip", "install", "-q", "--disable-pip-version-check", "--force-reinstall", "--no-deps"],
@@ -38,20 +36,8 @@ fn python_package() -> Result<()> {
     let binary = target_dir().join("debug").join("gemma-vision");
     run(cmd(python(), &["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/python/tests"])
         .env("GEMMA_VISION", binary)
-        .env("GEMMA_VISION_WHEEL", &wheel))
-}
-
-/// The one wheel maturin wrote into `dir`.
-fn built_wheel(dir: &std::path::Path) -> Result<PathBuf> {
-    let mut wheels: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "whl"))
-        .collect();
-    match (wheels.pop(), wheels.is_empty()) {
-        (Some(wheel), true) => Ok(wheel),
-        _ => Err(format!("expected one wheel in {}", dir.display())),
-    }
+        .env("GEMMA_VISION_WHEEL", &wheel))?;
+    Ok(wheel)
 }
 
 /// `cargo xtask doctor`: what this build runs on.
