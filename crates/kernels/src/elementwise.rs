@@ -26,21 +26,24 @@ pub fn multiply_scalar<T: Float>(a: T, b: T) -> T {
 
 /// MLX's `maximum(a, b)`: `a` if it is NaN, else the larger (`b` on ties, so
 /// `maximum(+0, −0) = −0`); the chosen value's bits unchanged.
-#[inline]
+#[inline(always)]
 pub fn maximum_scalar<T: Float>(a: T, b: T) -> T {
     let (fa, fb) = (a.to_f32(), b.to_f32());
     if fa.is_nan() || fa > fb { a } else { b }
 }
 
 /// MLX's `minimum(a, b)`: `a` if it is NaN, else the smaller (`b` on ties).
-#[inline]
+#[inline(always)]
 pub fn minimum_scalar<T: Float>(a: T, b: T) -> T {
     let (fa, fb) = (a.to_f32(), b.to_f32());
     if fa.is_nan() || fa < fb { a } else { b }
 }
 
-/// MLX's `clip(x, low, high)`: `minimum(maximum(x, low), high)`, either bound optional.
-#[inline]
+/// MLX's `clip(x, low, high)`: `minimum(maximum(x, low), high)`, either bound optional, on
+/// values of one dtype (`backend/cpu/simd/base_simd.h`): a NaN input stays, a NaN bound
+/// replaces the input. The one scalar clip of this crate (the matrix products' operand and
+/// output clips included); the vector clips give its bits.
+#[inline(always)]
 pub fn clip_scalar<T: Float>(x: T, low: Option<T>, high: Option<T>) -> T {
     let x = low.map_or(x, |low| maximum_scalar(x, low));
     high.map_or(x, |high| minimum_scalar(x, high))

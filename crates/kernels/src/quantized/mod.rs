@@ -39,7 +39,8 @@ pub use fp::{FP4_LUT, dequantize_scale, from_fp8};
 pub use matrix::{FloatSlice, QuantizedMatrix, Scales};
 pub use reference::reference;
 
-use crate::gemm::arithmetic::{Arithmetic, BiasPlacement, clip};
+use crate::elementwise::clip_scalar;
+use crate::gemm::arithmetic::{Arithmetic, BiasPlacement};
 use crate::gemm::driver::{self, Product};
 use crate::gemm::epilogue::Epilogue;
 use crate::gemm::tile::{MR, NR};
@@ -148,7 +149,7 @@ pub(crate) fn finish<O: Float>(y: O, j: usize, options: &GemmOptions<'_, O>) -> 
         None => y,
     };
     match options.out_clip {
-        Some((lo, hi)) => clip(y, lo, hi),
+        Some((lo, hi)) => clip_scalar(y, Some(lo), Some(hi)),
         None => y,
     }
 }
