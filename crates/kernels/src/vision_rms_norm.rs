@@ -19,7 +19,7 @@
 
 use crate::cpu::Isa;
 use crate::power::{pow, square_as_pow};
-use crate::rope::{self, RopeTables};
+use crate::rope::{self, RopePartition};
 use crate::{Float, Result, parallel, rows};
 
 const KERNEL: &str = "vision_rms_norm";
@@ -96,7 +96,7 @@ pub fn normalize_heads<T: Float, W: Float>(
     head_dim: usize,
     weight: Option<&[W]>,
     eps: f32,
-    rope: Option<&[RopeTables<T>]>,
+    rope: Option<&[RopePartition<T>]>,
 ) -> Result<()> {
     check(x.len(), x.len(), weight.map(<[W]>::len), head_dim)?;
     if let Some(parts) = rope {
@@ -281,7 +281,7 @@ mod tests {
                 .collect()
         };
         let (cx, sx, cy, sy) = (table(f32::cos, 0), table(f32::sin, 0), table(f32::cos, 1), table(f32::sin, 1));
-        let parts = [RopeTables::new(&cx, &sx, c).unwrap(), RopeTables::new(&cy, &sy, c).unwrap()];
+        let parts = [RopePartition::new(&cx, &sx, c).unwrap(), RopePartition::new(&cy, &sy, c).unwrap()];
         let mut normed = vec![bf16::ZERO; x.len()];
         vision_rms_norm_scalar(&x, Some(&w), 1e-6, head_dim, &mut normed).unwrap();
         let mut want = vec![bf16::ZERO; x.len()];
