@@ -20,7 +20,7 @@
 //! The packed layout: `W` is uint32 `[N, K · bits / 32]`, each row a little-endian bitstream of
 //! `bits`-bit codes (`format`); the scales (and affine biases) are `[N, K / group]`.
 //!
-//! - `format`: [`Mode`], [`Quantization`], the packed layout and its codes.
+//! - `format`: [`QuantizationMode`], [`Quantization`], the packed layout and its codes.
 //! - `fp`: the fp modes' number formats ([`from_fp8`], [`FP4_LUT`], [`dequantize_scale`]).
 //! - `matrix`: [`QuantizedMatrix`], the checked view of MLX's buffers.
 //! - [`reference`](reference()): the scalar twin (`_qmm_t`, `fp_qmm_t` as written).
@@ -34,7 +34,7 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-pub use format::{Mode, Quantization};
+pub use format::{Quantization, QuantizationMode};
 pub use fp::{FP4_LUT, dequantize_scale, from_fp8};
 pub use matrix::{FloatSlice, QuantizedMatrix, Scales};
 pub use reference::reference;
