@@ -197,7 +197,7 @@ fn clip_portable<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
 mod avx2 {
     use super::{BinaryOp, clip_scalar};
     use crate::Float;
-    use crate::lanes::{load8, store8, store8_exact};
+    use crate::lanes::{load_at, store_at, store_exact_at};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -211,11 +211,9 @@ mod avx2 {
         let n = acc.len().min(b.len());
         let mut i = 0;
         while i + 8 <= n {
-            // SAFETY: `i + 8 <= n` bounds both slices; AVX2 + FMA are enabled here.
-            unsafe {
-                let y = Op::apply8(load8(acc.as_ptr().add(i)), load8(b.as_ptr().add(i)));
-                store8(acc.as_mut_ptr().add(i), y);
-            }
+            // SAFETY: `apply8` needs AVX2 and FMA, which are enabled here.
+            let y = unsafe { Op::apply8(load_at(acc, i), load_at(b, i)) };
+            store_at(acc, i, y);
             i += 8;
         }
         for i in i..n {
@@ -236,21 +234,17 @@ mod avx2 {
         let (low_v, high_v) = (bound(low), bound(high));
         let mut i = 0;
         while i + 8 <= x.len() {
-            // SAFETY: `i + 8 <= x.len()`.
-            unsafe {
-                let mut v = load8(x.as_ptr().add(i));
-                if low.is_some() {
-                    // maximum(v, low): v where v is NaN or v > low, else low.
-                    let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_GT_OQ>(v, low_v));
-                    v = _mm256_blendv_ps(low_v, v, keep);
-                }
-                if high.is_some() {
-                    let keep =
-                        _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_LT_OQ>(v, high_v));
-                    v = _mm256_blendv_ps(high_v, v, keep);
-                }
-                store8_exact(x.as_mut_ptr().add(i), v);
+            let mut v = load_at(x, i);
+            if low.is_some() {
+                // maximum(v, low): v where v is NaN or v > low, else low.
+                let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_GT_OQ>(v, low_v));
+                v = _mm256_blendv_ps(low_v, v, keep);
             }
+            if high.is_some() {
+                let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_LT_OQ>(v, high_v));
+                v = _mm256_blendv_ps(high_v, v, keep);
+            }
+            store_exact_at(x, i, v);
             i += 8;
         }
         for v in &mut x[i..] {

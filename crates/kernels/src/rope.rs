@@ -187,7 +187,7 @@ fn rotate_pair<T: Float>(a: T, b: T, cos: [T; 2], sin: [T; 2]) -> (T, T) {
 mod avx2 {
     use super::{RopePartition, partitions, rotate_pair};
     use crate::Float;
-    use crate::lanes::{load8, round8, store8};
+    use crate::lanes::{load_at, round8, store_at};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -203,23 +203,19 @@ mod avx2 {
             let half = u.len() / 2;
             let mut j = 0;
             while j + 8 <= half {
-                // SAFETY: `j + 8 <= half`: channels `j..j+8` and `j+half..j+half+8` are in `u`,
-                // `cos` and `sin` (each of the partition's `2·half` values).
-                unsafe {
-                    let a = load8(u.as_ptr().add(j));
-                    let b = load8(u.as_ptr().add(j + half));
-                    let (cos_low, cos_high) = (load8(cos.as_ptr().add(j)), load8(cos.as_ptr().add(j + half)));
-                    let (sin_low, sin_high) = (load8(sin.as_ptr().add(j)), load8(sin.as_ptr().add(j + half)));
-                    let minus_b = round8::<T>(_mm256_xor_ps(b, _mm256_set1_ps(-0.0)));
-                    let low = _mm256_add_ps(
-                        round8::<T>(_mm256_mul_ps(a, cos_low)),
-                        round8::<T>(_mm256_mul_ps(minus_b, sin_low)),
-                    );
-                    let high =
-                        _mm256_add_ps(round8::<T>(_mm256_mul_ps(b, cos_high)), round8::<T>(_mm256_mul_ps(a, sin_high)));
-                    store8(u.as_mut_ptr().add(j), low);
-                    store8(u.as_mut_ptr().add(j + half), high);
-                }
+                // Channels `j..j+8` and `j+half..j+half+8` are in `u`, `cos` and `sin` (each of
+                // the partition's `2·half` values).
+                let a = load_at(u, j);
+                let b = load_at(u, j + half);
+                let (cos_low, cos_high) = (load_at(cos, j), load_at(cos, j + half));
+                let (sin_low, sin_high) = (load_at(sin, j), load_at(sin, j + half));
+                let minus_b = round8::<T>(_mm256_xor_ps(b, _mm256_set1_ps(-0.0)));
+                let low =
+                    _mm256_add_ps(round8::<T>(_mm256_mul_ps(a, cos_low)), round8::<T>(_mm256_mul_ps(minus_b, sin_low)));
+                let high =
+                    _mm256_add_ps(round8::<T>(_mm256_mul_ps(b, cos_high)), round8::<T>(_mm256_mul_ps(a, sin_high)));
+                store_at(u, j, low);
+                store_at(u, j + half, high);
                 j += 8;
             }
             for j in j..half {

@@ -164,7 +164,7 @@ fn normalize_rows_portable<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::scale;
-    use crate::lanes::{load8, row_pointers, row_sums8, store8, to_array};
+    use crate::lanes::{load_at, row_pointers, row_sums8, store_at, to_array};
     use crate::power::avx2::square_as_pow8;
     use crate::{Float, rows};
     use std::arch::x86_64::*;
@@ -205,15 +205,12 @@ mod avx2 {
         let n = x.len().min(weight.map_or(usize::MAX, <[f32]>::len));
         let mut c = 0;
         while c + 8 <= n {
-            // SAFETY: `c + 8 <= n` and `n` bounds `x` and the weight.
-            unsafe {
-                let y = _mm256_mul_ps(load8(x.as_ptr().add(c)), rv);
-                let y = match weight {
-                    Some(w) => _mm256_mul_ps(y, _mm256_loadu_ps(w.as_ptr().add(c))),
-                    None => y,
-                };
-                store8(x.as_mut_ptr().add(c), y);
-            }
+            let y = _mm256_mul_ps(load_at(x, c), rv);
+            let y = match weight {
+                Some(w) => _mm256_mul_ps(y, load_at(w, c)),
+                None => y,
+            };
+            store_at(x, c, y);
             c += 8;
         }
         for c in c..n {
