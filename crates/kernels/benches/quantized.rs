@@ -105,7 +105,9 @@ fn bench_quantized<X: Float>(c: &mut Criterion, shape: &Shape, quantization: Qua
     let biases: Vec<bf16> = lcg_values::<bf16>(groups, 4, 0.1);
     let fp_scales: Vec<u8> = (0..groups).map(|g| 117 + (g % 5) as u8).collect();
     let scales = match quantization.mode() {
-        kernels::quantized::Mode::Affine => Scales::Affine { scales: scales[..].into(), biases: biases[..].into() },
+        kernels::quantized::QuantizationMode::Affine => {
+            Scales::Affine { scales: scales[..].into(), biases: biases[..].into() }
+        }
         _ => Scales::Fp(&fp_scales),
     };
     let w = QuantizedMatrix::new(&packed, scales, quantization, n, k).unwrap();
@@ -113,7 +115,7 @@ fn bench_quantized<X: Float>(c: &mut Criterion, shape: &Shape, quantization: Qua
     let mut out = vec![X::default(); m * n];
     let (kernel, blocking) = (kernel(), Blocking::for_shape(m, k, n));
     let label = match quantization.mode() {
-        kernels::quantized::Mode::Affine => "affine4g64",
+        kernels::quantized::QuantizationMode::Affine => "affine4g64",
         _ => "mxfp4",
     };
     let dtype = if X::DTYPE == kernels::ElementType::Bf16 { "bf16" } else { "f32" };

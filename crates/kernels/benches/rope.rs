@@ -8,14 +8,14 @@ use common::{HEAD_DIM, HEADS, TOKENS, values};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
 use kernels::Float;
-use kernels::rope::{RopeTables, rope, rope_scalar};
+use kernels::rope::{RopePartition, rope, rope_scalar};
 
 fn run<T: Float>(c: &mut Criterion, label: &str, twin: bool) {
     let n = TOKENS * HEADS * HEAD_DIM;
     let c2 = HEAD_DIM / 2;
     let x = values::<T>(n, 3.0, 1);
     let (cos, sin) = (values::<T>(TOKENS * c2, 0.5, 3), values::<T>(TOKENS * c2, 0.5, 4));
-    let parts = [RopeTables::new(&cos, &sin, c2).unwrap(), RopeTables::new(&sin, &cos, c2).unwrap()];
+    let parts = [RopePartition::new(&cos, &sin, c2).unwrap(), RopePartition::new(&sin, &cos, c2).unwrap()];
     let mut out = vec![T::default(); n];
     let mut group = c.benchmark_group("rope");
     group.throughput(Throughput::Elements(n as u64));

@@ -7,7 +7,7 @@ mod common;
 use common::{HEAD_DIM, HEADS, TOKENS, values};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use half::bf16;
-use kernels::rope::RopeTables;
+use kernels::rope::RopePartition;
 use kernels::vision_rms_norm::{normalize_heads, vision_rms_norm, vision_rms_norm_scalar};
 
 fn bench(c: &mut Criterion) {
@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
     });
     let c2 = HEAD_DIM / 2;
     let (cos, sin) = (values::<bf16>(TOKENS * c2, 0.5, 3), values::<bf16>(TOKENS * c2, 0.5, 4));
-    let parts = [RopeTables::new(&cos, &sin, c2).unwrap(), RopeTables::new(&sin, &cos, c2).unwrap()];
+    let parts = [RopePartition::new(&cos, &sin, c2).unwrap(), RopePartition::new(&sin, &cos, c2).unwrap()];
     group.bench_function("bfloat16/normalize_heads with rope", |b| {
         b.iter(|| {
             out.copy_from_slice(&x);

@@ -25,7 +25,7 @@ use half::bf16;
 use kernels::Float;
 use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
 use kernels::gemm::{GemmOptions, MatRef, gemm};
-use kernels::quantized::{Mode, Quantization, QuantizedMatrix, Scales, quantized_matmul};
+use kernels::quantized::{Quantization, QuantizationMode, QuantizedMatrix, Scales, quantized_matmul};
 use kernels::testing::{lcg_values, tower_mask};
 use std::time::Instant;
 
@@ -80,7 +80,7 @@ fn quantized_case<X: Float>(group: &str, label: &str, q: Quantization, m: usize,
         flops: 2.0 * (m * n * k) as f64,
         run: Box::new(move || {
             let scales = match q.mode() {
-                Mode::Affine => Scales::Affine { scales: scales[..].into(), biases: biases[..].into() },
+                QuantizationMode::Affine => Scales::Affine { scales: scales[..].into(), biases: biases[..].into() },
                 _ => Scales::Fp(&fp_scales),
             };
             let w = QuantizedMatrix::new(&packed, scales, q, n, k).unwrap();

@@ -28,6 +28,7 @@
 //! in [`isa`] under its `cfg`, and one more arm where a kernel has code for it; kernels
 //! without that code keep the portable loops. The x86 variants exist only on `x86_64`.
 
+use std::fmt;
 use std::sync::OnceLock;
 
 /// The instruction set the kernels run, as [`isa`] resolves it for this process.
@@ -67,6 +68,20 @@ fn resolve() -> Isa {
         return Isa::Avx2(avx2);
     }
     Isa::Portable
+}
+
+impl fmt::Display for Isa {
+    /// The instruction set's name as `doctor` and benchmarks print it: `AVX-512F`, `AVX2+FMA`
+    /// or `portable`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(_) => "AVX-512F",
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(_) => "AVX2+FMA",
+            Isa::Portable => "portable",
+        })
+    }
 }
 
 impl Isa {
@@ -176,24 +191,6 @@ macro_rules! target_entry {
 #[cfg(target_arch = "x86_64")]
 pub(crate) use target_entry;
 
-/// Whether the AVX2 + FMA kernels run: [`isa`] includes them (the CPU has both and
-/// `KERNELS_PORTABLE` is not set).
-pub fn has_avx2_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return isa().avx2().is_some();
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
-/// Whether the AVX-512 kernels run beside the AVX2 ones: [`isa`] is [`Isa::Avx512`] (the CPU
-/// has AVX-512F as well, and neither `KERNELS_PORTABLE` nor `KERNELS_AVX2` is set).
-pub fn has_avx512f() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return matches!(isa(), Isa::Avx512(_));
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,9 +216,8 @@ mod tests {
             }
             assert_eq!(isa.at_most_avx2().avx512(), None);
             assert_eq!(isa.at_most_avx2().avx2(), isa.avx2());
-            assert_eq!(has_avx2_fma(), isa.avx2().is_some());
-            assert_eq!(has_avx512f(), isa.avx512().is_some());
         }
+        assert!(["AVX-512F", "AVX2+FMA", "portable"].contains(&isa.to_string().as_str()), "{isa}");
         assert_eq!(MicroKernel::detect(), isa.micro_kernel());
         assert_eq!(MicroKernel::available().last(), Some(&isa.micro_kernel()));
     }

@@ -26,21 +26,24 @@ pub fn multiply_scalar<T: Float>(a: T, b: T) -> T {
 
 /// MLX's `maximum(a, b)`: `a` if it is NaN, else the larger (`b` on ties, so
 /// `maximum(+0, −0) = −0`); the chosen value's bits unchanged.
-#[inline]
+#[inline(always)]
 pub fn maximum_scalar<T: Float>(a: T, b: T) -> T {
     let (fa, fb) = (a.to_f32(), b.to_f32());
     if fa.is_nan() || fa > fb { a } else { b }
 }
 
 /// MLX's `minimum(a, b)`: `a` if it is NaN, else the smaller (`b` on ties).
-#[inline]
+#[inline(always)]
 pub fn minimum_scalar<T: Float>(a: T, b: T) -> T {
     let (fa, fb) = (a.to_f32(), b.to_f32());
     if fa.is_nan() || fa < fb { a } else { b }
 }
 
-/// MLX's `clip(x, low, high)`: `minimum(maximum(x, low), high)`, either bound optional.
-#[inline]
+/// MLX's `clip(x, low, high)`: `minimum(maximum(x, low), high)`, either bound optional, on
+/// values of one dtype (`backend/cpu/simd/base_simd.h`): a NaN input stays, a NaN bound
+/// replaces the input. The one scalar clip of this crate (the matrix products' operand and
+/// output clips included); the vector clips give its bits.
+#[inline(always)]
 pub fn clip_scalar<T: Float>(x: T, low: Option<T>, high: Option<T>) -> T {
     let x = low.map_or(x, |low| maximum_scalar(x, low));
     high.map_or(x, |high| minimum_scalar(x, high))
@@ -194,7 +197,7 @@ fn clip_portable<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
 mod avx2 {
     use super::{BinaryOp, clip_scalar};
     use crate::Float;
-    use crate::lanes::{load8, store8, store8_exact};
+    use crate::lanes::{load_at, store_at, store_exact_at};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -208,11 +211,9 @@ mod avx2 {
         let n = acc.len().min(b.len());
         let mut i = 0;
         while i + 8 <= n {
-            // SAFETY: `i + 8 <= n` bounds both slices; AVX2 + FMA are enabled here.
-            unsafe {
-                let y = Op::apply8(load8(acc.as_ptr().add(i)), load8(b.as_ptr().add(i)));
-                store8(acc.as_mut_ptr().add(i), y);
-            }
+            // SAFETY: `apply8` needs AVX2 and FMA, which are enabled here.
+            let y = unsafe { Op::apply8(load_at(acc, i), load_at(b, i)) };
+            store_at(acc, i, y);
             i += 8;
         }
         for i in i..n {
@@ -233,21 +234,17 @@ mod avx2 {
         let (low_v, high_v) = (bound(low), bound(high));
         let mut i = 0;
         while i + 8 <= x.len() {
-            // SAFETY: `i + 8 <= x.len()`.
-            unsafe {
-                let mut v = load8(x.as_ptr().add(i));
-                if low.is_some() {
-                    // maximum(v, low): v where v is NaN or v > low, else low.
-                    let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_GT_OQ>(v, low_v));
-                    v = _mm256_blendv_ps(low_v, v, keep);
-                }
-                if high.is_some() {
-                    let keep =
-                        _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_LT_OQ>(v, high_v));
-                    v = _mm256_blendv_ps(high_v, v, keep);
-                }
-                store8_exact(x.as_mut_ptr().add(i), v);
+            let mut v = load_at(x, i);
+            if low.is_some() {
+                // maximum(v, low): v where v is NaN or v > low, else low.
+                let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_GT_OQ>(v, low_v));
+                v = _mm256_blendv_ps(low_v, v, keep);
             }
+            if high.is_some() {
+                let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_LT_OQ>(v, high_v));
+                v = _mm256_blendv_ps(high_v, v, keep);
+            }
+            store_exact_at(x, i, v);
             i += 8;
         }
         for v in &mut x[i..] {

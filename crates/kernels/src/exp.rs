@@ -128,6 +128,7 @@ pub(crate) mod avx2 {
     //! [`exp`](super::exp) on 8 float32 lanes with AVX2 + FMA.
 
     use super::{LIMIT, LOG2_E, POLY, exp};
+    use crate::lanes::{from_array, to_array};
     use std::arch::x86_64::*;
 
     /// [`exp`](super::exp) of each of 8 lanes, the same bits.
@@ -171,12 +172,11 @@ pub(crate) mod avx2 {
     /// [`exp`](super::exp) of every element, 8 lanes at a time, the tail one by one.
     #[target_feature(enable = "avx2,fma")]
     fn exp_in_place_tf(values: &mut [f32]) {
-        let mut chunks = values.chunks_exact_mut(8);
-        for chunk in &mut chunks {
-            // SAFETY: `chunk` holds exactly 8 floats; the load and store are unaligned.
-            unsafe { _mm256_storeu_ps(chunk.as_mut_ptr(), exp8(_mm256_loadu_ps(chunk.as_ptr()))) };
+        let (chunks, rest) = values.as_chunks_mut::<8>();
+        for chunk in chunks {
+            *chunk = to_array(exp8(from_array(chunk)));
         }
-        for v in chunks.into_remainder() {
+        for v in rest {
             *v = exp(*v);
         }
     }

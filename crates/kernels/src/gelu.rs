@@ -196,7 +196,7 @@ fn gated_by_table_portable<T: Float>(table: &Table, gate: &[T], up: &[T], out: &
 mod avx2 {
     use super::{Table, lookup};
     use crate::Float;
-    use crate::lanes::{load8, store8};
+    use crate::lanes::{from_array, load_at, store_at};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -212,11 +212,8 @@ mod avx2 {
         let mut c = 0;
         while c + 8 <= n {
             let g: [f32; 8] = std::array::from_fn(|i| lookup(table, gate[c + i]));
-            // SAFETY: `c + 8 <= n` bounds `up` and `out`; `g` holds 8 floats.
-            unsafe {
-                let y = _mm256_mul_ps(_mm256_loadu_ps(g.as_ptr()), load8(up.as_ptr().add(c)));
-                store8(out.as_mut_ptr().add(c), y);
-            }
+            let y = _mm256_mul_ps(from_array(&g), load_at(up, c));
+            store_at(out, c, y);
             c += 8;
         }
         for c in c..n {

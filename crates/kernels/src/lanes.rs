@@ -208,7 +208,44 @@ pub(crate) fn row_pointers<T>(x: &[T], dim: usize, first: usize) -> [*const T; 8
     std::array::from_fn(|i| x[(first + i).min(rows.saturating_sub(1)) * dim..].as_ptr())
 }
 
-/// The 8 lanes as an array.
+/// [`load8`] of `x[c..c + 8]`: the safe load (it panics unless `c + 8 <= x.len()`, which
+/// the callers' loop bounds ensure).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn load_at<T: Float>(x: &[T], c: usize) -> __m256 {
+    let x = &x[c..c + 8];
+    // SAFETY: `x` holds 8 readable values.
+    unsafe { load8(x.as_ptr()) }
+}
+
+/// [`store8`] of `v` into `x[c..c + 8]`: the safe store (it panics unless `c + 8 <= x.len()`).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn store_at<T: Float>(x: &mut [T], c: usize, v: __m256) {
+    let x = &mut x[c..c + 8];
+    // SAFETY: `x` holds 8 writable values.
+    unsafe { store8(x.as_mut_ptr(), v) }
+}
+
+/// [`store8_exact`] of `v` into `x[c..c + 8]`: the safe store (it panics unless
+/// `c + 8 <= x.len()`).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn store_exact_at<T: Float>(x: &mut [T], c: usize, v: __m256) {
+    let x = &mut x[c..c + 8];
+    // SAFETY: `x` holds 8 writable values.
+    unsafe { store8_exact(x.as_mut_ptr(), v) }
+}
+
+/// The 8 lanes of an array: the safe load of 8 floats.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn from_array(lanes: &[f32; 8]) -> __m256 {
+    // SAFETY: `lanes` holds 8 readable floats.
+    unsafe { _mm256_loadu_ps(lanes.as_ptr()) }
+}
+
+/// The 8 lanes as an array: the safe store of 8 floats.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(crate) fn to_array(v: __m256) -> [f32; 8] {

@@ -132,7 +132,7 @@ fn affine<T: Float>(centred: f32, r: f32, weight: Option<T>, bias: Option<T>) ->
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::affine;
-    use crate::lanes::{load8, round8, row_pointers, row_sums8, store8, to_array};
+    use crate::lanes::{load_at, round8, row_pointers, row_sums8, store_at, to_array};
     use crate::{Float, rows};
     use std::arch::x86_64::*;
 
@@ -197,18 +197,15 @@ mod avx2 {
             x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len)).min(bias.map_or(usize::MAX, <[T]>::len));
         let mut c = 0;
         while c + 8 <= n {
-            // SAFETY: `c + 8 <= n` and `n` bounds `x`, `out` and the parameters.
-            unsafe {
-                let centred = _mm256_sub_ps(load8(x.as_ptr().add(c)), mean_v);
-                let mut y = round8::<T>(_mm256_mul_ps(centred, rv));
-                if let Some(w) = weight {
-                    y = round8::<T>(_mm256_mul_ps(y, load8(w.as_ptr().add(c))));
-                }
-                if let Some(b) = bias {
-                    y = _mm256_add_ps(y, load8(b.as_ptr().add(c)));
-                }
-                store8(out.as_mut_ptr().add(c), y);
+            let centred = _mm256_sub_ps(load_at(x, c), mean_v);
+            let mut y = round8::<T>(_mm256_mul_ps(centred, rv));
+            if let Some(w) = weight {
+                y = round8::<T>(_mm256_mul_ps(y, load_at(w, c)));
             }
+            if let Some(b) = bias {
+                y = _mm256_add_ps(y, load_at(b, c));
+            }
+            store_at(out, c, y);
             c += 8;
         }
         for c in c..n {

@@ -95,6 +95,7 @@ pub(crate) mod avx2 {
     //! [`square_as_pow`](super::square_as_pow) on 8 lanes.
 
     use super::{CUBE_LARGEST, CUBE_SMALLEST, HALF_ULP_LESS_MARGIN, LARGEST, SMALLEST, pow};
+    use crate::lanes::{from_array, to_array};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -108,9 +109,8 @@ pub(crate) mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     fn cube_as_pow_lanes_tf(x: &[f32], out: &mut [f32]) -> usize {
         let n = x.len().min(out.len()) / 8 * 8;
-        for (x, out) in x[..n].chunks_exact(8).zip(out[..n].chunks_exact_mut(8)) {
-            // SAFETY: `x` and `out` hold 8 floats each.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), cube_as_pow8(_mm256_loadu_ps(x.as_ptr()))) };
+        for (x, out) in x[..n].as_chunks::<8>().0.iter().zip(out[..n].as_chunks_mut::<8>().0) {
+            *out = to_array(cube_as_pow8(from_array(x)));
         }
         n
     }
@@ -158,20 +158,13 @@ pub(crate) mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     fn with_powf(x: __m256, rounded: __m256, settled: i32, y: f32) -> __m256 {
-        let mut lanes = [0f32; 8];
-        let mut inputs = [0f32; 8];
-        // SAFETY: both arrays hold 8 floats.
-        unsafe {
-            _mm256_storeu_ps(lanes.as_mut_ptr(), rounded);
-            _mm256_storeu_ps(inputs.as_mut_ptr(), x);
-        }
+        let (mut lanes, inputs) = (to_array(rounded), to_array(x));
         for (i, (lane, &input)) in lanes.iter_mut().zip(&inputs).enumerate() {
             if settled & (1 << i) == 0 {
                 *lane = pow(input, y);
             }
         }
-        // SAFETY: `lanes` holds 8 floats.
-        unsafe { _mm256_loadu_ps(lanes.as_ptr()) }
+        from_array(&lanes)
     }
 
     /// `powf(x, 2)` of each lane: `x * x` where settled (as the scalar rule), `powf` for the

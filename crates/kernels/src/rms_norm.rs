@@ -96,7 +96,7 @@ fn scale<T: Float>(f: f32, r: f32, weight: Option<T>) -> T {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::scale;
-    use crate::lanes::{load8, round8, row_pointers, row_sums8, store8, to_array};
+    use crate::lanes::{load_at, round8, row_pointers, row_sums8, store_at, to_array};
     use crate::{Float, rows};
     use std::arch::x86_64::*;
 
@@ -138,15 +138,12 @@ mod avx2 {
         let n = x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len));
         let mut c = 0;
         while c + 8 <= n {
-            // SAFETY: `c + 8 <= n` and `n` bounds `x`, `out` and the weight.
-            unsafe {
-                let y = round8::<T>(_mm256_mul_ps(load8(x.as_ptr().add(c)), rv));
-                let y = match weight {
-                    Some(w) => _mm256_mul_ps(y, load8(w.as_ptr().add(c))),
-                    None => y,
-                };
-                store8(out.as_mut_ptr().add(c), y);
-            }
+            let y = round8::<T>(_mm256_mul_ps(load_at(x, c), rv));
+            let y = match weight {
+                Some(w) => _mm256_mul_ps(y, load_at(w, c)),
+                None => y,
+            };
+            store_at(out, c, y);
             c += 8;
         }
         for c in c..n {

@@ -22,19 +22,20 @@ use crate::{Error, Float, Result, parallel, rows};
 
 const KERNEL: &str = "rope";
 
-/// One partition's tables: `cos` and `sin`, `[tokens, channels]` row-major in the dtype of
-/// the values they rotate (`channels` even and positive).
+/// The rotation of one partition of a head: its `cos` and `sin` tables, `[tokens, channels]`
+/// row-major in the dtype of the values they rotate (`channels` even and positive). A view of
+/// one partition of the MLX-built `layers::RopeTables` (which holds every partition, as arrays).
 #[derive(Debug, Clone, Copy)]
-pub struct RopeTables<'a, T> {
+pub struct RopePartition<'a, T> {
     cos: &'a [T],
     sin: &'a [T],
     channels: usize,
 }
 
-impl<'a, T: Float> RopeTables<'a, T> {
+impl<'a, T: Float> RopePartition<'a, T> {
     /// Tables of `channels` per token. Fails with [`Error::Shape`] if `channels` is 0 or odd,
     /// the two tables differ in length, or `channels` does not divide it.
-    pub fn new(cos: &'a [T], sin: &'a [T], channels: usize) -> Result<RopeTables<'a, T>> {
+    pub fn new(cos: &'a [T], sin: &'a [T], channels: usize) -> Result<RopePartition<'a, T>> {
         if channels == 0 || !channels.is_multiple_of(2) {
             return Err(Error::shape(KERNEL, format!("a partition of {channels} channels (must be even, > 0)")));
         }
@@ -44,11 +45,11 @@ impl<'a, T: Float> RopeTables<'a, T> {
                 format!("cos of {} and sin of {} values are not rows of {channels}", cos.len(), sin.len()),
             ));
         }
-        Ok(RopeTables { cos, sin, channels })
+        Ok(RopePartition { cos, sin, channels })
     }
 }
 
-impl<T> RopeTables<'_, T> {
+impl<T> RopePartition<'_, T> {
     /// Channels per token.
     pub fn channels(&self) -> usize {
         self.channels
@@ -68,7 +69,7 @@ impl<T> RopeTables<'_, T> {
 ///
 /// Fails with [`Error::Shape`] if the partitions' channels do not add up to `head_dim`, a
 /// table does not have `tokens` rows, or `x` and `out` are not `[tokens, heads, head_dim]`.
-pub fn rope<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopeTables<T>], out: &mut [T]) -> Result<()> {
+pub fn rope<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopePartition<T>], out: &mut [T]) -> Result<()> {
     check(x.len(), out.len(), heads, head_dim, parts)?;
     out.copy_from_slice(x);
     rotate_all(out, heads, head_dim, parts);
@@ -76,7 +77,7 @@ pub fn rope<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopeTable
 }
 
 /// [`rope`] in place.
-pub fn rope_in_place<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) -> Result<()> {
+pub fn rope_in_place<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopePartition<T>]) -> Result<()> {
     check(x.len(), x.len(), heads, head_dim, parts)?;
     rotate_all(x, heads, head_dim, parts);
     Ok(())
@@ -88,7 +89,7 @@ pub fn rope_scalar<T: Float>(
     x: &[T],
     heads: usize,
     head_dim: usize,
-    parts: &[RopeTables<T>],
+    parts: &[RopePartition<T>],
     out: &mut [T],
 ) -> Result<()> {
     check(x.len(), out.len(), heads, head_dim, parts)?;
@@ -105,7 +106,7 @@ pub(crate) fn check<T>(
     output: usize,
     heads: usize,
     head_dim: usize,
-    parts: &[RopeTables<T>],
+    parts: &[RopePartition<T>],
 ) -> Result<()> {
     let width = heads.checked_mul(head_dim).unwrap_or(0);
     let heads_rows = rows::rows(KERNEL, input, output, width)?;
@@ -120,7 +121,7 @@ pub(crate) fn check<T>(
 }
 
 /// Every head of `x` (checked extents), over all cores.
-fn rotate_all<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) {
+fn rotate_all<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[RopePartition<T>]) {
     let isa = crate::cpu::isa();
     parallel::for_row_blocks(x, head_dim, rows::min_rows(head_dim), |first, block| {
         for (i, head) in block.chunks_exact_mut(head_dim).enumerate() {
@@ -132,7 +133,7 @@ fn rotate_all<T: Float>(x: &mut [T], heads: usize, head_dim: usize, parts: &[Rop
 /// Rotates one head of token `token` in place (extents checked by the caller), by the
 /// fastest path the CPU has.
 #[inline]
-pub(crate) fn rotate_head<T: Float>(isa: Isa, head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+pub(crate) fn rotate_head<T: Float>(isa: Isa, head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
         avx2::rotate_head(avx2, head, token, parts);
@@ -149,7 +150,7 @@ pub(crate) fn rotate_head<T: Float>(isa: Isa, head: &mut [T], token: usize, part
 fn partitions<'h, T>(
     head: &'h mut [T],
     token: usize,
-    parts: &'h [RopeTables<'_, T>],
+    parts: &'h [RopePartition<'_, T>],
 ) -> impl Iterator<Item = (&'h mut [T], &'h [T], &'h [T])> {
     let mut rest = head;
     parts.iter().map(move |part| {
@@ -162,7 +163,7 @@ fn partitions<'h, T>(
 }
 
 /// One head, element by element.
-fn rotate_head_portable<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+fn rotate_head_portable<T: Float>(head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
     for (u, cos, sin) in partitions(head, token, parts) {
         let half = u.len() / 2;
         for j in 0..half {
@@ -184,41 +185,37 @@ fn rotate_pair<T: Float>(a: T, b: T, cos: [T; 2], sin: [T; 2]) -> (T, T) {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{RopeTables, partitions, rotate_pair};
+    use super::{RopePartition, partitions, rotate_pair};
     use crate::Float;
-    use crate::lanes::{load8, round8, store8};
+    use crate::lanes::{load_at, round8, store_at};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
         Avx2;
         /// [`rotate_head_tf`] behind the token that proves its target features.
-        pub(super) fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopeTables<T>]) = rotate_head_tf;
+        pub(super) fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopePartition<T>]) = rotate_head_tf;
     }
 
     /// One head: each partition's low and high halves 8 channels at a time.
     #[target_feature(enable = "avx2,fma")]
-    fn rotate_head_tf<T: Float>(head: &mut [T], token: usize, parts: &[RopeTables<T>]) {
+    fn rotate_head_tf<T: Float>(head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
         for (u, cos, sin) in partitions(head, token, parts) {
             let half = u.len() / 2;
             let mut j = 0;
             while j + 8 <= half {
-                // SAFETY: `j + 8 <= half`: channels `j..j+8` and `j+half..j+half+8` are in `u`,
-                // `cos` and `sin` (each of the partition's `2·half` values).
-                unsafe {
-                    let a = load8(u.as_ptr().add(j));
-                    let b = load8(u.as_ptr().add(j + half));
-                    let (cos_low, cos_high) = (load8(cos.as_ptr().add(j)), load8(cos.as_ptr().add(j + half)));
-                    let (sin_low, sin_high) = (load8(sin.as_ptr().add(j)), load8(sin.as_ptr().add(j + half)));
-                    let minus_b = round8::<T>(_mm256_xor_ps(b, _mm256_set1_ps(-0.0)));
-                    let low = _mm256_add_ps(
-                        round8::<T>(_mm256_mul_ps(a, cos_low)),
-                        round8::<T>(_mm256_mul_ps(minus_b, sin_low)),
-                    );
-                    let high =
-                        _mm256_add_ps(round8::<T>(_mm256_mul_ps(b, cos_high)), round8::<T>(_mm256_mul_ps(a, sin_high)));
-                    store8(u.as_mut_ptr().add(j), low);
-                    store8(u.as_mut_ptr().add(j + half), high);
-                }
+                // Channels `j..j+8` and `j+half..j+half+8` are in `u`, `cos` and `sin` (each of
+                // the partition's `2·half` values).
+                let a = load_at(u, j);
+                let b = load_at(u, j + half);
+                let (cos_low, cos_high) = (load_at(cos, j), load_at(cos, j + half));
+                let (sin_low, sin_high) = (load_at(sin, j), load_at(sin, j + half));
+                let minus_b = round8::<T>(_mm256_xor_ps(b, _mm256_set1_ps(-0.0)));
+                let low =
+                    _mm256_add_ps(round8::<T>(_mm256_mul_ps(a, cos_low)), round8::<T>(_mm256_mul_ps(minus_b, sin_low)));
+                let high =
+                    _mm256_add_ps(round8::<T>(_mm256_mul_ps(b, cos_high)), round8::<T>(_mm256_mul_ps(a, sin_high)));
+                store_at(u, j, low);
+                store_at(u, j + half, high);
                 j += 8;
             }
             for j in j..half {
@@ -250,7 +247,7 @@ mod tests {
         (cos, sin)
     }
 
-    fn check_paths<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopeTables<T>]) {
+    fn check_paths<T: Float>(x: &[T], heads: usize, head_dim: usize, parts: &[RopePartition<T>]) {
         let mut want = vec![T::default(); x.len()];
         rope_scalar(x, heads, head_dim, parts, &mut want).unwrap();
         let mut got = vec![T::default(); x.len()];
@@ -272,10 +269,10 @@ mod tests {
     #[test]
     fn rejects_bad_extents() {
         let (cos, sin) = tables::<f32>(3, 4, 0);
-        let part = RopeTables::new(&cos, &sin, 4).unwrap();
-        assert!(RopeTables::new(&cos, &sin, 3).is_err());
-        assert!(RopeTables::new(&cos, &sin[1..], 4).is_err());
-        assert!(RopeTables::new(&cos, &sin, 0).is_err());
+        let part = RopePartition::new(&cos, &sin, 4).unwrap();
+        assert!(RopePartition::new(&cos, &sin, 3).is_err());
+        assert!(RopePartition::new(&cos, &sin[1..], 4).is_err());
+        assert!(RopePartition::new(&cos, &sin, 0).is_err());
         let x = [1f32; 3 * 2 * 8];
         let mut out = [0f32; 3 * 2 * 8];
         rope(&x, 2, 8, &[part, part], &mut out).unwrap();
@@ -290,7 +287,7 @@ mod tests {
     fn rotates_pairs_by_the_angle() {
         // One token, one head of one partition of 2: (a, b) -> (a cos − b sin, b cos + a sin).
         let (cos, sin) = ([0.0f32, 0.0], [1.0f32, 1.0]);
-        let part = RopeTables::new(&cos, &sin, 2).unwrap();
+        let part = RopePartition::new(&cos, &sin, 2).unwrap();
         let mut out = [0f32; 2];
         rope(&[3.0, 5.0], 1, 2, &[part], &mut out).unwrap();
         assert_eq!(out, [-5.0, 3.0]);
@@ -310,11 +307,11 @@ mod tests {
             let c = head_dim / axes;
             let x: Vec<f32> = (0..tokens * heads * head_dim).map(|i| values[i % values.len()]).collect();
             let f32_tables: Vec<(Vec<f32>, Vec<f32>)> = (0..axes).map(|d| tables(tokens, c, d)).collect();
-            let parts: Vec<RopeTables<f32>> = f32_tables.iter().map(|(cs, sn)| RopeTables::new(cs, sn, c).unwrap()).collect();
+            let parts: Vec<RopePartition<f32>> = f32_tables.iter().map(|(cs, sn)| RopePartition::new(cs, sn, c).unwrap()).collect();
             check_paths(&x, heads, head_dim, &parts);
             let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
             let b_tables: Vec<(Vec<bf16>, Vec<bf16>)> = (0..axes).map(|d| tables(tokens, c, d)).collect();
-            let parts: Vec<RopeTables<bf16>> = b_tables.iter().map(|(cs, sn)| RopeTables::new(cs, sn, c).unwrap()).collect();
+            let parts: Vec<RopePartition<bf16>> = b_tables.iter().map(|(cs, sn)| RopePartition::new(cs, sn, c).unwrap()).collect();
             check_paths(&xb, heads, head_dim, &parts);
         }
     }

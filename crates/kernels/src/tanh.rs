@@ -174,6 +174,7 @@ fn truncate(v: f32) -> i32 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{INV_LN2, LN2_HI, LN2_LO, ONE, Q, TINY, TWO};
+    use crate::lanes::{from_array, to_array};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -186,20 +187,16 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     fn tanh_slice_tf(x: &[f32], out: &mut [f32]) {
         let n = x.len().min(out.len());
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: `i + 8 <= n` bounds both slices.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(i), tanh8(_mm256_loadu_ps(x.as_ptr().add(i)))) };
-            i += 8;
+        let (xs, x_tail) = x[..n].as_chunks::<8>();
+        let (outs, out_tail) = out[..n].as_chunks_mut::<8>();
+        for (x, out) in xs.iter().zip(outs) {
+            *out = to_array(tanh8(from_array(x)));
         }
-        if i < n {
+        if !x_tail.is_empty() {
             let mut lanes = [0f32; 8];
-            lanes[..n - i].copy_from_slice(&x[i..n]);
-            // SAFETY: `lanes` holds 8 floats.
-            let y = unsafe { tanh8(_mm256_loadu_ps(lanes.as_ptr())) };
-            // SAFETY: as above.
-            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), y) };
-            out[i..n].copy_from_slice(&lanes[..n - i]);
+            lanes[..x_tail.len()].copy_from_slice(x_tail);
+            let y = to_array(tanh8(from_array(&lanes)));
+            out_tail.copy_from_slice(&y[..out_tail.len()]);
         }
     }
 

@@ -19,7 +19,7 @@
 
 use crate::cpu::Isa;
 use crate::power::{pow, square_as_pow};
-use crate::rope::{self, RopeTables};
+use crate::rope::{self, RopePartition};
 use crate::{Float, Result, parallel, rows};
 
 const KERNEL: &str = "vision_rms_norm";
@@ -96,7 +96,7 @@ pub fn normalize_heads<T: Float, W: Float>(
     head_dim: usize,
     weight: Option<&[W]>,
     eps: f32,
-    rope: Option<&[RopeTables<T>]>,
+    rope: Option<&[RopePartition<T>]>,
 ) -> Result<()> {
     check(x.len(), x.len(), weight.map(<[W]>::len), head_dim)?;
     if let Some(parts) = rope {
@@ -164,7 +164,7 @@ fn normalize_rows_portable<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::scale;
-    use crate::lanes::{load8, row_pointers, row_sums8, store8, to_array};
+    use crate::lanes::{load_at, row_pointers, row_sums8, store_at, to_array};
     use crate::power::avx2::square_as_pow8;
     use crate::{Float, rows};
     use std::arch::x86_64::*;
@@ -205,15 +205,12 @@ mod avx2 {
         let n = x.len().min(weight.map_or(usize::MAX, <[f32]>::len));
         let mut c = 0;
         while c + 8 <= n {
-            // SAFETY: `c + 8 <= n` and `n` bounds `x` and the weight.
-            unsafe {
-                let y = _mm256_mul_ps(load8(x.as_ptr().add(c)), rv);
-                let y = match weight {
-                    Some(w) => _mm256_mul_ps(y, _mm256_loadu_ps(w.as_ptr().add(c))),
-                    None => y,
-                };
-                store8(x.as_mut_ptr().add(c), y);
-            }
+            let y = _mm256_mul_ps(load_at(x, c), rv);
+            let y = match weight {
+                Some(w) => _mm256_mul_ps(y, load_at(w, c)),
+                None => y,
+            };
+            store_at(x, c, y);
             c += 8;
         }
         for c in c..n {
@@ -281,7 +278,7 @@ mod tests {
                 .collect()
         };
         let (cx, sx, cy, sy) = (table(f32::cos, 0), table(f32::sin, 0), table(f32::cos, 1), table(f32::sin, 1));
-        let parts = [RopeTables::new(&cx, &sx, c).unwrap(), RopeTables::new(&cy, &sy, c).unwrap()];
+        let parts = [RopePartition::new(&cx, &sx, c).unwrap(), RopePartition::new(&cy, &sy, c).unwrap()];
         let mut normed = vec![bf16::ZERO; x.len()];
         vision_rms_norm_scalar(&x, Some(&w), 1e-6, head_dim, &mut normed).unwrap();
         let mut want = vec![bf16::ZERO; x.len()];

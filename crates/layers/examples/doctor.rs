@@ -1,7 +1,7 @@
 //! `cargo xtask doctor`: what this build computes on. The MLX library (its version and the
 //! libmlx file opened) and its backend, the
-//! BLAS libmlx resolved, how the host kernels run here (AVX2+FMA or the portable loop, how many
-//! threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
+//! BLAS libmlx resolved, how the host kernels run here (AVX-512F, AVX2+FMA or the portable loops,
+//! how many threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
 //! with a check that the two give the same bits.
 
 extern crate gemma_vision_layers as layers;
@@ -21,8 +21,7 @@ fn main() -> layers::Result<()> {
     println!("MLX            {version}: {} (mlx-c built for {})", library.display(), tensor::info::mlx_build_version());
     println!("device         {device:?} (GPU available: {})", Device::Gpu.is_available());
     println!("BLAS           {}", blas.map_or("none found".to_owned(), |p| p.display().to_string()));
-    let path = if kernels::cpu::has_avx2_fma() { "AVX2+FMA" } else { "portable" };
-    println!("host kernels   {path}, {} threads", kernels::parallel::threads());
+    println!("host kernels   {}, {} threads", kernels::cpu::isa(), kernels::parallel::threads());
     println!("host parity    {}", layers::HostParity::here());
     for dtype in [Dtype::F32, Dtype::Bf16] {
         let (mlx, mlx_gflops) = timed(dtype, Execution::Mlx)?;

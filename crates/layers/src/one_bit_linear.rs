@@ -1,6 +1,6 @@
 //! [`OneBitLinear`]: mlx-vlm's `OneBitLinear`, the module it loads 1-bit affine linears as.
 
-use crate::{ClipBounds, Error, Execution, Quantization, QuantizationMode, Result, Weights, ops};
+use crate::{ClipBounds, Error, Execution, Quantization, Result, Weights, ops, quantization};
 use tensor::{Array, Dtype, SharedArray};
 
 /// A linear map whose weight is stored affine-quantized with 1 bit per weight, as mlx-vlm 0.7.10
@@ -44,7 +44,8 @@ impl OneBitLinear {
         execution: Execution,
     ) -> Result<OneBitLinear> {
         let invalid = |what: String| Error::Input { block: "OneBitLinear", what };
-        let quantization = Quantization::new(QuantizationMode::Affine, Some(group_size), Some(1))?;
+        let group = usize::try_from(group_size).map_err(|_| invalid(format!("a group size of {group_size}")))?;
+        let quantization = Quantization::affine(1, group)?;
         let (w, s) = (weight.shape(), scales.shape());
         let &[out, words] = w.as_slice() else {
             return Err(invalid(format!("the packed weight must be 2-D, found {w:?}")));
@@ -86,7 +87,7 @@ impl OneBitLinear {
         bias: bool,
         quantization: Quantization,
     ) -> Result<OneBitLinear> {
-        let packed = quantization.packed_shape(in_dim, out_dim).ok_or_else(|| Error::Config {
+        let packed = quantization::packed_shape(quantization, in_dim, out_dim).ok_or_else(|| Error::Config {
             block: "OneBitLinear",
             what: format!(
                 "`{}`: input width {in_dim} is not a multiple of the group size {}",
@@ -94,12 +95,12 @@ impl OneBitLinear {
                 quantization.group_size()
             ),
         })?;
-        let groups = quantization.scales_shape(in_dim, out_dim);
+        let groups = quantization::scales_shape(quantization, in_dim, out_dim);
         let weight = weights.get_packed("weight", &packed, Dtype::U32)?;
         let scales = weights.get("scales", &groups)?;
         let biases = weights.get("biases", &groups)?;
         let bias = if bias { Some(weights.get("bias", &[out_dim])?) } else { None };
-        OneBitLinear::new(&weight, &scales, &biases, bias, quantization.group_size(), weights.execution())
+        OneBitLinear::new(&weight, &scales, &biases, bias, quantization.group_size() as i32, weights.execution())
     }
 
     /// The dequantized weight `[out, in]`, in the promotion of the scales' and biases' dtypes.

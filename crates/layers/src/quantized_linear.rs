@@ -1,7 +1,7 @@
 //! [`QuantizedLinear`]: `mlx.nn.QuantizedLinear`.
 
 use crate::ops::{self, QuantizedWeight};
-use crate::{ClipBounds, Error, Execution, Quantization, Result, Weights};
+use crate::{ClipBounds, Error, Execution, Quantization, Result, Weights, quantization};
 use tensor::{Array, Dtype, SharedArray};
 
 /// An affine map whose weight is stored quantized, as `mlx.nn.QuantizedLinear.__call__`:
@@ -45,15 +45,15 @@ impl QuantizedLinear {
         if weight.dtype() != Dtype::U32 || w.len() != 2 {
             return Err(invalid(format!("the packed weight must be 2-D uint32, found {} {w:?}", weight.dtype())));
         }
-        let in_dim = i64::from(w[1]) * 32 / i64::from(quantization.bits());
-        let groups = in_dim / i64::from(quantization.group_size());
+        let in_dim = i64::from(w[1]) * 32 / quantization.bits() as i64;
+        let groups = in_dim / quantization.group_size() as i64;
         if s.len() != 2 || i64::from(s[0]) != i64::from(w[0]) || i64::from(s[1]) != groups {
             return Err(invalid(format!(
                 "scales {s:?} do not fit the packed weight {w:?} with {quantization} (expected [{}, {groups}])",
                 w[0]
             )));
         }
-        match (quantization.scales_dtype(), scales.dtype()) {
+        match (quantization::scales_dtype(quantization), scales.dtype()) {
             (Some(required), found) if found != required => {
                 return Err(invalid(format!("{} scales must be {required}, found {found}", quantization.mode())));
             }
@@ -91,7 +91,7 @@ impl QuantizedLinear {
         bias: bool,
         quantization: Quantization,
     ) -> Result<QuantizedLinear> {
-        let packed = quantization.packed_shape(in_dim, out_dim).ok_or_else(|| Error::Config {
+        let packed = quantization::packed_shape(quantization, in_dim, out_dim).ok_or_else(|| Error::Config {
             block: "QuantizedLinear",
             what: format!(
                 "`{}`: input width {in_dim} is not a multiple of the group size {}",
@@ -99,9 +99,9 @@ impl QuantizedLinear {
                 quantization.group_size()
             ),
         })?;
-        let groups = quantization.scales_shape(in_dim, out_dim);
+        let groups = quantization::scales_shape(quantization, in_dim, out_dim);
         let weight = weights.get_packed("weight", &packed, Dtype::U32)?;
-        let scales = match quantization.scales_dtype() {
+        let scales = match quantization::scales_dtype(quantization) {
             Some(dtype) => weights.get_packed("scales", &groups, dtype)?,
             None => weights.get("scales", &groups)?,
         };

@@ -47,8 +47,8 @@ pub(crate) struct HostRopeTables<T> {
 
 impl<T: HostFloat> HostRopeTables<T> {
     /// The partitions as `kernels::rope` takes them.
-    pub(crate) fn parts(&self) -> Result<Vec<kernels::rope::RopeTables<'_, T>>> {
-        self.parts.iter().map(|(cos, sin)| Ok(kernels::rope::RopeTables::new(cos, sin, self.channels)?)).collect()
+    pub(crate) fn parts(&self) -> Result<Vec<kernels::rope::RopePartition<'_, T>>> {
+        self.parts.iter().map(|(cos, sin)| Ok(kernels::rope::RopePartition::new(cos, sin, self.channels)?)).collect()
     }
 }
 

@@ -75,11 +75,11 @@ fn quantizations() -> Vec<Quantization> {
     let mut all = Vec::new();
     for bits in [1, 2, 3, 4, 5, 6, 8] {
         for group in [32, 64, 128] {
-            all.push(Quantization::new(QuantizationMode::Affine, Some(group), Some(bits)).unwrap());
+            all.push(Quantization::affine(bits, group).unwrap());
         }
     }
     for mode in [QuantizationMode::Mxfp4, QuantizationMode::Nvfp4, QuantizationMode::Mxfp8] {
-        all.push(Quantization::new(mode, None, None).unwrap());
+        all.push(Quantization::default_for(mode));
     }
     all
 }
@@ -96,8 +96,13 @@ fn quantized(
     e: Execution,
 ) -> QuantizedLinear {
     let w = random(&[n, k], seed, 0.5, dtype);
-    let (packed, scales, biases) =
-        w.quantize(Some(quantization.group_size()), Some(quantization.bits()), quantization.mode().as_str()).unwrap();
+    let (packed, scales, biases) = w
+        .quantize(
+            Some(quantization.group_size() as i32),
+            Some(quantization.bits() as i32),
+            quantization.mode().as_str(),
+        )
+        .unwrap();
     let bias = bias.then(|| shared(random(&[n], seed ^ 11, 1.0, dtype)));
     QuantizedLinear::new(shared(packed), shared(scales), biases.map(shared), bias, quantization, e).unwrap()
 }
@@ -186,7 +191,7 @@ fn check_quantized(
     clips: Option<(Dtype, Dtype)>,
     seed: u64,
 ) {
-    let k = groups * quantization.group_size().max(32);
+    let k = groups * (quantization.group_size() as i32).max(32);
     let x = random(&[2, m, k], seed, 2.0, x_dtype);
     let packed = quantized(quantization, n, k, w_dtype, false, seed ^ 5, Execution::Mlx);
     let bias = bias.map(|dtype| shared(random(&[n], seed ^ 6, 1.0, dtype)));

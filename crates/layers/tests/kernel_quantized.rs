@@ -15,7 +15,7 @@
 use half::bf16;
 use kernels::Float;
 use kernels::gemm::GemmOptions;
-use kernels::quantized::{FloatSlice, Mode, Scales, quantized_matmul};
+use kernels::quantized::{FloatSlice, Scales, quantized_matmul};
 use kernels::testing::gemm::{Layout, Operand, PADDING, specials};
 use kernels::testing::quantized::{QuantizedCase, quantization, quantizations, quantized_cases};
 use kernels::testing::{same_as_mlx, scaled_floats};
@@ -62,15 +62,6 @@ fn scalar<T: Scalar>(x: f32) -> Array {
     Array::from_slice(&[T::from_f32(x)], &[]).unwrap()
 }
 
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Affine => "affine",
-        Mode::Mxfp4 => "mxfp4",
-        Mode::Nvfp4 => "nvfp4",
-        Mode::Mxfp8 => "mxfp8",
-    }
-}
-
 /// MLX's `[clip] → quantized_matmul → [+ bias] → [clip]` on `case` with `x` in `X`, affine
 /// scales and biases in `S`, input clip bounds in `C` (the clipped input is the promotion of
 /// `X` and `C`), whose product dtype is `O` (the bias and the output bounds in `O`), against
@@ -105,7 +96,7 @@ where
             true,
             Some(q.group_size() as i32),
             Some(q.bits() as i32),
-            mode_name(q.mode()),
+            q.mode().as_str(),
         )
         .unwrap();
     if let Some(bias) = &bias {
@@ -199,7 +190,7 @@ fn quantized_by_mlx<S: Scalar>(case: &mut QuantizedCase, w: &[f32]) {
     let q = case.quantization;
     let w = Array::from_slice(&kernels::testing::cast::<S>(w), &[case.n as i32, case.k as i32]).unwrap();
     let (packed, scales, biases) =
-        w.quantize(Some(q.group_size() as i32), Some(q.bits() as i32), mode_name(q.mode())).unwrap();
+        w.quantize(Some(q.group_size() as i32), Some(q.bits() as i32), q.mode().as_str()).unwrap();
     case.packed = packed.to_vec::<u32>().unwrap();
     let widen = |a: &Array| a.astype(tensor::Dtype::F32).unwrap().to_vec::<f32>().unwrap();
     match biases {

@@ -7,7 +7,7 @@ extern crate gemma_vision_layers as layers;
 
 use half::bf16;
 use kernels::Float;
-use kernels::rope::{RopeTables, rope, rope_in_place, rope_scalar};
+use kernels::rope::{RopePartition, rope, rope_in_place, rope_scalar};
 use kernels::testing::{bits, floats};
 use proptest::prelude::*;
 use tensor::{Array, Dtype};
@@ -41,7 +41,7 @@ fn compare<T: Float + tensor::Element>(
         .map(|d| (tables.cos(d).unwrap().to_vec().unwrap(), tables.sin(d).unwrap().to_vec().unwrap()))
         .collect();
     let c = head_dim / partitions;
-    let parts: Vec<RopeTables<T>> = host.iter().map(|(cos, sin)| RopeTables::new(cos, sin, c).unwrap()).collect();
+    let parts: Vec<RopePartition<T>> = host.iter().map(|(cos, sin)| RopePartition::new(cos, sin, c).unwrap()).collect();
 
     let mut got = vec![T::default(); x.len()];
     rope(&x, heads, head_dim, &parts, &mut got).unwrap();

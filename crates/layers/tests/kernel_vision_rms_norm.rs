@@ -7,7 +7,7 @@ extern crate gemma_vision_layers as layers;
 
 use half::bf16;
 use kernels::Float;
-use kernels::rope::RopeTables;
+use kernels::rope::RopePartition;
 use kernels::testing::{bits, cast, floats};
 use kernels::vision_rms_norm::{normalize_heads, vision_rms_norm, vision_rms_norm_in_place, vision_rms_norm_scalar};
 use layers::{Execution, VisionRmsNorm};
@@ -91,8 +91,8 @@ fn fused_against_mlx<T: Float + tensor::Element>(
 
     let host: Vec<(Vec<T>, Vec<T>)> =
         (0..2).map(|d| (tables.cos(d).unwrap().to_vec().unwrap(), tables.sin(d).unwrap().to_vec().unwrap())).collect();
-    let parts: Vec<RopeTables<T>> =
-        host.iter().map(|(cos, sin)| RopeTables::new(cos, sin, head_dim / 2).unwrap()).collect();
+    let parts: Vec<RopePartition<T>> =
+        host.iter().map(|(cos, sin)| RopePartition::new(cos, sin, head_dim / 2).unwrap()).collect();
     let mut got = x.clone();
     normalize_heads(&mut got, heads, head_dim, Some(&w), EPS, Some(&parts)).unwrap();
     assert_eq!(bits(&got), bits(&want), "normalize_heads vs MLX");

@@ -42,7 +42,8 @@ fn every_mode_matches_mlx_quantized_linear_bit_for_bit() {
         let name = entry["name"].as_str().unwrap();
         let mode: QuantizationMode = entry["mode"].as_str().unwrap().parse().unwrap();
         let int = |k: &str| entry[k].as_i64().unwrap() as i32;
-        let quantization = Quantization::new(mode, Some(int("group_size")), Some(int("bits"))).unwrap();
+        let count = |k: &str| entry[k].as_u64().unwrap() as usize;
+        let quantization = Quantization::new(mode, count("bits"), count("group_size")).unwrap();
         let key = format!("{name}.weights");
         let compute = (entry["label"] == "float32-cast").then_some(Dtype::F32);
         for execution in [Execution::Mlx, Execution::Host] {
@@ -95,7 +96,7 @@ fn one_bit_linears_match_mlx_vlm_one_bit_linear_bit_for_bit() {
     for entry in &manifest {
         let name = entry["name"].as_str().unwrap();
         let int = |k: &str| entry[k].as_i64().unwrap() as i32;
-        let quantization = Quantization::new(QuantizationMode::Affine, Some(int("group_size")), Some(1)).unwrap();
+        let quantization = Quantization::affine(1, entry["group_size"].as_u64().unwrap() as usize).unwrap();
         let key = format!("{name}.weights");
         let compute = (entry["label"] == "float32-cast").then_some(Dtype::F32);
         for execution in [Execution::Mlx, Execution::Host] {
@@ -128,23 +129,24 @@ fn one_bit_linears_match_mlx_vlm_one_bit_linear_bit_for_bit() {
 
 #[test]
 fn quantization_parameters_are_checked_as_mlx_checks_them() {
+    // `kernels`' own type, re-exported: its refusals arrive as `Error::Kernel`.
     use QuantizationMode::*;
     for bits in [1, 2, 3, 4, 5, 6, 8] {
         for group in [32, 64, 128] {
-            assert!(Quantization::new(Affine, Some(group), Some(bits)).is_ok(), "affine {group} {bits}");
+            assert!(Quantization::new(Affine, bits, group).is_ok(), "affine {group} {bits}");
         }
     }
     for (mode, group, bits) in
         [(Affine, 64, 7), (Affine, 16, 4), (Affine, 64, 0), (Affine, 16, 1), (Mxfp4, 64, 4), (Nvfp4, 16, 8)]
     {
-        match Quantization::new(mode, Some(group), Some(bits)) {
-            Err(Error::Config { what, .. }) => assert!(what.contains("MLX supports"), "{what}"),
+        match Quantization::new(mode, bits, group).map_err(Error::from) {
+            Err(Error::Kernel(error)) => assert!(error.to_string().contains("MLX supports"), "{error}"),
             other => panic!("{mode} {group} {bits}: {other:?}"),
         }
     }
     // Unset values take MLX's defaults for the mode (`_defaults_for_mode`).
     for (mode, group, bits) in [(Affine, 64, 4), (Mxfp4, 32, 4), (Nvfp4, 16, 4), (Mxfp8, 32, 8)] {
-        let q = Quantization::new(mode, None, None).unwrap();
+        let q = Quantization::with_defaults(mode, None, None).unwrap();
         assert_eq!((q.group_size(), q.bits()), (group, bits));
         assert_eq!(mode.as_str().parse::<QuantizationMode>().unwrap(), mode);
     }
@@ -160,8 +162,13 @@ fn quantized_store(quantization: Quantization, out_dim: i32, in_dim: i32) -> Mem
     .unwrap()
     .astype(Dtype::Bf16)
     .unwrap();
-    let (packed, scales, biases) =
-        w.quantize(Some(quantization.group_size()), Some(quantization.bits()), quantization.mode().as_str()).unwrap();
+    let (packed, scales, biases) = w
+        .quantize(
+            Some(quantization.group_size() as i32),
+            Some(quantization.bits() as i32),
+            quantization.mode().as_str(),
+        )
+        .unwrap();
     let mut store = MemoryStore::from_arrays([("p.weight", packed), ("p.scales", scales)]).unwrap();
     if let Some(biases) = biases {
         store.insert("p.biases", biases).unwrap();
@@ -171,7 +178,7 @@ fn quantized_store(quantization: Quantization, out_dim: i32, in_dim: i32) -> Mem
 
 #[test]
 fn a_quantized_module_reads_packed_tensors_only_where_the_plan_says_so() {
-    let q = Quantization::new(QuantizationMode::Affine, Some(32), Some(4)).unwrap();
+    let q = Quantization::affine(4, 32).unwrap();
     let store: Arc<dyn layers::WeightStore> = Arc::new(quantized_store(q, 8, 64));
     // Without the plan the packed weight is refused as a dense one, naming the key and dtype.
     match Projection::load(&Weights::new(store.clone()).pp("p"), 64, 8, false) {
@@ -201,7 +208,7 @@ fn a_quantized_module_reads_packed_tensors_only_where_the_plan_says_so() {
     assert_eq!(layer.quantization(), Some(q));
     assert_eq!(weights.unused_keys(), Vec::<String>::new());
     // The plan's mode decides the scales' dtype: affine scales read as uint8 are refused.
-    let mx = Quantization::new(QuantizationMode::Mxfp4, None, None).unwrap();
+    let mx = Quantization::MXFP4;
     let mx_weights = Weights::new(store).with_quantization(plan("p", mx));
     match Projection::load(&mx_weights.pp("p"), 64, 8, false) {
         Err(Error::Dtype { name, expected, .. }) => {
@@ -213,7 +220,7 @@ fn a_quantized_module_reads_packed_tensors_only_where_the_plan_says_so() {
 
 #[test]
 fn the_constructor_checks_that_the_parts_fit() {
-    let q = Quantization::new(QuantizationMode::Affine, Some(32), Some(8)).unwrap();
+    let q = Quantization::affine(8, 32).unwrap();
     let store = quantized_store(q, 4, 64);
     let get = |k: &str| tensor::SharedArray::new(layers::WeightStore::load(&store, k).unwrap()).unwrap();
     assert!(
@@ -221,8 +228,8 @@ fn the_constructor_checks_that_the_parts_fit() {
     );
     let cases: Vec<(Option<tensor::SharedArray>, Quantization, &str)> = vec![
         (None, q, "needs per-group biases"),
-        (Some(get("p.biases")), Quantization::new(QuantizationMode::Affine, Some(64), Some(8)).unwrap(), "do not fit"),
-        (Some(get("p.biases")), Quantization::new(QuantizationMode::Mxfp8, None, None).unwrap(), "must be uint8"),
+        (Some(get("p.biases")), Quantization::affine(8, 64).unwrap(), "do not fit"),
+        (Some(get("p.biases")), Quantization::MXFP8, "must be uint8"),
     ];
     for (biases, quantization, message) in cases {
         match QuantizedLinear::new(get("p.weight"), get("p.scales"), biases, None, quantization, Execution::Mlx) {

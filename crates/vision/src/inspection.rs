@@ -71,8 +71,8 @@ pub struct QuantizedModule {
     pub module: String,
     /// `affine`, `mxfp4`, `nvfp4` or `mxfp8`.
     pub mode: String,
-    pub bits: i32,
-    pub group_size: i32,
+    pub bits: usize,
+    pub group_size: usize,
 }
 
 /// The soft-token budget per image.

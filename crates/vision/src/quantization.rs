@@ -157,7 +157,9 @@ pub(crate) fn plan(
         };
         let (group_size, bits, mode) = params;
         let mode: QuantizationMode = mode.unwrap_or("affine").parse().map_err(|e: String| error(module, e))?;
-        let quantization = Quantization::new(mode, group_size, bits).map_err(|e| error(module, e.to_string()))?;
+        let (bits, group_size) = (count(module, "bits", bits)?, count(module, "group_size", group_size)?);
+        let quantization =
+            Quantization::with_defaults(mode, bits, group_size).map_err(|e| error(module, e.to_string()))?;
         modules.insert(module.to_owned(), quantization);
     }
     if let Some(config) = config
@@ -213,9 +215,22 @@ fn one_bit(module: &str, config: Option<&QuantizationConfig>) -> Result<Option<Q
     if mode != "affine" {
         return Err(error(format!("a 1-bit module must use affine mode, got `{mode}`")));
     }
-    let quantization = Quantization::new(QuantizationMode::Affine, Some(group_size.unwrap_or(64)), Some(1))
-        .map_err(|e| error(e.to_string()))?;
+    let group_size = count(module, "group_size", group_size)?.unwrap_or(64);
+    let quantization = Quantization::affine(1, group_size).map_err(|e| error(e.to_string()))?;
     Ok(Some(quantization))
+}
+
+/// A config's `group_size` or `bits` (`name`) for `module` as a count: a negative one, which
+/// MLX refuses, is an [`Error::Quantization`].
+fn count(module: &str, name: &str, value: Option<i32>) -> Result<Option<usize>> {
+    value
+        .map(|v| {
+            usize::try_from(v).map_err(|_| Error::Quantization {
+                module: module.to_owned(),
+                detail: format!("`{name}` is {v}: MLX quantizes with positive sizes only"),
+            })
+        })
+        .transpose()
 }
 
 /// The reference quantizes a module without a per-module entry only if its weight has a
@@ -224,7 +239,7 @@ fn one_bit(module: &str, config: Option<&QuantizationConfig>) -> Result<Option<Q
 fn check_size_rule(module: &str, store: &SanitizedStore, config: &QuantizationConfig) -> Result<()> {
     let Ok(info) = store.info(&format!("{module}.weight")) else { return Ok(()) };
     let mode = config.mode.as_deref().unwrap_or("affine").parse::<QuantizationMode>().ok();
-    let bits = config.bits.or(mode.map(|m| m.defaults().1)).unwrap_or(4);
+    let bits = config.bits.or(mode.map(|m| Quantization::default_for(m).bits() as i32)).unwrap_or(4);
     if let [out, packed] = info.shape[..]
         && bits > 0
     {

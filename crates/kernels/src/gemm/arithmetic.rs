@@ -1,26 +1,10 @@
-//! The scalar rules every GEMM path shares: MLX's `clip`, the operand casts, where MLX's CPU
-//! matmul adds the bias, and the arithmetic of the k-sum (float32, or bf16 at every step).
+//! The scalar rules every GEMM path shares: the operand casts (after MLX's `clip`,
+//! [`clip_scalar`]), where MLX's CPU matmul adds the bias, and the arithmetic of the k-sum
+//! (float32, or bf16 at every step).
 
 use super::matrix::{MatRef, MlxLayout};
+use crate::elementwise::clip_scalar;
 use crate::{ElementType, Float};
-
-/// MLX's `clip(x, lo, hi)` on values of one dtype: `minimum(maximum(x, lo), hi)` with
-/// `maximum(a, b) = isnan(a) ? a : (a > b ? a : b)` and `minimum(a, b) = isnan(a) ? a : (a < b ?
-/// a : b)` (`backend/cpu/simd/base_simd.h`): a NaN input stays, a NaN bound replaces the input.
-#[inline(always)]
-pub(crate) fn clip_f32(x: f32, lo: f32, hi: f32) -> f32 {
-    let x = if x.is_nan() || x > lo { x } else { lo };
-    if x.is_nan() || x < hi { x } else { hi }
-}
-
-/// [`clip_f32`] on a [`Float`], comparing exact `f32` values and keeping the chosen value's bits.
-#[inline(always)]
-pub(crate) fn clip<T: Float>(x: T, lo: T, hi: T) -> T {
-    let (xf, lof, hif) = (x.to_f32(), lo.to_f32(), hi.to_f32());
-    let x = if xf.is_nan() || xf > lof { x } else { lo };
-    let xf = x.to_f32();
-    if xf.is_nan() || xf < hif { x } else { hi }
-}
 
 /// An element of an operand as the product reads it: clipped in its own dtype (when asked),
 /// then cast to the output dtype `O` as MLX's matmul casts both operands to the result dtype,
@@ -28,7 +12,7 @@ pub(crate) fn clip<T: Float>(x: T, lo: T, hi: T) -> T {
 #[inline(always)]
 pub(crate) fn operand<T: Float, O: Float>(x: T, clip: Option<(f32, f32)>) -> f32 {
     let x = match clip {
-        Some((lo, hi)) => clip_f32(x.to_f32(), lo, hi),
+        Some((lo, hi)) => clip_scalar(x.to_f32(), Some(lo), Some(hi)),
         None => x.to_f32(),
     };
     O::from_f32(x).to_f32()

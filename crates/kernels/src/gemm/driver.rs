@@ -12,7 +12,7 @@
 //! output is computed by exactly one task, in the same order whatever the blocking, so neither
 //! the blocking nor the number of threads changes a bit.
 
-use super::arithmetic::{Arithmetic, clip};
+use super::arithmetic::Arithmetic;
 use super::epilogue::Epilogue;
 use super::groups::accumulate_groups;
 use super::magnitudes::{Magnitudes, products_are_exact};
@@ -22,6 +22,7 @@ use super::pack::pack_a;
 use super::right_operand::RightOperand;
 use super::tile::{LINE, MR, NR, TILE};
 use crate::cpu::Isa;
+use crate::elementwise::clip_scalar;
 use crate::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
@@ -308,7 +309,7 @@ fn empty_product<O: Float>(out: &mut [O], n: usize, epilogue: &Epilogue<'_, O>) 
         for (j, d) in row.iter_mut().enumerate() {
             let value = epilogue.bias.map_or(O::default(), |bias| bias[j]);
             *d = match epilogue.out_clip {
-                Some((lo, hi)) => clip(value, lo, hi),
+                Some((lo, hi)) => clip_scalar(value, Some(lo), Some(hi)),
                 None => value,
             };
         }

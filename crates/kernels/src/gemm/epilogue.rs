@@ -1,10 +1,11 @@
 //! The store of a finished tile: the bias after the sum (where MLX adds it there), the cast to
 //! the output dtype, the output clip.
 
-use super::arithmetic::{BiasPlacement, clip};
+use super::arithmetic::BiasPlacement;
 use super::tile::{NR, TILE};
 use crate::Float;
 use crate::cpu::Isa;
+use crate::elementwise::clip_scalar;
 
 /// How the accumulators of a tile start and end, fixed for one product.
 #[derive(Debug, Clone, Copy)]
@@ -77,12 +78,12 @@ impl<O: Float> Epilogue<'_, O> {
             }
             (None, Some((lo, hi))) => {
                 for (d, &x) in dst.iter_mut().zip(acc) {
-                    *d = clip(O::from_f32(x), lo, hi);
+                    *d = clip_scalar(O::from_f32(x), Some(lo), Some(hi));
                 }
             }
             (Some(bias), Some((lo, hi))) => {
                 for ((d, &x), &c) in dst.iter_mut().zip(acc).zip(bias) {
-                    *d = clip(O::from_f32(x + c.to_f32()), lo, hi);
+                    *d = clip_scalar(O::from_f32(x + c.to_f32()), Some(lo), Some(hi));
                 }
             }
         }

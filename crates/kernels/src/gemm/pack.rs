@@ -169,7 +169,7 @@ mod avx2 {
         let len = out.len() / MR;
         let src = src.map(|row| &row[..len]);
         let full = len / 8 * 8;
-        // MLX's clip (`maximum` then `minimum`, a NaN kept, a NaN bound taken), as `clip_f32`.
+        // MLX's clip (`maximum` then `minimum`, a NaN kept, a NaN bound taken), as `clip_scalar`.
         let clip8 = |v: __m256, (lo, hi): (f32, f32)| {
             let keep = |take: __m256| _mm256_or_ps(take, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
             let v = _mm256_blendv_ps(_mm256_set1_ps(lo), v, keep(_mm256_cmp_ps::<_CMP_GT_OQ>(v, _mm256_set1_ps(lo))));

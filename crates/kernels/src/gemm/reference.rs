@@ -2,8 +2,9 @@
 //! order. It defines the bits [`gemm`](super::gemm) reproduces; the fast paths are tested
 //! against it.
 
-use super::arithmetic::{BiasPlacement, clip, operand};
+use super::arithmetic::{BiasPlacement, operand};
 use super::{GemmOptions, MatRef, check_arguments};
+use crate::elementwise::clip_scalar;
 use crate::{Float, Result};
 
 /// `out = a · b` with MLX 0.32's CPU bits for `O`'s dtype, computed the slow way: for each
@@ -42,7 +43,7 @@ pub fn reference<A: Float, B: Float, O: Float>(
                 }
             };
             out[i * n + j] = match options.out_clip {
-                Some((lo, hi)) => clip(value, lo, hi),
+                Some((lo, hi)) => clip_scalar(value, Some(lo), Some(hi)),
                 None => value,
             };
         }

@@ -13,7 +13,7 @@
 //! column's row that holds their codes, one per lane, then each k's codes shifted out of them
 //! side by side, already in the panel's layout; the same values as the scalar loop.
 
-use super::format::{Mode, code};
+use super::format::{QuantizationMode, code};
 use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
 use super::matrix::{QuantizedMatrix, Scales};
 use crate::cpu::Isa;
@@ -37,7 +37,7 @@ impl<'a, T: Float> Dequantized<'a, T> {
     pub(crate) fn new(w: QuantizedMatrix<'a>) -> Self {
         let fp_values = std::array::from_fn(|q| {
             let value = match w.quantization().mode() {
-                Mode::Mxfp8 => from_fp8(q as u8),
+                QuantizationMode::Mxfp8 => from_fp8(q as u8),
                 _ => FP4_LUT[q % 16],
             };
             T::from_f32(value).to_f32()
@@ -98,12 +98,12 @@ impl<T: Float> RightOperand for Dequantized<'_, T> {
 
     fn bf16_values(&self) -> bool {
         // E2M1 and E4M3 values are bf16 values; affine ones are when `T` is bf16.
-        self.w.quantization().mode() != Mode::Affine || T::DTYPE == ElementType::Bf16
+        self.w.quantization().mode() != QuantizationMode::Affine || T::DTYPE == ElementType::Bf16
     }
 
     fn group(&self) -> Option<usize> {
         let q = self.w.quantization();
-        (q.mode() != Mode::Affine).then_some(q.group_size())
+        (q.mode() != QuantizationMode::Affine).then_some(q.group_size())
     }
 
     fn pack_group_scales(&self, j0: usize, cols: usize, dst: &mut [f32]) {
@@ -122,7 +122,7 @@ impl<T: Float> RightOperand for Dequantized<'_, T> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::super::format::Mode;
+    use super::super::format::QuantizationMode;
     use super::super::matrix::Scales;
     use super::{Dequantized, NR};
     use crate::Float;
@@ -192,14 +192,14 @@ mod avx2 {
                     let shift = _mm_cvtsi32_si128((i % 4 * bits) as i32);
                     let codes = _mm256_and_si256(_mm256_srl_epi32(if i < 4 { low } else { high }, shift), mask);
                     let value = match q.mode() {
-                        Mode::Affine => {
+                        QuantizationMode::Affine => {
                             let scaled = round8::<T>(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(codes)));
                             round8::<T>(_mm256_add_ps(scaled, bias))
                         }
                         // SAFETY: every code is below 256, the table's length.
-                        Mode::Mxfp8 => unsafe { _mm256_i32gather_ps::<4>(w.fp_values.as_ptr(), codes) },
+                        QuantizationMode::Mxfp8 => unsafe { _mm256_i32gather_ps::<4>(w.fp_values.as_ptr(), codes) },
                         // E2M1: the low 3 bits pick one of 8 values, bit 3 the half of the table.
-                        Mode::Mxfp4 | Mode::Nvfp4 => _mm256_blendv_ps(
+                        QuantizationMode::Mxfp4 | QuantizationMode::Nvfp4 => _mm256_blendv_ps(
                             _mm256_permutevar8x32_ps(positive, codes),
                             _mm256_permutevar8x32_ps(negative, codes),
                             _mm256_castsi256_ps(_mm256_slli_epi32::<28>(codes)),

@@ -1,5 +1,5 @@
-//! How MLX quantizes a matrix for its CPU `quantized_matmul`: the [`Mode`]s, bits and group
-//! sizes it serves ([`Quantization`]), the packed extents, and the weight's codes.
+//! How MLX quantizes a matrix for its CPU `quantized_matmul`: the [`QuantizationMode`]s, bits
+//! and group sizes it serves ([`Quantization`]), the packed extents, and the weight's codes.
 //!
 //! The packed weight of an `[N, K]` matrix is uint32 `[N, K · bits / 32]`. `_qmm_t` and
 //! `fp_qmm_t` read it as bytes in memory order (`(const uint8_t*)w`), one row of
@@ -10,78 +10,142 @@
 
 use crate::{Error, Result};
 use std::fmt;
+use std::str::FromStr;
 
 /// MLX's quantization modes (`mode` of `mx.quantize` / `mx.quantized_matmul`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QuantizationMode {
     /// `w = scale · q + bias` per group, `q` an unsigned code of `bits` bits; float scales and
     /// biases.
     Affine,
-    /// E2M1 weights (`FP4_LUT`), an E8M0 uint8 scale per 32 of them.
+    /// OCP microscaling FP4: E2M1 weights (`FP4_LUT`), an E8M0 uint8 scale per 32 of them.
     Mxfp4,
-    /// E2M1 weights, an E4M3 uint8 scale per 16 of them.
+    /// NVIDIA FP4: E2M1 weights, an E4M3 uint8 scale per 16 of them.
     Nvfp4,
-    /// E4M3 weights (`FromFP8`), an E8M0 uint8 scale per 32 of them.
+    /// OCP microscaling FP8: E4M3 weights (`FromFP8`), an E8M0 uint8 scale per 32 of them.
     Mxfp8,
 }
 
-impl fmt::Display for Mode {
+impl QuantizationMode {
+    /// MLX's name of the mode (`"affine"`, `"mxfp4"`, `"nvfp4"`, `"mxfp8"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuantizationMode::Affine => "affine",
+            QuantizationMode::Mxfp4 => "mxfp4",
+            QuantizationMode::Nvfp4 => "nvfp4",
+            QuantizationMode::Mxfp8 => "mxfp8",
+        }
+    }
+
+    /// Whether the mode stores per-group float biases beside float scales (affine); the others
+    /// store uint8 scales alone.
+    pub fn has_biases(self) -> bool {
+        self == QuantizationMode::Affine
+    }
+
+    /// The bits and group sizes MLX computes in this mode, in words (for errors).
+    pub(crate) fn served(self) -> &'static str {
+        match self {
+            QuantizationMode::Affine => "group size 32, 64 or 128 and bits 1, 2, 3, 4, 5, 6 or 8",
+            QuantizationMode::Mxfp4 => "group size 32 and 4 bits",
+            QuantizationMode::Nvfp4 => "group size 16 and 4 bits",
+            QuantizationMode::Mxfp8 => "group size 32 and 8 bits",
+        }
+    }
+}
+
+impl fmt::Display for QuantizationMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Mode::Affine => "affine",
-            Mode::Mxfp4 => "mxfp4",
-            Mode::Nvfp4 => "nvfp4",
-            Mode::Mxfp8 => "mxfp8",
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for QuantizationMode {
+    /// The refusal, naming the text and the modes there are.
+    type Err = String;
+
+    /// The mode MLX names `text`.
+    fn from_str(text: &str) -> std::result::Result<QuantizationMode, String> {
+        Ok(match text {
+            "affine" => QuantizationMode::Affine,
+            "mxfp4" => QuantizationMode::Mxfp4,
+            "nvfp4" => QuantizationMode::Nvfp4,
+            "mxfp8" => QuantizationMode::Mxfp8,
+            other => return Err(format!("`{other}` is not a quantization mode (affine, mxfp4, nvfp4, mxfp8)")),
         })
     }
 }
 
-/// A quantization MLX's CPU `quantized_matmul` computes: a mode with its bits per weight and
-/// weights per scale. Affine: bits 1 (MLX 0.32.4; not 0.32.2), 2, 3, 4, 5, 6 or 8, groups of
-/// 32, 64 or 128 (`_qmm_dispatch_typed`, `_qmm_dispatch_group`); mxfp4: 4 bits, groups of 32;
-/// nvfp4: 4 bits, groups of 16; mxfp8: 8 bits, groups of 32 (`fp_qmm_dispatch_typed`).
+/// How a matrix is quantized: a mode with its bits per weight and weights per scale, one MLX
+/// 0.32.4 computes (`quantize` accepts and the CPU `quantized_matmul` serves the same set).
+/// Affine: bits 1 (MLX 0.32.4; not 0.32.2), 2, 3, 4, 5, 6 or 8, groups of 32, 64 or 128
+/// (`_qmm_dispatch_typed`, `_qmm_dispatch_group`); mxfp4: 4 bits, groups of 32; nvfp4: 4 bits,
+/// groups of 16; mxfp8: 8 bits, groups of 32 (`fp_qmm_dispatch_typed`). The one quantization
+/// type of the workspace: `layers` re-exports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quantization {
-    mode: Mode,
+    mode: QuantizationMode,
     bits: usize,
     group_size: usize,
 }
 
 impl Quantization {
     /// mxfp4: 4-bit E2M1 weights, E8M0 scales per 32.
-    pub const MXFP4: Quantization = Quantization { mode: Mode::Mxfp4, bits: 4, group_size: 32 };
+    pub const MXFP4: Quantization = Quantization { mode: QuantizationMode::Mxfp4, bits: 4, group_size: 32 };
     /// nvfp4: 4-bit E2M1 weights, E4M3 scales per 16.
-    pub const NVFP4: Quantization = Quantization { mode: Mode::Nvfp4, bits: 4, group_size: 16 };
+    pub const NVFP4: Quantization = Quantization { mode: QuantizationMode::Nvfp4, bits: 4, group_size: 16 };
     /// mxfp8: 8-bit E4M3 weights, E8M0 scales per 32.
-    pub const MXFP8: Quantization = Quantization { mode: Mode::Mxfp8, bits: 8, group_size: 32 };
+    pub const MXFP8: Quantization = Quantization { mode: QuantizationMode::Mxfp8, bits: 8, group_size: 32 };
 
-    /// `mode` with `bits` and `group_size`; [`Error::Shape`] for a combination MLX's CPU kernel
-    /// does not compute.
-    pub fn new(mode: Mode, bits: usize, group_size: usize) -> Result<Quantization> {
+    /// `mode` with `bits` and `group_size`; [`Error::Quantization`] for a combination MLX does
+    /// not compute.
+    pub fn new(mode: QuantizationMode, bits: usize, group_size: usize) -> Result<Quantization> {
         let served = match mode {
-            Mode::Affine => matches!(bits, 1..=6 | 8) && matches!(group_size, 32 | 64 | 128),
-            Mode::Mxfp4 => (bits, group_size) == (4, 32),
-            Mode::Nvfp4 => (bits, group_size) == (4, 16),
-            Mode::Mxfp8 => (bits, group_size) == (8, 32),
+            QuantizationMode::Affine => matches!(bits, 1..=6 | 8) && matches!(group_size, 32 | 64 | 128),
+            QuantizationMode::Mxfp4 => (bits, group_size) == (4, 32),
+            QuantizationMode::Nvfp4 => (bits, group_size) == (4, 16),
+            QuantizationMode::Mxfp8 => (bits, group_size) == (8, 32),
         };
         if !served {
-            return Err(Error::shape(
-                "quantized_matmul",
-                format!("{mode} with {bits} bits and groups of {group_size} is not a quantization MLX computes"),
-            ));
+            return Err(Error::Quantization { mode, bits, group_size });
         }
         Ok(Quantization { mode, bits, group_size })
     }
 
     /// Affine quantization with `bits` and `group_size` (see [`Quantization::new`]).
     pub fn affine(bits: usize, group_size: usize) -> Result<Quantization> {
-        Quantization::new(Mode::Affine, bits, group_size)
+        Quantization::new(QuantizationMode::Affine, bits, group_size)
     }
 
-    pub fn mode(self) -> Mode {
+    /// MLX's quantization of `mode` when bits and group size are not given
+    /// (`_defaults_for_mode`): affine 4 bits in groups of 64; mxfp4, nvfp4 and mxfp8 their one
+    /// served combination.
+    pub fn default_for(mode: QuantizationMode) -> Quantization {
+        match mode {
+            QuantizationMode::Affine => Quantization { mode, bits: 4, group_size: 64 },
+            QuantizationMode::Mxfp4 => Quantization::MXFP4,
+            QuantizationMode::Nvfp4 => Quantization::NVFP4,
+            QuantizationMode::Mxfp8 => Quantization::MXFP8,
+        }
+    }
+
+    /// `mode` with `bits` and `group_size`, each absent one MLX's default for the mode
+    /// ([`Quantization::default_for`]), as `mx.quantize(w, group_size, bits, mode)` fills
+    /// them; [`Error::Quantization`] as [`Quantization::new`].
+    pub fn with_defaults(
+        mode: QuantizationMode,
+        bits: Option<usize>,
+        group_size: Option<usize>,
+    ) -> Result<Quantization> {
+        let default = Quantization::default_for(mode);
+        Quantization::new(mode, bits.unwrap_or(default.bits), group_size.unwrap_or(default.group_size))
+    }
+
+    pub fn mode(self) -> QuantizationMode {
         self.mode
     }
 
+    /// Bits per weight (per code).
     pub fn bits(self) -> usize {
         self.bits
     }

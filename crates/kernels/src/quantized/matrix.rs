@@ -1,7 +1,7 @@
 //! [`QuantizedMatrix`]: a checked view of MLX's three (or four) buffers of a quantized
 //! `[N, K]` matrix, as `quantized_matmul(x, w, scales, biases, transpose=True)` takes them.
 
-use super::format::{Mode, Quantization, bytes};
+use super::format::{Quantization, QuantizationMode, bytes};
 use crate::{ElementType, Error, Float, Result};
 use half::bf16;
 
@@ -106,8 +106,12 @@ impl<'a> QuantizedMatrix<'a> {
         }
         let groups = n * (k / group);
         let lengths: &[(&str, usize)] = match (quantization.mode(), &scales) {
-            (Mode::Affine, Scales::Affine { scales, biases }) => &[("scales", scales.len()), ("biases", biases.len())],
-            (Mode::Affine, Scales::Fp(_)) => return fail("affine quantization needs float scales and biases".into()),
+            (QuantizationMode::Affine, Scales::Affine { scales, biases }) => {
+                &[("scales", scales.len()), ("biases", biases.len())]
+            }
+            (QuantizationMode::Affine, Scales::Fp(_)) => {
+                return fail("affine quantization needs float scales and biases".into());
+            }
             (mode, Scales::Affine { .. }) => return fail(format!("{mode} quantization has uint8 scales, no biases")),
             (_, Scales::Fp(scales)) => &[("scales", scales.len())],
         };

@@ -20,7 +20,7 @@
 //! The packed layout: `W` is uint32 `[N, K · bits / 32]`, each row a little-endian bitstream of
 //! `bits`-bit codes (`format`); the scales (and affine biases) are `[N, K / group]`.
 //!
-//! - `format`: [`Mode`], [`Quantization`], the packed layout and its codes.
+//! - `format`: [`QuantizationMode`], [`Quantization`], the packed layout and its codes.
 //! - `fp`: the fp modes' number formats ([`from_fp8`], [`FP4_LUT`], [`dequantize_scale`]).
 //! - `matrix`: [`QuantizedMatrix`], the checked view of MLX's buffers.
 //! - [`reference`](reference()): the scalar twin (`_qmm_t`, `fp_qmm_t` as written).
@@ -34,12 +34,13 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-pub use format::{Mode, Quantization};
+pub use format::{Quantization, QuantizationMode};
 pub use fp::{FP4_LUT, dequantize_scale, from_fp8};
 pub use matrix::{FloatSlice, QuantizedMatrix, Scales};
 pub use reference::reference;
 
-use crate::gemm::arithmetic::{Arithmetic, BiasPlacement, clip};
+use crate::elementwise::clip_scalar;
+use crate::gemm::arithmetic::{Arithmetic, BiasPlacement};
 use crate::gemm::driver::{self, Product};
 use crate::gemm::epilogue::Epilogue;
 use crate::gemm::tile::{MR, NR};
@@ -148,7 +149,7 @@ pub(crate) fn finish<O: Float>(y: O, j: usize, options: &GemmOptions<'_, O>) -> 
         None => y,
     };
     match options.out_clip {
-        Some((lo, hi)) => clip(y, lo, hi),
+        Some((lo, hi)) => clip_scalar(y, Some(lo), Some(hi)),
         None => y,
     }
 }

@@ -353,13 +353,40 @@ fn the_product_dtype_is_mlx_s_promotion() {
 }
 
 #[test]
+fn quantizations_are_those_mlx_computes_with_its_defaults_and_names() {
+    use QuantizationMode::*;
+    for bits in [1, 2, 3, 4, 5, 6, 8] {
+        for group in [32, 64, 128] {
+            assert!(Quantization::new(Affine, bits, group).is_ok(), "affine {bits} bits, groups of {group}");
+        }
+    }
+    for (mode, bits, group) in [(Affine, 7, 64), (Affine, 4, 16), (Affine, 0, 64), (Mxfp4, 4, 64), (Nvfp4, 8, 16)] {
+        let error = Quantization::new(mode, bits, group).unwrap_err();
+        assert_eq!(error, Error::Quantization { mode, bits, group_size: group });
+        assert!(
+            error.to_string().starts_with(&format!("{mode} with group size {group} and {bits} bits: MLX supports"))
+        );
+    }
+    // Absent values take MLX's defaults for the mode (`_defaults_for_mode`).
+    for (mode, bits, group) in [(Affine, 4, 64), (Mxfp4, 4, 32), (Nvfp4, 4, 16), (Mxfp8, 8, 32)] {
+        let q = Quantization::with_defaults(mode, None, None).unwrap();
+        assert_eq!((q.mode(), q.bits(), q.group_size()), (mode, bits, group));
+        assert_eq!(Quantization::default_for(mode), q);
+        assert_eq!(mode.as_str().parse::<QuantizationMode>(), Ok(mode));
+    }
+    assert_eq!(Quantization::with_defaults(Affine, Some(8), None), Quantization::affine(8, 64));
+    assert_eq!(Quantization::with_defaults(Affine, None, Some(32)), Quantization::affine(4, 32));
+    assert!("int4".parse::<QuantizationMode>().is_err());
+}
+
+#[test]
 fn bad_arguments_are_errors() {
     assert!(Quantization::affine(7, 64).is_err());
     assert!(Quantization::affine(0, 64).is_err());
     assert!(Quantization::affine(4, 16).is_err());
-    assert!(Quantization::new(Mode::Mxfp4, 4, 16).is_err());
-    assert!(Quantization::new(Mode::Nvfp4, 4, 32).is_err());
-    assert!(Quantization::new(Mode::Mxfp8, 4, 32).is_err());
+    assert!(Quantization::new(QuantizationMode::Mxfp4, 4, 16).is_err());
+    assert!(Quantization::new(QuantizationMode::Nvfp4, 4, 32).is_err());
+    assert!(Quantization::new(QuantizationMode::Mxfp8, 4, 32).is_err());
     let q = Quantization::affine(4, 32).unwrap();
     let (packed, params) = (vec![0u32; 2 * 64 / 8], vec![0.0f32; 4]);
     let affine = Scales::Affine { scales: params[..].into(), biases: params[..].into() };

@@ -5,7 +5,7 @@
 
 use super::gemm::{Layout, Operand, layout};
 use crate::Float;
-use crate::quantized::{FloatSlice, Mode, Quantization, QuantizedMatrix, Scales};
+use crate::quantized::{FloatSlice, Quantization, QuantizationMode, QuantizedMatrix, Scales};
 use proptest::prelude::*;
 use std::ops::Range;
 
@@ -74,7 +74,9 @@ impl QuantizedCase {
         &'a [S]: Into<FloatSlice<'a>>,
     {
         let scales = match self.quantization.mode() {
-            Mode::Affine => Scales::Affine { scales: affine.0.as_slice().into(), biases: affine.1.as_slice().into() },
+            QuantizationMode::Affine => {
+                Scales::Affine { scales: affine.0.as_slice().into(), biases: affine.1.as_slice().into() }
+            }
             _ => Scales::Fp(&self.fp_scales),
         };
         QuantizedMatrix::new(&self.packed, scales, self.quantization, self.n, self.k).expect("the case is consistent")

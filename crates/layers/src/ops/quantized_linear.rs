@@ -3,7 +3,7 @@
 use crate::host::{self, HostFloat, host_dtype, promote, with_host_float};
 use crate::{ClipBounds, Error, Execution, HostKernel, Quantization, QuantizationMode, Result, host_kernel};
 use kernels::gemm::{GemmOptions, MatRef};
-use kernels::quantized::{self, FloatSlice, QuantizedMatrix, Scales, quantized_matmul};
+use kernels::quantized::{FloatSlice, QuantizedMatrix, Scales, quantized_matmul};
 use tensor::{Array, Dtype};
 
 /// The packed parts of a quantized `[out, in]` weight, as `mx.quantized_matmul` takes them:
@@ -78,8 +78,8 @@ fn on_mlx(x: &Array, w: QuantizedWeight<'_>, bias: Option<&Array>, clips: Option
         w.scales,
         w.biases,
         true,
-        Some(q.group_size()),
-        Some(q.bits()),
+        Some(q.group_size() as i32),
+        Some(q.bits() as i32),
         q.mode().as_str(),
     )?;
     let y = match bias {
@@ -139,12 +139,11 @@ fn on_host<O: HostFloat>(x: &Array, w: QuantizedWeight<'_>, fused: Fused<'_>) ->
         Ok::<_, Error>((O::from_f32(host::scalar_f32(&c.output_min)?), O::from_f32(host::scalar_f32(&c.output_max)?)))
     });
     let options = GemmOptions { a_clip: a_clip.transpose()?, bias: bias.as_deref(), out_clip: out_clip.transpose()? };
-    let quantization = kernel_quantization(w.quantization)?;
     let mut out = host::output::<O>(m * n);
     let run = with_host_float!(x.dtype(), X => {
         host::with_host::<u32, _>(w.weight, |packed| {
             with_scales(&w, |scales| {
-                let matrix = QuantizedMatrix::new(packed, scales, quantization, n, k)?;
+                let matrix = QuantizedMatrix::new(packed, scales, w.quantization, n, k)?;
                 host::with_host::<X, _>(x, |x| -> Result<()> {
                     Ok(quantized_matmul(MatRef::row_major(x, m, k)?, &matrix, &mut out, &options)?)
                 })?
@@ -176,17 +175,6 @@ fn with_float_slice<R>(x: &Array, f: impl FnOnce(FloatSlice<'_>) -> R) -> Result
             what: format!("the host kernels do not take {other} scales"),
         }),
     }
-}
-
-/// The kernel's name for `quantization`.
-fn kernel_quantization(q: Quantization) -> Result<quantized::Quantization> {
-    let mode = match q.mode() {
-        QuantizationMode::Affine => quantized::Mode::Affine,
-        QuantizationMode::Mxfp4 => quantized::Mode::Mxfp4,
-        QuantizationMode::Nvfp4 => quantized::Mode::Nvfp4,
-        QuantizationMode::Mxfp8 => quantized::Mode::Mxfp8,
-    };
-    Ok(quantized::Quantization::new(mode, q.bits() as usize, q.group_size() as usize)?)
 }
 
 /// The error of the host path reached with dtypes it does not take (checked before).
