@@ -51,7 +51,7 @@ fn warn_if_disk_is_short() {
     }
 }
 
-fn debian_packages() -> Result<()> {
+pub(crate) fn debian_packages() -> Result<()> {
     if which("dpkg-query").is_none() {
         eprintln!("setup: not a Debian system; install libclang yourself");
         return Ok(());

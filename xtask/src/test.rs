@@ -1,9 +1,10 @@
-//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the library
-//! crates' docs (warnings denied), every published crate packaged and a new crate outside the
-//! workspace built on the packages (`package`, `downstream`), and the Python package's suite.
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the build
+//! against MLX's CUDA wheel (`cuda_build`), the library crates' docs (warnings denied), every
+//! published crate packaged and a new crate outside the workspace built on the packages
+//! (`package`, `downstream`), and the Python package's suite.
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
-use crate::{downstream, package, setup};
+use crate::{cuda_build, downstream, package, setup};
 use std::fs;
 use std::path::PathBuf;
 
@@ -12,6 +13,7 @@ pub fn main(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
+    cuda_build::check()?;
     package::docs()?;
     let packaged = package::package()?;
     downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)?;
