@@ -21,7 +21,7 @@
 use crate::bench::e2e;
 use crate::gpu_venv;
 use crate::parity;
-use crate::project::{Result, cmd, output, target_dir};
+use crate::project::{Result, cmd, target_dir};
 use crate::stack::Stack;
 use clap::Parser;
 
@@ -60,9 +60,7 @@ pub fn main(args: &[String]) -> Result<()> {
     eprintln!("gpu-check: {gpu}");
     crate::setup::debian_packages()?;
     let python = gpu_venv::ensure(backend)?;
-    let mlx = output(cmd(&python, &["-c", GPU_PROBE])).map_err(|e| {
-        format!("{e}\ngpu-check: the GPU's MLX cannot run on the GPU here; nothing was built or compared")
-    })?;
+    let mlx = gpu_probe(&python)?;
     eprintln!("gpu-check: {mlx}");
     let stack = Stack {
         mlx_dir: Some(gpu_venv::mlx_dir(&python)?),
@@ -90,8 +88,25 @@ pub fn main(args: &[String]) -> Result<()> {
     }
 }
 
+/// `MLX <version> on <device>` from the venv's MLX, or why it cannot run on the GPU here.
+fn gpu_probe(python: &std::path::Path) -> Result<String> {
+    let out = cmd(python, &["-c", GPU_PROBE]).output().map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    }
+    Err(format!(
+        "{}\nthe GPU's MLX cannot run on the GPU here ({}); nothing was built or compared",
+        String::from_utf8_lossy(&out.stderr).trim(),
+        python.display()
+    ))
+}
+
 /// Prints `MLX <version> on <device>` when MLX can run on the GPU, else fails with why.
-const GPU_PROBE: &str = "import sys, mlx.core as mx\n\
+const GPU_PROBE: &str = "import sys\n\
+    try:\n\
+    \x20   import mlx.core as mx\n\
+    except ImportError as e:\n\
+    \x20   sys.exit(f'cannot import the GPU build of MLX: {e}')\n\
     if not mx.is_available(mx.gpu):\n\
     \x20   sys.exit(f'MLX {mx.__version__} cannot run on the GPU here')\n\
     mx.set_default_device(mx.gpu)\n\
