@@ -9,8 +9,9 @@
 //! mlx-c's own symbols: every MLX function mlx-c calls must be in the CUDA libmlx.
 //!
 //! So the check builds `mlx-ffi`'s library, tests and examples against the wheel's MLX
-//! (`MLX_DIR`) in their own target directory (`target/cuda-build`: the workspace's target keeps
-//! its own MLX, and neither rebuilds the other), then runs the `open_mlx` example, which opens
+//! (`MLX_DIR`) with its `alternate-mlx` feature: a build of the crate apart from the default
+//! one, in the same target directory, so that it shares every dependency already built there
+//! and neither build invalidates the other. Then it runs that build's `open_mlx` example, which opens
 //! MLX as every crate above does. Where the dynamic linker cannot find libmlx's CUDA libraries
 //! it must exit with status 1 and one line naming the missing library
 //! (`mlx_ffi::LoadError::MissingDependency`); where it finds them (a machine with the driver and the
@@ -18,9 +19,9 @@
 //! abort in a static initialiser) fails the check.
 
 use crate::cuda_wheel;
-use crate::project::{Result, cargo, target_dir};
+use crate::project::{Result, cargo, output};
 use crate::setup;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn main() -> Result<()> {
     setup::main()?;
@@ -31,14 +32,37 @@ pub fn main() -> Result<()> {
 pub fn check() -> Result<()> {
     let started = std::time::Instant::now();
     let mlx_dir = cuda_wheel::ensure()?;
-    let target = target_dir().join("cuda-build");
     eprintln!("cuda-build: mlx-ffi (library, tests, examples) against {}", mlx_dir.display());
     let mut build = cargo();
-    build.args(["build", "-p", "gemma-vision-mlx-ffi", "--lib", "--tests", "--examples"]);
-    crate::project::run(build.env("MLX_DIR", &mlx_dir).env("CARGO_TARGET_DIR", &target))?;
-    let outcome = open_probe(&target.join("debug/examples/open_mlx"), &mlx_dir)?;
+    build.args([
+        "build",
+        "-p",
+        "gemma-vision-mlx-ffi",
+        "--features",
+        "alternate-mlx",
+        "--lib",
+        "--tests",
+        "--examples",
+    ]);
+    build.args(["--message-format", "json-render-diagnostics"]).env("MLX_DIR", &mlx_dir);
+    let messages = output(build)?;
+    let probe = example_executable(&messages, "open_mlx")
+        .ok_or("cargo reported no executable of the open_mlx example of the alternate-mlx build")?;
+    let outcome = open_probe(&probe, &mlx_dir)?;
     eprintln!("cuda-build: linked against the CUDA wheel; {outcome} ({:.1} s)", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// The executable cargo built for the example `name`, from its JSON messages (the one of this
+/// build, named by its hash: the unhashed copy in `examples/` belongs to whichever build of the
+/// crate ran last).
+fn example_executable(messages: &str, name: &str) -> Option<PathBuf> {
+    messages.lines().filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok()).find_map(|message| {
+        let target = &message["target"];
+        let is_example = target["kind"].as_array()?.iter().any(|kind| kind == "example");
+        (message["reason"] == "compiler-artifact" && target["name"] == name && is_example)
+            .then(|| message["executable"].as_str().map(PathBuf::from))?
+    })
 }
 
 /// Runs the `open_mlx` example on the CUDA libmlx and judges how it ended.
@@ -72,6 +96,19 @@ fn judge(code: Option<i32>, stdout: &str, stderr: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_example_s_executable_is_read_from_cargo_s_messages() {
+        let messages = concat!(
+            r#"{"reason":"compiler-artifact","target":{"name":"open","kind":["test"]},"executable":"/t/open-1"}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","target":{"name":"open_mlx","kind":["example"]},"executable":"/t/open_mlx-2"}"#,
+            "\n",
+            r#"{"reason":"build-finished","success":true}"#,
+        );
+        assert_eq!(example_executable(messages, "open_mlx"), Some(PathBuf::from("/t/open_mlx-2")));
+        assert_eq!(example_executable(messages, "open"), None);
+    }
 
     #[test]
     fn only_an_opened_mlx_or_one_clear_error_passes() {
