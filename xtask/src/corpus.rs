@@ -117,7 +117,7 @@ fn pip_download(source: &Source, into: &Path) -> Result<PathBuf> {
 }
 
 /// An empty directory at `dir` (removed first when there).
-fn fresh_dir(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn fresh_dir(dir: &Path) -> Result<PathBuf> {
     if dir.exists() {
         fs::remove_dir_all(dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
     }
@@ -126,7 +126,7 @@ fn fresh_dir(dir: &Path) -> Result<PathBuf> {
 }
 
 /// SHA-256 of a file, lowercase hex.
-fn file_sha256(path: &Path) -> Result<String> {
+pub(crate) fn file_sha256(path: &Path) -> Result<String> {
     let mut file = fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];

@@ -7,14 +7,19 @@
 mod bench;
 mod cli;
 mod corpus;
+mod cuda_build;
+mod cuda_wheel;
 mod downstream;
 mod emulation;
 mod fuzz;
+mod gpu_check;
+mod gpu_venv;
 mod package;
 mod parity;
 mod project;
 mod setup;
 mod soak;
+mod stack;
 mod test;
 mod wheels;
 
@@ -24,10 +29,17 @@ const HELP: &str = "\
 cargo xtask <command>
 
   setup         install or unpack everything into .deps/ (idempotent)
-  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, the library
-                crates' docs (-D warnings), the crates packaged and a crate outside the
-                workspace built on the packages, the Python package's tests, its wheels
-                installed with no build tools on CPython 3.10 and the newest, its source install
+  test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, cuda-build,
+                the library crates' docs (-D warnings), the crates packaged and a crate outside
+                the workspace built on the packages, emulate, the Python package's tests, its
+                wheels installed with no build tools on CPython 3.10 and the newest, its source
+                install
+  cuda-build    mlx-ffi built against MLX's CUDA wheel (mlx-cuda-12, fetched into .deps/), no GPU
+                needed, and that opening its libmlx without the CUDA driver fails with one clear error
+  gpu-check [--full] [--help]
+                on a Linux machine with an NVIDIA GPU (or an Apple-silicon Mac): the GPU's MLX
+                and mlx-vlm in .deps/venv-cuda, parity ops + vision --quick and the e2e bench with
+                both sides on the GPU, one summary line; stops, installing nothing, without a GPU
   docs          cargo doc --no-deps of the library crates with warnings denied
   package       every published crate packaged (cargo package) and unpacked, and a crate
                 outside the workspace built and run on the packages
@@ -72,6 +84,8 @@ fn main() -> ExitCode {
         "package" => package::main(),
         "docs" => package::docs(),
         "doctor" => test::doctor(),
+        "cuda-build" => cuda_build::main(),
+        "gpu-check" => gpu_check::main(rest),
         "parity" => parity::main(rest),
         "bench" => bench::main(rest),
         "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),

@@ -20,8 +20,9 @@
 //! rerun computes only what changed; `--fresh` drops the kept outputs first.
 
 use crate::corpus;
-use crate::project::{Result, cargo, deps, oracle_python, release_binary, root, run, work_dir};
+use crate::project::{Result, deps, root, run};
 use crate::setup;
+use crate::stack::Stack;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
@@ -38,24 +39,32 @@ pub fn main(args: &[String]) -> Result<()> {
     if fresh {
         let _ = std::fs::remove_dir_all(cache_dir());
     }
-    eprintln!("parity: building our side (release)");
-    run(cargo().args(["build", "--release", "-p", "parity", "--bins"]))?;
-    let (mut exact, mut total) = (0usize, 0usize);
-    for suite in suites {
-        let (e, t) = run_suite(suite, &extra)?;
-        exact += e;
-        total += t;
-    }
+    let (exact, total) = run_suites(&Stack::cpu(), &suites, &extra)?;
     println!("\nparity: {exact}/{total} stages bit-exact");
     if exact == total { Ok(()) } else { Err(format!("{} stages are not bit-exact", total - exact)) }
 }
 
+/// Builds our side on `stack` and runs `suites` with the arguments `extra` on both sides;
+/// returns (bit-exact rows, rows) over all of them.
+pub fn run_suites(stack: &Stack, suites: &[&str], extra: &[String]) -> Result<(usize, usize)> {
+    eprintln!("parity: building our side (release)");
+    run(stack.cargo().args(["build", "--release", "-p", "parity", "--bins"]))?;
+    let (mut exact, mut total) = (0usize, 0usize);
+    for suite in suites {
+        let (e, t) = run_suite(stack, suite, extra)?;
+        exact += e;
+        total += t;
+    }
+    Ok((exact, total))
+}
+
 /// Runs one suite; returns (bit-exact rows, rows).
-fn run_suite(suite: &str, extra: &[String]) -> Result<(usize, usize)> {
-    let dir = work_dir(&format!("parity/{suite}"))?;
+fn run_suite(stack: &Stack, suite: &str, extra: &[String]) -> Result<(usize, usize)> {
+    let dir = stack.target_dir.join("parity").join(suite);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     eprintln!("parity {suite}: reference side");
     let script = root().join(format!("crates/parity/python/{suite}.py"));
-    let mut reference = oracle_python(&script);
+    let mut reference = stack.reference(&script);
     reference.arg("--out").arg(&dir).args(extra);
     if suite == "vision" {
         reference.arg("--cache").arg(cache_dir().join(suite));
@@ -65,8 +74,9 @@ fn run_suite(suite: &str, extra: &[String]) -> Result<(usize, usize)> {
     }
     run(reference)?;
     eprintln!("parity {suite}: our side");
-    let binary = release_binary(&format!("parity-{suite}"));
-    let mut child = std::process::Command::new(&binary)
+    let binary = stack.release_binary(&format!("parity-{suite}"));
+    let mut child = stack
+        .ours(&binary)
         .arg(&dir)
         .args(extra)
         .stdout(Stdio::piped())

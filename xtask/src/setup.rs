@@ -19,7 +19,7 @@ use crate::project::{self, Result, cmd, deps, output, python, run};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const DEBIAN_PACKAGES: &[&str] = &["libclang-dev", "cmake", "nasm"];
+pub(crate) const DEBIAN_PACKAGES: &[&str] = &["libclang-dev", "cmake", "nasm"];
 
 pub fn main() -> Result<()> {
     let started = std::time::Instant::now();

@@ -1,11 +1,12 @@
-//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the library
-//! crates' docs (warnings denied), every published crate packaged and a new crate outside the
-//! workspace built on the packages (`package`, `downstream`), stock MLX's arithmetic on aarch64
-//! under emulation against this machine's (`emulation`), and the Python package's suite, then
-//! its wheels and its source install as users install them (`wheels`).
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the build
+//! against MLX's CUDA wheel (`cuda_build`), the library crates' docs (warnings denied), every
+//! published crate packaged and a new crate outside the workspace built on the packages
+//! (`package`, `downstream`), stock MLX's arithmetic on aarch64 under emulation against this
+//! machine's (`emulation`), and the Python package's suite, then its wheels and its source
+//! install as users install them (`wheels`).
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
-use crate::{downstream, emulation, package, setup, wheels};
+use crate::{cuda_build, downstream, emulation, package, setup, wheels};
 use std::path::PathBuf;
 
 pub fn main(extra: &[String]) -> Result<()> {
@@ -13,6 +14,7 @@ pub fn main(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
+    cuda_build::check()?;
     package::docs()?;
     let packaged = package::package()?;
     downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)?;

@@ -53,5 +53,6 @@ mod bindings {
 
 pub mod blas;
 mod library;
+mod missing_dependency;
 
 pub use library::{BUILD_LIB_DIR, BUILD_VERSION, LIBMLX, Library, LoadError, library, loaded, open_from};

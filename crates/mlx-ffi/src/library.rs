@@ -45,6 +45,14 @@ pub enum LoadError {
     /// The dynamic linker could not open a library.
     #[error("cannot open {}: {message}", path.display())]
     Open { path: PathBuf, message: String },
+    /// libmlx needs `library`, which the dynamic linker cannot find (MLX's CUDA build on a
+    /// machine without the NVIDIA driver, or without the CUDA wheels): nothing of it ran.
+    #[error(
+        "cannot open {}: it needs {library}, which the dynamic linker cannot find; {library} is {}",
+        path.display(),
+        crate::missing_dependency::provider(library)
+    )]
+    MissingDependency { path: PathBuf, library: String, message: String },
     /// libmlx is another release than the one mlx-c was compiled against.
     #[error(
         "{} is MLX {found}, but this build of mlx-c needs MLX {BUILD_VERSION} (their C++ ABIs differ): install \
@@ -141,8 +149,13 @@ fn open(libmlx: &Path) -> Result<Library, LoadError> {
     let flags = libc::RTLD_NOW | libc::RTLD_GLOBAL;
     // SAFETY: opening runs libmlx's initialisers, which the MLX wheels run the same way when
     // Python imports `mlx.core`; the handle is kept for the whole process (never unloaded).
-    let handle = unsafe { libloading::os::unix::Library::open(Some(&libmlx), flags) }
-        .map_err(|e| LoadError::Open { path: libmlx.clone(), message: e.to_string() })?;
+    let handle = unsafe { libloading::os::unix::Library::open(Some(&libmlx), flags) }.map_err(|e| {
+        let message = e.to_string();
+        match crate::missing_dependency::missing_library(&message, &libmlx.to_string_lossy()) {
+            Some(library) => LoadError::MissingDependency { path: libmlx.clone(), library, message },
+            None => LoadError::Open { path: libmlx.clone(), message },
+        }
+    })?;
     let version = read_version(&handle, &libmlx)?;
     if numeric_version(&version) != BUILD_VERSION {
         return Err(LoadError::Version { path: libmlx, found: version });

@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vision  # noqa: E402
 from mlx_vlm.utils import load_image  # noqa: E402
 from preprocess import photo  # noqa: E402
+from reference import select_device  # noqa: E402
 
 SEED = 20260
 
@@ -302,6 +303,7 @@ def main():
     c.add_argument("files", nargs="+")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    select_device()
     actions = {"make": lambda: make(args.out), "run": lambda: run(args), "pixels": lambda: pixels(args),
                "compare": lambda: compare(args)}
     actions[args.command]()

@@ -479,9 +479,8 @@ def main():
         parser.add_argument("--bench", action="store_true", help="time the reference instead of writing outputs")
         parser.add_argument("--only", nargs="*", help="case names (or case/label) to run")
 
-    args = parse_args(__doc__.splitlines()[0], extra)
+    args = parse_args(__doc__.splitlines()[0], extra, default_device="cpu")
     sizes = SMALL if args.small else REAL
-    mx.set_default_device(mx.cpu)
     if args.bench:
         bench(sizes, args.only)
     else:

@@ -13,14 +13,32 @@ import os
 import mlx.core as mx
 
 
-def parse_args(description, extra=None):
+def parse_args(description, extra=None, default_device=None):
+    """The oracle's arguments (`--out`, then `extra`'s), with MLX on the run's device (see
+    select_device; `default_device` when the run names none)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", required=True, help="directory to write inputs and outputs into")
     if extra:
         extra(parser)
     args, _unknown = parser.parse_known_args()
     os.makedirs(args.out, exist_ok=True)
+    select_device(default_device)
     return args
+
+
+def select_device(default=None):
+    """Makes the device the run names its default: `PARITY_DEVICE` (`cpu` or `gpu`; `cargo xtask
+    gpu-check` sets `gpu`), else `default`, else MLX's own default (the GPU of a GPU build where
+    there is one). Exits with a message when the device is unknown or this MLX lacks it."""
+    name = os.environ.get("PARITY_DEVICE") or default
+    if name is None:
+        return
+    if name not in ("cpu", "gpu"):
+        raise SystemExit(f"PARITY_DEVICE={name}: expected cpu or gpu")
+    device = mx.gpu if name == "gpu" else mx.cpu
+    if not mx.is_available(device):
+        raise SystemExit(f"PARITY_DEVICE={name}, but this MLX ({mx.__version__}) cannot run on the {name}")
+    mx.set_default_device(device)
 
 
 def save(path, tensors, metadata=None):
@@ -32,12 +50,13 @@ def save(path, tensors, metadata=None):
 def environment_identity():
     """What the reference's outputs depend on besides a case: every installed distribution and
     its version (the reference as pip resolved it, MLX's wheels and the tools beside them),
-    the interpreter, MLX's own version, and the source of every oracle script beside this one."""
+    the interpreter, MLX's own version and the device it runs on, and the source of every
+    oracle script beside this one."""
     import hashlib
     import importlib.metadata
     import sys
 
-    parts = [sys.version, mx.__version__]
+    parts = [sys.version, mx.__version__, str(mx.default_device())]
     parts += sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     here = os.path.dirname(os.path.abspath(__file__))
     for name in sorted(os.listdir(here)):

@@ -8,6 +8,7 @@
 
 mod compare;
 pub mod corpus_suite;
+pub mod device;
 mod table;
 pub mod vision_suite;
 

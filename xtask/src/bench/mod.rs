@@ -9,7 +9,7 @@
 //! the Python package).
 
 mod criterion;
-mod e2e;
+pub(crate) mod e2e;
 mod embed;
 mod formula;
 mod gemm_peak;

@@ -12,7 +12,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let mut table = Table::new("Vision encoders, every stage: ours vs mlx-vlm 0.7.10 (same libmlx, same BLAS)");
-    if let Err(e) = parity::vision_suite::run_manifest(&dir, &mut table) {
+    let run = parity::device::compared_on()
+        .map_err(Into::into)
+        .and_then(|_| parity::vision_suite::run_manifest(&dir, &mut table));
+    if let Err(e) = run {
         eprintln!("error: {e}");
         table.push_failure("vision suite", &e.to_string());
     }

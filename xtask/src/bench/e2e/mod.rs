@@ -17,10 +17,12 @@
 //! rendered from all of them, each row naming the run that measured it (`--fresh` starts over).
 //! The modules: [`side`], [`case`] and [`model`] say what runs, [`run`] runs it and compares
 //! the features, [`flops`] counts matmul FLOPs, [`render`] fills `bench/templates/e2e.md`,
-//! [`store`] keeps the measurements, [`llama`] builds llama.cpp and writes its GGUF files.
+//! [`store`] keeps the measurements, [`llama`] builds llama.cpp and writes its GGUF files;
+//! [`gpu`] is the bench `cargo xtask gpu-check` runs, ours and mlx-vlm on a GPU.
 
 mod case;
 mod flops;
+pub mod gpu;
 mod llama;
 mod model;
 mod render;
@@ -36,6 +38,7 @@ use crate::bench::gemm_peak::GemmPeak;
 use crate::bench::machine::{Load, Machine};
 use crate::bench::write_section;
 use crate::project::{Result, output, work_dir};
+use crate::stack::Stack;
 use case::parse_case;
 
 /// What the command line selects.
@@ -101,10 +104,10 @@ pub fn main(args: &Args) -> Result<()> {
     let dir = work_dir("bench/e2e")?;
     let mut store = if args.fresh { store::Store::default() } else { store::Store::load(&dir)? };
     let load = Load::start();
-    let tools = run::Tools::build(&sides)?;
+    let tools = run::Tools::build(&Stack::cpu(), &sides)?;
 
     eprintln!("bench e2e: checkpoints and images (bench_e2e.py make)");
-    let models = parse_models(&output(run::reference_python(&dir).arg("make"))?)?;
+    let models = parse_models(&output(tools.reference_python(&dir).arg("make"))?)?;
     let model_order: Vec<String> = models.iter().map(|m| m.name.clone()).collect();
     for name in &args.models {
         if !model_order.contains(name) {

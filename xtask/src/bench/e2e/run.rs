@@ -4,51 +4,57 @@
 use super::store::{Comparison, Measurement, Store};
 use super::{Case, Model, Side, flops, llama};
 use crate::bench::machine::{cores, load_average_1min};
-use crate::project::{Result, cargo, oracle_python, output, release_binary, root, run, target_dir};
+use crate::project::{Result, output, root, run};
+use crate::stack::Stack;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The programs the selected sides run.
+/// The programs the selected sides run, and the stack they run on.
 #[derive(Debug)]
 pub struct Tools {
+    stack: Stack,
     ours: PathBuf,
     candle: PathBuf,
     llama: Option<llama::Llama>,
 }
 
 impl Tools {
-    /// Builds what `sides` need: our example, candle's bench crate, llama.cpp and its driver.
-    pub fn build(sides: &[Side]) -> Result<Tools> {
+    /// Builds what `sides` need on `stack`: our example, candle's bench crate, llama.cpp and
+    /// its driver.
+    pub fn build(stack: &Stack, sides: &[Side]) -> Result<Tools> {
         if sides.iter().any(|s| matches!(s, Side::OursNative | Side::OursF32)) {
             eprintln!("bench e2e: building our bench_encode example");
-            run(cargo().args(["build", "--release", "-p", "gemma-vision-encoder", "--example", "bench_encode"]))?;
+            let mut cargo = stack.cargo();
+            run(cargo.args(["build", "--release", "-p", "gemma-vision-encoder", "--example", "bench_encode"]))?;
         }
         if sides.contains(&Side::Candle) {
             eprintln!("bench e2e: building bench/candle-gemma4 (candle-transformers 0.11.1; minutes on a cold build)");
             // Its own workspace: without `--target-dir` cargo would build under bench/candle-gemma4/.
             let manifest = root().join("bench/candle-gemma4/Cargo.toml");
-            run(cargo()
+            run(stack
+                .cargo()
                 .args(["build", "--release", "--manifest-path"])
                 .arg(manifest)
                 .arg("--target-dir")
-                .arg(target_dir()))?;
+                .arg(&stack.target_dir))?;
         }
         let llama = if sides.iter().any(|s| s.gguf_type().is_some()) { Some(llama::Llama::build()?) } else { None };
         Ok(Tools {
-            ours: release_binary("examples/bench_encode"),
-            candle: release_binary("candle-gemma4-bench"),
+            ours: stack.release_binary("examples/bench_encode"),
+            candle: stack.release_binary("candle-gemma4-bench"),
             llama,
+            stack: stack.clone(),
         })
     }
-}
 
-/// `crates/parity/python/bench_e2e.py` in the project's venv, writing under `dir`.
-pub fn reference_python(dir: &Path) -> Command {
-    let mut command = oracle_python(&root().join("crates/parity/python/bench_e2e.py"));
-    command.arg("--out").arg(dir);
-    command
+    /// `crates/parity/python/bench_e2e.py` in the stack's reference Python, writing under `dir`.
+    pub fn reference_python(&self, dir: &Path) -> Command {
+        let mut command = self.stack.reference(&root().join("crates/parity/python/bench_e2e.py"));
+        command.arg("--out").arg(dir);
+        command
+    }
 }
 
 /// Runs sides and compares features for one invocation of the bench.
@@ -87,7 +93,7 @@ impl<'a> Runner<'a> {
         let budget = case.budget.to_string();
         let mut command = match side {
             Side::OursNative | Side::OursF32 => {
-                let mut c = Command::new(&self.tools.ours);
+                let mut c = self.tools.stack.ours(&self.tools.ours);
                 c.args(["--dtype", if side == Side::OursF32 { "f32" } else { "native" }]);
                 c.arg("--model").arg(&model.dir).arg("--out").arg(&features);
                 c
@@ -98,7 +104,7 @@ impl<'a> Runner<'a> {
                 c
             }
             Side::MlxBf16 | Side::MlxF32 => {
-                let mut c = reference_python(&self.dir);
+                let mut c = self.tools.reference_python(&self.dir);
                 c.args(["run", "--dtype", if side == Side::MlxF32 { "float32" } else { "bfloat16" }]);
                 c.arg("--model").arg(&model.dir).arg("--save").arg(&features);
                 c
@@ -149,7 +155,7 @@ impl<'a> Runner<'a> {
     fn pixels(&self, model: &Model, image: &Path, budget: u32) -> Result<PathBuf> {
         let stem = image.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let path = self.dir.join("pixels").join(format!("{}_{stem}_{budget}.pix", model.name));
-        let mut command = reference_python(&self.dir);
+        let mut command = self.tools.reference_python(&self.dir);
         command.arg("pixels").arg("--model").arg(&model.dir).arg("--image").arg(image);
         command.args(["--budget", &budget.to_string()]).arg("--save").arg(&path);
         output(command)?;
@@ -191,7 +197,7 @@ impl<'a> Runner<'a> {
 
     /// `bench_e2e.py compare` of `files` against `reference`.
     fn compare(&self, reference: &Path, files: &[PathBuf]) -> Result<Vec<(PathBuf, Comparison)>> {
-        let mut command = reference_python(&self.dir);
+        let mut command = self.tools.reference_python(&self.dir);
         command.arg("compare").arg("--reference").arg(reference).args(files);
         let text = output(command)?;
         text.lines().filter(|l| l.starts_with('{')).map(parse_comparison).collect()
