@@ -209,6 +209,14 @@ fn channels_f32(values: Option<&[f64]>) -> [f32; 3] {
 /// The first of a checkpoint directory's processor settings files that exists
 /// (`processor_config.json`, else `preprocessor_config.json`, mlx-vlm's order for a local
 /// path): its path, which of the two it is, and its text; `None` when neither exists.
+/// The file [`read_settings_file`] reads in `dir`, if either exists.
+pub(crate) fn settings_path(dir: &Path) -> Option<PathBuf> {
+    [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig]
+        .into_iter()
+        .map(|source| dir.join(source.as_str()))
+        .find(|path| path.exists())
+}
+
 pub(crate) fn read_settings_file(dir: &Path) -> Result<Option<(PathBuf, BudgetSource, String)>> {
     for source in [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig] {
         let path = dir.join(source.as_str());

@@ -39,6 +39,18 @@ impl Preprocessor {
         Self::bounded(config)
     }
 
+    /// The image processor of a checkpoint directory: its settings as
+    /// [`ProcessorConfig::from_checkpoint_dir`] reads them, checked as [`new`](Self::new) checks
+    /// them; a refusal is an [`Error::Config`] naming the file the settings came from.
+    pub fn from_checkpoint_dir(dir: impl AsRef<std::path::Path>, layout: crate::SettingsLayout) -> Result<Self> {
+        let dir = dir.as_ref();
+        let config = ProcessorConfig::from_checkpoint_dir(dir, layout)?;
+        Self::new(config).map_err(|e| match crate::config::settings_path(dir) {
+            Some(path) => Error::Config { path, detail: e.to_string() },
+            None => e,
+        })
+    }
+
     /// The same settings with the caller's budget, if any (see
     /// [`ProcessorConfig::with_max_soft_tokens`]): only the budget's bound is checked again, as
     /// [`new`](Self::new) checks it.

@@ -104,7 +104,7 @@ impl VisionEncoder {
         let config = checkpoint.config().clone();
         let family = config.model_type.family();
         let layout = family.settings_layout();
-        let preprocessor = Preprocessor::new(ProcessorConfig::from_checkpoint_dir(checkpoint.dir(), layout)?)?;
+        let preprocessor = Preprocessor::from_checkpoint_dir(checkpoint.dir(), layout)?;
         let video = VideoProcessorConfig::from_checkpoint_dir(checkpoint.dir(), layout)?;
         let store = checkpoint.store();
         let compute = options.compute_dtype.weight_dtype();
