@@ -87,7 +87,7 @@ impl VideoProcessorConfig {
     /// [`num_soft_tokens_alias`](SettingsLayout::num_soft_tokens_alias), `num_soft_tokens`
     /// stands for `max_soft_tokens` when the latter is absent.
     ///
-    /// Then validated ([`validated`](Self::validated)).
+    /// Plain data: [`VideoPreprocessor::new`](crate::VideoPreprocessor::new) checks it.
     pub fn from_json(text: &str, layout: SettingsLayout) -> Result<Self> {
         let file: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::invalid("video processor config", e))?;
