@@ -181,7 +181,7 @@ def test_bad_inputs_are_value_or_type_errors():
         encoder.encode([good], max_soft_tokens=0)
     with pytest.raises(ValueError, match="dtype must be"):
         gemma_vision.Encoder(model("tiny-clipped"), dtype="f16")
-    with pytest.raises(ValueError, match=r"attention over an image of up to 9000000 patches"):
+    with pytest.raises(ValueError, match=r"attention over an image at a budget of 1000000 soft tokens \(up to 9000000 patches\)"):
         encoder.encode([good], max_soft_tokens=10**6)
 
 
