@@ -8,6 +8,8 @@
 
 extern crate gemma_vision_layers as layers;
 
+mod common;
+
 use layers::{
     BlockNorms, ClipBounds, ClippableLinear, Execution, GegluMlp, HostKernel, LayerNorm, Linear, MemoryStore,
     Quantization, QuantizationMode, QuantizedLinear, RmsNorm, VisionAttention, VisionBlock, VisionBlockConfig, Weights,
@@ -96,13 +98,7 @@ fn quantized(
     e: Execution,
 ) -> QuantizedLinear {
     let w = random(&[n, k], seed, 0.5, dtype);
-    let (packed, scales, biases) = w
-        .quantize(
-            Some(quantization.group_size() as i32),
-            Some(quantization.bits() as i32),
-            quantization.mode().as_str(),
-        )
-        .unwrap();
+    let (packed, scales, biases) = common::quantize_as(&w, quantization);
     let bias = bias.then(|| shared(random(&[n], seed ^ 11, 1.0, dtype)));
     QuantizedLinear::new(shared(packed), shared(scales), biases.map(shared), bias, quantization, e).unwrap()
 }

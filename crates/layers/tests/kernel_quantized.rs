@@ -12,6 +12,8 @@
 //! blocks). Float32 NaN outputs are compared as NaN (their payload and sign are not part of the
 //! contract); bf16 outputs bit for bit.
 
+mod common;
+
 use half::bf16;
 use kernels::Float;
 use kernels::gemm::GemmOptions;
@@ -189,8 +191,7 @@ proptest! {
 fn quantized_by_mlx<S: Scalar>(case: &mut QuantizedCase, w: &[f32]) {
     let q = case.quantization;
     let w = Array::from_slice(&kernels::testing::cast::<S>(w), &[case.n as i32, case.k as i32]).unwrap();
-    let (packed, scales, biases) =
-        w.quantize(Some(q.group_size() as i32), Some(q.bits() as i32), q.mode().as_str()).unwrap();
+    let (packed, scales, biases) = common::quantize_as(&w, q);
     case.packed = packed.to_vec::<u32>().unwrap();
     let widen = |a: &Array| a.astype(tensor::Dtype::F32).unwrap().to_vec::<f32>().unwrap();
     match biases {

@@ -162,13 +162,7 @@ fn quantized_store(quantization: Quantization, out_dim: i32, in_dim: i32) -> Mem
     .unwrap()
     .astype(Dtype::Bf16)
     .unwrap();
-    let (packed, scales, biases) = w
-        .quantize(
-            Some(quantization.group_size() as i32),
-            Some(quantization.bits() as i32),
-            quantization.mode().as_str(),
-        )
-        .unwrap();
+    let (packed, scales, biases) = common::quantize_as(&w, quantization);
     let mut store = MemoryStore::from_arrays([("p.weight", packed), ("p.scales", scales)]).unwrap();
     if let Some(biases) = biases {
         store.insert("p.biases", biases).unwrap();

@@ -12,3 +12,13 @@ pub fn require_reference_blas() {
         blas.display()
     );
 }
+
+/// `w` quantized by MLX's `quantize` as `quantization` says: the packed weight, the scales and
+/// (affine modes) the biases.
+pub fn quantize_as(
+    w: &tensor::Array,
+    quantization: kernels::quantized::Quantization,
+) -> (tensor::Array, tensor::Array, Option<tensor::Array>) {
+    let (group, bits) = (quantization.group_size() as i32, quantization.bits() as i32);
+    w.quantize(Some(group), Some(bits), quantization.mode().as_str()).expect("MLX quantizes the weight")
+}
