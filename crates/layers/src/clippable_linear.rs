@@ -1,27 +1,16 @@
 //! [`ClippableLinear`]: gemma4's `ClippableLinear`.
 
-use crate::{Projection, Result, Weights};
-use tensor::{Array, SharedArray};
+use crate::{ClipBounds, Projection, Result, Weights};
+use tensor::Array;
 
-/// The four 0-d clip bounds of a [`ClippableLinear`], in the checkpoint's dtype.
-#[derive(Debug, Clone)]
-pub struct ClipBounds {
-    pub input_min: SharedArray,
-    pub input_max: SharedArray,
-    pub output_min: SharedArray,
-    pub output_max: SharedArray,
-}
-
-impl ClipBounds {
-    /// Loads the 0-d tensors `input_min`, `input_max`, `output_min`, `output_max`.
-    pub fn load(weights: &Weights) -> Result<ClipBounds> {
-        Ok(ClipBounds {
-            input_min: weights.get("input_min", &[])?,
-            input_max: weights.get("input_max", &[])?,
-            output_min: weights.get("output_min", &[])?,
-            output_max: weights.get("output_max", &[])?,
-        })
-    }
+/// Loads the four 0-d bounds `input_min`, `input_max`, `output_min`, `output_max`.
+fn load_bounds(weights: &Weights) -> Result<ClipBounds> {
+    Ok(ClipBounds {
+        input_min: weights.get("input_min", &[])?,
+        input_max: weights.get("input_max", &[])?,
+        output_min: weights.get("output_min", &[])?,
+        output_max: weights.get("output_max", &[])?,
+    })
 }
 
 /// A bias-free linear map ([`Projection`]: dense or quantized) with optional clamping of its input and output, as
@@ -52,7 +41,7 @@ impl ClippableLinear {
     /// `clipped`, the four bounds.
     pub fn load(weights: &Weights, in_dim: i32, out_dim: i32, clipped: bool) -> Result<ClippableLinear> {
         let linear = Projection::load(&weights.pp("linear"), in_dim, out_dim, false)?;
-        let clip = if clipped { Some(ClipBounds::load(weights)?) } else { None };
+        let clip = if clipped { Some(load_bounds(weights)?) } else { None };
         Ok(ClippableLinear::new(linear, clip))
     }
 

@@ -20,12 +20,14 @@
 //! | [`RmsNorm`] | `gemma4.vision.RMSNorm`, `gemma4.language.RMSNormNoScale` |
 //! | [`VisionRmsNorm`] | `gemma4.vision.VisionRMSNorm`, `VisionRMSNormNoScale` |
 //! | [`LayerNorm`] | `mlx.nn.LayerNorm` |
-//! | [`gelu_approx`] | `mlx.nn.gelu_approx` |
 //! | [`GegluMlp`] | `gemma4.vision.VisionMLP` |
-//! | [`RopeTables`] | `gemma4.vision.apply_multidimensional_rope` |
-//! | [`ensure_fused_sdpa`] | `models.base.ensure_fused_sdpa` |
 //! | [`VisionAttention`] | `gemma4.vision.VisionAttention` |
 //! | [`VisionBlock`] | `gemma4.vision.VisionTransformerBlock` |
+//!
+//! Beneath the blocks, the op layer ([`ops`]) holds what the blocks compute with and imports
+//! nothing from them: [`ClipBounds`], [`RopeTables`] (`gemma4.vision.apply_multidimensional_rope`),
+//! [`gelu_approx`] (`mlx.nn.gelu_approx`), [`ensure_fused_sdpa`] (`models.base.ensure_fused_sdpa`)
+//! and the ops themselves.
 //!
 //! Weights come from a [`WeightStore`] (a safetensors checkpoint, a [`MemoryStore`], or the
 //! caller's own renaming view) through [`Weights`], which checks every tensor's presence, shape
@@ -62,11 +64,7 @@
 mod clippable_linear;
 mod error;
 mod execution;
-mod fused_sdpa;
 mod geglu_mlp;
-mod gelu;
-mod host;
-mod host_kernel;
 mod host_parity;
 mod layer_norm;
 mod linear;
@@ -77,7 +75,6 @@ mod projection;
 mod quantization;
 mod quantized_linear;
 mod rms_norm;
-mod rope;
 mod vision_attention;
 mod vision_block;
 mod vision_block_config;
@@ -85,26 +82,26 @@ mod vision_rms_norm;
 mod weight_store;
 mod weights;
 
-pub use clippable_linear::{ClipBounds, ClippableLinear};
+pub use clippable_linear::ClippableLinear;
 pub use error::{Error, Result};
 pub use execution::Execution;
-pub use fused_sdpa::{FUSED_HEAD_DIMS, ensure_fused_sdpa};
 pub use geglu_mlp::GegluMlp;
-pub use gelu::gelu_approx;
-pub use host_kernel::{HostKernel, take_kernels_run};
 pub use host_parity::{HostParity, PROVEN_MLX, ProvenMlx};
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
 pub use memory_store::MemoryStore;
 pub use one_bit_linear::OneBitLinear;
+pub use ops::{
+    ClipBounds, FUSED_HEAD_DIMS, HostKernel, RopeTables, VISION_RMS_NORM_EPS, ensure_fused_sdpa, gelu_approx,
+    rotate_half, take_kernels_run,
+};
 pub use projection::Projection;
 pub use quantization::{Quantization, QuantizationMode, QuantizationPlan};
 pub use quantized_linear::QuantizedLinear;
 pub use rms_norm::RmsNorm;
-pub use rope::{RopeTables, rotate_half};
 pub use vision_attention::{AttentionWeights, VisionAttention};
 pub use vision_block::{BlockNorms, VisionBlock};
 pub use vision_block_config::VisionBlockConfig;
-pub use vision_rms_norm::{VISION_RMS_NORM_EPS, VisionRmsNorm};
+pub use vision_rms_norm::VisionRmsNorm;
 pub use weight_store::WeightStore;
 pub use weights::Weights;

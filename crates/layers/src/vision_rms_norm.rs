@@ -3,9 +3,6 @@
 use crate::{Execution, Result, RopeTables, Weights, ops};
 use tensor::{Array, SharedArray};
 
-/// The epsilon of the reference's `VisionRMSNorm`: its constructor default, never the config's.
-pub const VISION_RMS_NORM_EPS: f64 = 1e-6;
-
 /// RMS normalisation over the last axis computed in float32, as mlx-vlm's `VisionRMSNorm`
 /// (with a weight) and `VisionRMSNormNoScale` (without), op for op:
 ///

@@ -1,26 +1,50 @@
-//! [`add`]: MLX's `add` of two arrays.
+//! [`add`]: the residual add of two arrays.
 
-use crate::host::{self, HostFloat, host_dtype, with_host_float};
-use crate::{Execution, HostKernel, Result, host_kernel};
+use super::contract;
+use super::dispatch::{self, HostDtype, Op, with_host_dtype};
+use super::host;
+use super::host_kernel::HostKernel;
+use crate::{Execution, Result};
 use tensor::Array;
 
-/// `x + y`, broadcasting and promoting as MLX's `add`. On the host, `kernels::elementwise::add`
-/// when both have one dtype and one shape (a residual add); otherwise MLX's `add`.
+const OP: &str = "add";
+
+/// `x + y` for `x` and `y` of one shape (a residual add), promoting as MLX's `add`. On the
+/// host, `kernels::elementwise::add` when both have one dtype; otherwise MLX's `add`.
 pub fn add(execution: Execution, x: &Array, y: &Array) -> Result<Array> {
-    if x.dtype() == y.dtype()
-        && x.shape() == y.shape()
-        && let Some(dtype) = host_dtype(execution, &[x.dtype()])
-        && let Some(sum) = with_host_float!(dtype, T => on_host::<T>(x, y))
-    {
-        return sum;
-    }
-    Ok(x.add(y)?)
+    dispatch::run(execution, Add { x, y })
 }
 
-/// `x + y` (one dtype `T`, one shape) by `kernels::elementwise::add`.
-fn on_host<T: HostFloat>(x: &Array, y: &Array) -> Result<Array> {
-    let mut out = host::output::<T>(x.size());
-    host::with_two::<T, T, _>(x, y, |a, b| Ok(kernels::elementwise::add(a, b, &mut out)?))?;
-    host_kernel::record(HostKernel::Add);
-    host::from_host(out, &x.shape())
+struct Add<'a> {
+    x: &'a Array,
+    y: &'a Array,
+}
+
+impl Op for Add<'_> {
+    type Checked = ();
+    type Plan = HostDtype;
+
+    fn check(&self) -> Result<()> {
+        contract::same_shape(OP, ("x", self.x), ("y", self.y))
+    }
+
+    fn plan(&self) -> Option<HostDtype> {
+        (self.x.dtype() == self.y.dtype()).then(|| HostDtype::of(self.x.dtype())).flatten()
+    }
+
+    fn kernel(&self, _: &HostDtype) -> HostKernel {
+        HostKernel::Add
+    }
+
+    fn on_host(&self, (): (), dtype: HostDtype) -> Result<Array> {
+        with_host_dtype!(dtype, T => {
+            let mut out = host::output::<T>(self.x.size());
+            host::with_two::<T, T, _>(self.x, self.y, |a, b| Ok(kernels::elementwise::add(a, b, &mut out)?))?;
+            host::from_host(out, &self.x.shape())
+        })
+    }
+
+    fn on_mlx(&self) -> Result<Array> {
+        Ok(self.x.add(self.y)?)
+    }
 }

@@ -1,26 +1,52 @@
 //! [`gelu_mul`]: the gated GELU of gemma4's `VisionMLP`.
 
-use crate::host::{self, HostFloat, host_dtype, with_host_float};
-use crate::{Execution, HostKernel, Result, gelu_approx, host_kernel};
+use super::dispatch::{self, HostDtype, Op, with_host_dtype};
+use super::host_kernel::HostKernel;
+use super::{contract, gelu_approx, host};
+use crate::{Execution, Result};
 use tensor::Array;
 
-/// `gelu_approx(gate) * up` ([`gelu_approx`]'s op sequence, then MLX's `multiply`). On the host,
-/// `kernels::gelu::gelu_approx_mul` when both have one dtype and one shape; otherwise MLX's ops.
+const OP: &str = "gelu mul";
+
+/// `gelu_approx(gate) * up` for `gate` and `up` of one shape ([`gelu_approx`]'s op sequence,
+/// then MLX's `multiply`). On the host, `kernels::gelu::gelu_approx_mul` when both have one
+/// dtype; otherwise MLX's ops.
 pub fn gelu_mul(execution: Execution, gate: &Array, up: &Array) -> Result<Array> {
-    if gate.dtype() == up.dtype()
-        && gate.shape() == up.shape()
-        && let Some(dtype) = host_dtype(execution, &[gate.dtype()])
-        && let Some(gated) = with_host_float!(dtype, T => on_host::<T>(gate, up))
-    {
-        return gated;
-    }
-    Ok(gelu_approx(gate)?.mul(up)?)
+    dispatch::run(execution, GeluMul { gate, up })
 }
 
-/// `gelu_approx(gate) * up` (one dtype `T`, one shape) by `kernels::gelu`.
-fn on_host<T: HostFloat>(gate: &Array, up: &Array) -> Result<Array> {
-    let mut out = host::output::<T>(gate.size());
-    host::with_two::<T, T, _>(gate, up, |g, u| Ok(kernels::gelu::gelu_approx_mul(g, u, &mut out)?))?;
-    host_kernel::record(HostKernel::Gelu);
-    host::from_host(out, &gate.shape())
+struct GeluMul<'a> {
+    gate: &'a Array,
+    up: &'a Array,
+}
+
+impl Op for GeluMul<'_> {
+    type Checked = ();
+    type Plan = HostDtype;
+
+    fn check(&self) -> Result<()> {
+        contract::same_shape(OP, ("the gate", self.gate), ("up", self.up))
+    }
+
+    fn plan(&self) -> Option<HostDtype> {
+        (self.gate.dtype() == self.up.dtype()).then(|| HostDtype::of(self.gate.dtype())).flatten()
+    }
+
+    fn kernel(&self, _: &HostDtype) -> HostKernel {
+        HostKernel::Gelu
+    }
+
+    fn on_host(&self, (): (), dtype: HostDtype) -> Result<Array> {
+        with_host_dtype!(dtype, T => {
+            let mut out = host::output::<T>(self.gate.size());
+            host::with_two::<T, T, _>(self.gate, self.up, |g, u| {
+                Ok(kernels::gelu::gelu_approx_mul(g, u, &mut out)?)
+            })?;
+            host::from_host(out, &self.gate.shape())
+        })
+    }
+
+    fn on_mlx(&self) -> Result<Array> {
+        Ok(gelu_approx(self.gate)?.mul(self.up)?)
+    }
 }

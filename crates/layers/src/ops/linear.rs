@@ -1,12 +1,17 @@
 //! [`linear`]: `mlx.nn.Linear`, optionally between gemma4's clips.
 
-use crate::host::{self, HostFloat, host_dtype, promote, with_host_float};
-use crate::{ClipBounds, Error, Execution, HostKernel, Result, host_kernel};
+use super::dispatch::{self, HostDtype, Op, with_host_dtype};
+use super::host::{self, HostFloat};
+use super::host_kernel::HostKernel;
+use super::{ClipBounds, contract};
+use crate::{Execution, Result};
 use kernels::gemm::{GemmOptions, MatRef, gemm};
 use tensor::Array;
 
-/// `x Wᵀ (+ b)` for `x` `[…, in]`, `W` `[out, in]`, `b` `[out]`, with `clips` around it as
-/// gemma4's `ClippableLinear` clamps:
+const OP: &str = "linear";
+
+/// `x Wᵀ (+ b)` for `x` `[…, in]`, `W` `[out, in]`, `b` `[out]`, with `clips` (0-d bounds)
+/// around it as gemma4's `ClippableLinear` clamps:
 ///
 /// ```text
 /// x = clip(x, input_min, input_max)         # with clips
@@ -26,71 +31,103 @@ pub fn linear(
     bias: Option<&Array>,
     clips: Option<&ClipBounds>,
 ) -> Result<Array> {
-    let clipped = match clips {
-        Some(c) => host_dtype(execution, &[x.dtype(), c.input_min.dtype(), c.input_max.dtype()]),
-        None => host_dtype(execution, &[x.dtype()]),
-    };
-    // `matmul` and `addmm` promote the (clipped) input, the weight and the bias.
-    let product = clipped.and_then(|c| promote(&[c, weight.dtype(), bias.map_or(c, |b| b.dtype())]));
-    let Some(product) = product else { return on_mlx(x, weight, bias, clips) };
-    let out_clip = clips.filter(|c| promote(&[product, c.output_min.dtype(), c.output_max.dtype()]) == Some(product));
-    let y = with_host_float!(product, O => on_host::<O>(x, weight, bias, clips, out_clip.is_some()))
-        .ok_or_else(|| unsupported(x, weight))??;
-    match (clips, out_clip) {
-        (Some(c), None) => Ok(y.clip(Some(&c.output_min), Some(&c.output_max))?),
-        _ => Ok(y),
+    dispatch::run(execution, Linear { x, weight, bias, clips })
+}
+
+struct Linear<'a> {
+    x: &'a Array,
+    weight: &'a Array,
+    bias: Option<&'a Array>,
+    clips: Option<&'a ClipBounds>,
+}
+
+/// The host product's dtypes, and whether it fuses the output clip.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    x: HostDtype,
+    weight: HostDtype,
+    product: HostDtype,
+    fuse_out_clip: bool,
+}
+
+impl Op for Linear<'_> {
+    /// `(rows, in, out)`.
+    type Checked = (usize, usize, usize);
+    type Plan = Plan;
+
+    fn check(&self) -> Result<Self::Checked> {
+        let k = contract::last_extent(OP, "x", self.x)?;
+        let (ws, n) = (self.weight.shape(), self.weight.dim(0).unwrap_or(0));
+        if ws != [n, k] {
+            return Err(contract::refuse(OP, format!("the weight must be [out, {k}], found {ws:?}")));
+        }
+        if let Some(bias) = self.bias {
+            contract::vector(OP, "the bias", bias, n)?;
+        }
+        if let Some(c) = self.clips {
+            c.check(OP)?;
+        }
+        let (m, k) = host::rows(self.x);
+        Ok((m, k, n as usize))
+    }
+
+    fn plan(&self) -> Option<Plan> {
+        let clipped = match self.clips {
+            Some(c) => HostDtype::promote(&[self.x.dtype(), c.input_min.dtype(), c.input_max.dtype()])?,
+            None => HostDtype::of(self.x.dtype())?,
+        };
+        // `matmul` and `addmm` promote the (clipped) input, the weight and the bias.
+        let (weight, bias) = (self.weight.dtype(), self.bias.map_or(clipped.dtype(), |b| b.dtype()));
+        let product = HostDtype::promote(&[clipped.dtype(), weight, bias])?;
+        let fuse_out_clip = self.clips.is_some_and(|c| {
+            HostDtype::promote(&[product.dtype(), c.output_min.dtype(), c.output_max.dtype()]) == Some(product)
+        });
+        Some(Plan { x: HostDtype::of(self.x.dtype())?, weight: HostDtype::of(weight)?, product, fuse_out_clip })
+    }
+
+    fn kernel(&self, _: &Plan) -> HostKernel {
+        HostKernel::Gemm
+    }
+
+    fn on_host(&self, (m, k, n): Self::Checked, plan: Plan) -> Result<Array> {
+        let y = with_host_dtype!(plan.product, O => self.product::<O>(m, k, n, plan))?;
+        match self.clips {
+            Some(c) if !plan.fuse_out_clip => Ok(y.clip(Some(&c.output_min), Some(&c.output_max))?),
+            _ => Ok(y),
+        }
+    }
+
+    fn on_mlx(&self) -> Result<Array> {
+        let x = match self.clips {
+            Some(c) => self.x.clip(Some(&c.input_min), Some(&c.input_max))?,
+            None => self.x.clone(),
+        };
+        let weight_t = self.weight.t()?;
+        let y = match self.bias {
+            Some(bias) => bias.addmm(&x, &weight_t, 1.0, 1.0)?,
+            None => x.matmul(&weight_t)?,
+        };
+        Ok(match self.clips {
+            Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
+            None => y,
+        })
     }
 }
 
-/// MLX's ops, in the reference's order.
-fn on_mlx(x: &Array, weight: &Array, bias: Option<&Array>, clips: Option<&ClipBounds>) -> Result<Array> {
-    let x = match clips {
-        Some(c) => x.clip(Some(&c.input_min), Some(&c.input_max))?,
-        None => x.clone(),
-    };
-    let weight_t = weight.t()?;
-    let y = match bias {
-        Some(bias) => bias.addmm(&x, &weight_t, 1.0, 1.0)?,
-        None => x.matmul(&weight_t)?,
-    };
-    Ok(match clips {
-        Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
-        None => y,
-    })
-}
-
-/// The host product in `O` (the promotion of every operand, checked by the caller), with the
-/// input clip and, when `fuse_out_clip`, the output clip.
-fn on_host<O: HostFloat>(
-    x: &Array,
-    weight: &Array,
-    bias: Option<&Array>,
-    clips: Option<&ClipBounds>,
-    fuse_out_clip: bool,
-) -> Result<Array> {
-    let (m, k) = host::rows(x);
-    let n = weight.dim(0)? as usize;
-    let bias = bias.map(host::converted::<O>).transpose()?;
-    let a_clip = clips.map(|c| Ok::<_, Error>((host::scalar_f32(&c.input_min)?, host::scalar_f32(&c.input_max)?)));
-    let out_clip = clips.filter(|_| fuse_out_clip).map(|c| {
-        Ok::<_, Error>((O::from_f32(host::scalar_f32(&c.output_min)?), O::from_f32(host::scalar_f32(&c.output_max)?)))
-    });
-    let options = GemmOptions { a_clip: a_clip.transpose()?, bias: bias.as_deref(), out_clip: out_clip.transpose()? };
-    let mut out = host::output::<O>(m * n);
-    let run = with_host_float!(x.dtype(), A => with_host_float!(weight.dtype(), B => {
-        host::with_two::<A, B, _>(x, weight, |a, w| {
-            Ok(gemm(MatRef::row_major(a, m, k)?, MatRef::row_major(w, n, k)?.t(), &mut out, &options)?)
-        })
-    }));
-    run.flatten().ok_or_else(|| unsupported(x, weight))??;
-    host_kernel::record(HostKernel::Gemm);
-    host::from_host(out, &host::with_last(x.shape(), n))
-}
-
-/// The error of the host path reached with dtypes it does not take (checked before).
-fn unsupported(x: &Array, weight: &Array) -> Error {
-    Error::Input {
-        block: "linear",
-        what: format!("the host kernels do not take dtypes {} and {}", x.dtype(), weight.dtype()),
+impl Linear<'_> {
+    /// The host product in `O` (the plan's product dtype), with the input clip and, when the
+    /// plan fuses it, the output clip.
+    fn product<O: HostFloat>(&self, m: usize, k: usize, n: usize, plan: Plan) -> Result<Array> {
+        let bias = self.bias.map(host::converted::<O>).transpose()?;
+        let a_clip = self.clips.map(|c| c.input_f32()).transpose()?;
+        let out_clip = self.clips.filter(|_| plan.fuse_out_clip).map(|c| c.output_as::<O>()).transpose()?;
+        let options = GemmOptions { a_clip, bias: bias.as_deref(), out_clip };
+        let mut out = host::output::<O>(m * n);
+        with_host_dtype!(plan.x, A => with_host_dtype!(plan.weight, B => {
+            host::with_two::<A, B, _>(self.x, self.weight, |a, w| {
+                Ok(gemm(MatRef::row_major(a, m, k)?, MatRef::row_major(w, n, k)?.t(), &mut out, &options)?)
+            })
+        }))?;
+        host::from_host(out, &host::with_last(self.x.shape(), n))
     }
 }

@@ -1,10 +1,15 @@
 //! [`quantized_linear`]: `mlx.nn.QuantizedLinear`, optionally between gemma4's clips.
 
-use crate::host::{self, HostFloat, host_dtype, promote, with_host_float};
-use crate::{ClipBounds, Error, Execution, HostKernel, Quantization, QuantizationMode, Result, host_kernel};
+use super::dispatch::{self, HostDtype, Op, with_host_dtype};
+use super::host::{self, HostFloat};
+use super::host_kernel::HostKernel;
+use super::{ClipBounds, contract};
+use crate::{Execution, Result};
 use kernels::gemm::{GemmOptions, MatRef};
-use kernels::quantized::{FloatSlice, QuantizedMatrix, Scales, quantized_matmul};
+use kernels::quantized::{FloatSlice, Quantization, QuantizationMode, QuantizedMatrix, Scales, quantized_matmul};
 use tensor::{Array, Dtype};
+
+const OP: &str = "quantized linear";
 
 /// The packed parts of a quantized `[out, in]` weight, as `mx.quantized_matmul` takes them:
 /// `weight` uint32 `[out, in · bits / 32]`, `scales` `[out, in / group]` (float for affine, uint8
@@ -17,7 +22,8 @@ pub struct QuantizedWeight<'a> {
     pub quantization: Quantization,
 }
 
-/// `x Wᵀ (+ b)` for `x` `[…, in]` and a quantized `W`, with `clips` around it as gemma4's
+/// `x Wᵀ (+ b)` for `x` `[…, in]` and a quantized `W` (`[out, in]`, its parts as
+/// [`QuantizedWeight`] says), `b` `[out]`, with `clips` (0-d bounds) around it as gemma4's
 /// `ClippableLinear` clamps:
 ///
 /// ```text
@@ -45,142 +51,188 @@ pub fn quantized_linear(
     bias: Option<&Array>,
     clips: Option<&ClipBounds>,
 ) -> Result<Array> {
-    let Some(product) = host_product_dtype(execution, x, &w, clips) else {
-        return on_mlx(x, w, bias, clips);
-    };
-    let fuse_bias = match bias {
-        Some(b) => promote(&[product, b.dtype()]) == Some(product),
-        None => true,
-    };
-    let fuse_out_clip = fuse_bias
-        && clips.is_none_or(|c| promote(&[product, c.output_min.dtype(), c.output_max.dtype()]) == Some(product));
-    let fused = Fused { bias: bias.filter(|_| fuse_bias), clips, out_clip: fuse_out_clip };
-    let y = with_host_float!(product, O => on_host::<O>(x, w, fused)).ok_or_else(|| unsupported(x, &w))??;
-    let y = match bias {
-        Some(b) if !fuse_bias => y.add(b)?,
-        _ => y,
-    };
-    match clips {
-        Some(c) if !fuse_out_clip => Ok(y.clip(Some(&c.output_min), Some(&c.output_max))?),
-        _ => Ok(y),
-    }
+    dispatch::run(execution, QuantizedLinear { x, w, bias, clips })
 }
 
-/// MLX's ops, in the reference's order.
-fn on_mlx(x: &Array, w: QuantizedWeight<'_>, bias: Option<&Array>, clips: Option<&ClipBounds>) -> Result<Array> {
-    let x = match clips {
-        Some(c) => x.clip(Some(&c.input_min), Some(&c.input_max))?,
-        None => x.clone(),
-    };
-    let q = w.quantization;
-    let y = x.quantized_matmul(
-        w.weight,
-        w.scales,
-        w.biases,
-        true,
-        Some(q.group_size() as i32),
-        Some(q.bits() as i32),
-        q.mode().as_str(),
-    )?;
-    let y = match bias {
-        Some(bias) => y.add(bias)?,
-        None => y,
-    };
-    Ok(match clips {
-        Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
-        None => y,
-    })
-}
-
-/// The dtype `quantized_matmul` computes in for this input on the host, `None` when the op runs
-/// on MLX (another execution, or an operand the host kernels do not take).
-fn host_product_dtype(
-    execution: Execution,
-    x: &Array,
-    w: &QuantizedWeight<'_>,
-    clips: Option<&ClipBounds>,
-) -> Option<Dtype> {
-    let mut dtypes = vec![x.dtype()];
-    if let Some(c) = clips {
-        dtypes.extend([c.input_min.dtype(), c.input_max.dtype(), c.output_min.dtype(), c.output_max.dtype()]);
-    }
-    host_dtype(execution, &dtypes)?;
-    let clipped = match clips {
-        Some(c) => promote(&[x.dtype(), c.input_min.dtype(), c.input_max.dtype()])?,
-        None => x.dtype(),
-    };
-    if w.weight.dtype() != Dtype::U32 {
-        return None;
-    }
-    match (w.quantization.mode(), w.biases) {
-        (QuantizationMode::Affine, Some(biases)) => promote(&[clipped, w.scales.dtype(), biases.dtype()]),
-        (QuantizationMode::Affine, None) => None,
-        _ => (w.scales.dtype() == Dtype::U8).then_some(clipped),
-    }
-}
-
-/// What the host product fuses: the bias add, the input clip, and (when `out_clip`) the output
-/// clip.
-#[derive(Debug, Clone, Copy)]
-struct Fused<'a> {
+struct QuantizedLinear<'a> {
+    x: &'a Array,
+    w: QuantizedWeight<'a>,
     bias: Option<&'a Array>,
     clips: Option<&'a ClipBounds>,
-    out_clip: bool,
 }
 
-/// The host product in `O` (the product's dtype, checked by the caller).
-fn on_host<O: HostFloat>(x: &Array, w: QuantizedWeight<'_>, fused: Fused<'_>) -> Result<Array> {
-    let (m, k) = host::rows(x);
-    let n = w.weight.dim(0)? as usize;
-    let bias = fused.bias.map(host::converted::<O>).transpose()?;
-    let a_clip =
-        fused.clips.map(|c| Ok::<_, Error>((host::scalar_f32(&c.input_min)?, host::scalar_f32(&c.input_max)?)));
-    let out_clip = fused.clips.filter(|_| fused.out_clip).map(|c| {
-        Ok::<_, Error>((O::from_f32(host::scalar_f32(&c.output_min)?), O::from_f32(host::scalar_f32(&c.output_max)?)))
-    });
-    let options = GemmOptions { a_clip: a_clip.transpose()?, bias: bias.as_deref(), out_clip: out_clip.transpose()? };
-    let mut out = host::output::<O>(m * n);
-    let run = with_host_float!(x.dtype(), X => {
-        host::with_host::<u32, _>(w.weight, |packed| {
-            with_scales(&w, |scales| {
-                let matrix = QuantizedMatrix::new(packed, scales, w.quantization, n, k)?;
-                host::with_host::<X, _>(x, |x| -> Result<()> {
-                    Ok(quantized_matmul(MatRef::row_major(x, m, k)?, &matrix, &mut out, &options)?)
-                })?
-            })
+/// The host product's dtypes, and what it fuses.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    x: HostDtype,
+    /// The scales' (and biases') dtype, affine only.
+    affine: Option<(HostDtype, HostDtype)>,
+    product: HostDtype,
+    fuse_bias: bool,
+    fuse_out_clip: bool,
+}
+
+impl Op for QuantizedLinear<'_> {
+    /// `(rows, in, out)`.
+    type Checked = (usize, usize, usize);
+    type Plan = Plan;
+
+    fn check(&self) -> Result<Self::Checked> {
+        let w = &self.w;
+        let k = contract::last_extent(OP, "x", self.x)?;
+        let n = w.weight.dim(0).unwrap_or(0);
+        let (bits, group) = (w.quantization.bits() as i64, w.quantization.group_size() as i64);
+        if i64::from(k) % group != 0 {
+            return Err(contract::refuse(
+                OP,
+                format!("x's last extent {k} is not a multiple of the group size {group}"),
+            ));
+        }
+        let packed = [n, (i64::from(k) * bits / 32) as i32];
+        let scales = [n, (i64::from(k) / group) as i32];
+        let found = |a: &Array| a.shape();
+        if w.weight.dtype() != Dtype::U32 || found(w.weight) != packed {
+            let (dtype, shape) = (w.weight.dtype(), found(w.weight));
+            return Err(contract::refuse(OP, format!("the weight must be uint32 {packed:?}, found {dtype} {shape:?}")));
+        }
+        if found(w.scales) != scales {
+            return Err(contract::refuse(OP, format!("the scales must be {scales:?}, found {:?}", found(w.scales))));
+        }
+        match (w.quantization.mode().has_biases(), w.biases) {
+            (true, Some(b)) if found(b) == scales => {}
+            (false, None) if w.scales.dtype() == Dtype::U8 => {}
+            (true, b) => {
+                let b = b.map(found);
+                return Err(contract::refuse(OP, format!("affine biases must be {scales:?}, found {b:?}")));
+            }
+            (false, b) => {
+                let (mode, dtype) = (w.quantization.mode().as_str(), w.scales.dtype());
+                return Err(contract::refuse(
+                    OP,
+                    format!("{mode} takes uint8 scales and no biases, found {dtype} scales, biases: {}", b.is_some()),
+                ));
+            }
+        }
+        if let Some(bias) = self.bias {
+            contract::vector(OP, "the bias", bias, n)?;
+        }
+        if let Some(c) = self.clips {
+            c.check(OP)?;
+        }
+        let (m, k) = host::rows(self.x);
+        Ok((m, k, n as usize))
+    }
+
+    fn plan(&self) -> Option<Plan> {
+        let (x, w) = (self.x, &self.w);
+        let mut dtypes = vec![x.dtype()];
+        if let Some(c) = self.clips {
+            dtypes.extend([c.input_min.dtype(), c.input_max.dtype(), c.output_min.dtype(), c.output_max.dtype()]);
+        }
+        HostDtype::promote(&dtypes)?;
+        let clipped = match self.clips {
+            Some(c) => HostDtype::promote(&[x.dtype(), c.input_min.dtype(), c.input_max.dtype()])?,
+            None => HostDtype::of(x.dtype())?,
+        };
+        let (affine, product) = match (w.quantization.mode(), w.biases) {
+            (QuantizationMode::Affine, Some(biases)) => {
+                let (s, b) = (HostDtype::of(w.scales.dtype())?, HostDtype::of(biases.dtype())?);
+                (Some((s, b)), HostDtype::promote(&[clipped.dtype(), s.dtype(), b.dtype()])?)
+            }
+            _ => (None, clipped),
+        };
+        let fuse_bias = self.bias.is_none_or(|b| HostDtype::promote(&[product.dtype(), b.dtype()]) == Some(product));
+        let fuse_out_clip = fuse_bias
+            && self.clips.is_none_or(|c| {
+                HostDtype::promote(&[product.dtype(), c.output_min.dtype(), c.output_max.dtype()]) == Some(product)
+            });
+        Some(Plan { x: HostDtype::of(x.dtype())?, affine, product, fuse_bias, fuse_out_clip })
+    }
+
+    fn kernel(&self, _: &Plan) -> HostKernel {
+        HostKernel::QuantizedMatmul
+    }
+
+    fn on_host(&self, (m, k, n): Self::Checked, plan: Plan) -> Result<Array> {
+        let y = with_host_dtype!(plan.product, O => self.product::<O>(m, k, n, plan))?;
+        let y = match self.bias {
+            Some(b) if !plan.fuse_bias => y.add(b)?,
+            _ => y,
+        };
+        match self.clips {
+            Some(c) if !plan.fuse_out_clip => Ok(y.clip(Some(&c.output_min), Some(&c.output_max))?),
+            _ => Ok(y),
+        }
+    }
+
+    fn on_mlx(&self) -> Result<Array> {
+        let (w, q) = (&self.w, self.w.quantization);
+        let x = match self.clips {
+            Some(c) => self.x.clip(Some(&c.input_min), Some(&c.input_max))?,
+            None => self.x.clone(),
+        };
+        let y = x.quantized_matmul(
+            w.weight,
+            w.scales,
+            w.biases,
+            true,
+            Some(q.group_size() as i32),
+            Some(q.bits() as i32),
+            q.mode().as_str(),
+        )?;
+        let y = match self.bias {
+            Some(bias) => y.add(bias)?,
+            None => y,
+        };
+        Ok(match self.clips {
+            Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
+            None => y,
         })
-    });
-    run.ok_or_else(|| unsupported(x, &w))???;
-    host_kernel::record(HostKernel::QuantizedMatmul);
-    host::from_host(out, &host::with_last(x.shape(), n))
+    }
 }
 
-/// Calls `f` with the scales (and affine biases) as the kernel takes them.
-fn with_scales<R>(w: &QuantizedWeight<'_>, f: impl FnOnce(Scales<'_>) -> Result<R>) -> Result<R> {
-    match w.biases {
-        None => host::with_host::<u8, _>(w.scales, |scales| f(Scales::Fp(scales)))?,
-        Some(biases) => with_float_slice(w.scales, |scales| {
-            with_float_slice(biases, |biases| f(Scales::Affine { scales, biases }))
+impl QuantizedLinear<'_> {
+    /// The host product in `O` (the plan's product dtype), with what the plan fuses.
+    fn product<O: HostFloat>(&self, m: usize, k: usize, n: usize, plan: Plan) -> Result<Array> {
+        let w = &self.w;
+        let bias = self.bias.filter(|_| plan.fuse_bias).map(host::converted::<O>).transpose()?;
+        let a_clip = self.clips.map(|c| c.input_f32()).transpose()?;
+        let out_clip = self.clips.filter(|_| plan.fuse_out_clip).map(|c| c.output_as::<O>()).transpose()?;
+        let options = GemmOptions { a_clip, bias: bias.as_deref(), out_clip };
+        let mut out = host::output::<O>(m * n);
+        with_host_dtype!(plan.x, X => {
+            host::with_host::<u32, _>(w.weight, |packed| {
+                with_scales(w, plan.affine, |scales| {
+                    let matrix = QuantizedMatrix::new(packed, scales, w.quantization, n, k)?;
+                    host::with_host::<X, _>(self.x, |x| -> Result<()> {
+                        Ok(quantized_matmul(MatRef::row_major(x, m, k)?, &matrix, &mut out, &options)?)
+                    })?
+                })
+            })??;
+        });
+        host::from_host(out, &host::with_last(self.x.shape(), n))
+    }
+}
+
+/// Calls `f` with the scales (and, `affine` giving their dtypes, the biases) as the kernel
+/// takes them.
+fn with_scales<R>(
+    w: &QuantizedWeight<'_>,
+    affine: Option<(HostDtype, HostDtype)>,
+    f: impl FnOnce(Scales<'_>) -> Result<R>,
+) -> Result<R> {
+    match (affine, w.biases) {
+        (Some((scales_dtype, biases_dtype)), Some(biases)) => with_float_slice(w.scales, scales_dtype, |scales| {
+            with_float_slice(biases, biases_dtype, |biases| f(Scales::Affine { scales, biases }))
         })??,
+        _ => host::with_host::<u8, _>(w.scales, |scales| f(Scales::Fp(scales)))?,
     }
 }
 
-/// Calls `f` with `x`'s elements as a [`FloatSlice`] of its dtype (float32 or bf16).
-fn with_float_slice<R>(x: &Array, f: impl FnOnce(FloatSlice<'_>) -> R) -> Result<R> {
-    match x.dtype() {
-        Dtype::F32 => host::with_host::<f32, _>(x, |v| f(FloatSlice::F32(v))),
-        Dtype::Bf16 => host::with_host::<half::bf16, _>(x, |v| f(FloatSlice::Bf16(v))),
-        other => Err(Error::Input {
-            block: "quantized linear",
-            what: format!("the host kernels do not take {other} scales"),
-        }),
-    }
-}
-
-/// The error of the host path reached with dtypes it does not take (checked before).
-fn unsupported(x: &Array, w: &QuantizedWeight<'_>) -> Error {
-    Error::Input {
-        block: "quantized linear",
-        what: format!("the host kernels do not take {} input with {} scales", x.dtype(), w.scales.dtype()),
+/// Calls `f` with `x`'s elements (of the host dtype `dtype`) as a [`FloatSlice`].
+fn with_float_slice<R>(x: &Array, dtype: HostDtype, f: impl FnOnce(FloatSlice<'_>) -> R) -> Result<R> {
+    match dtype {
+        HostDtype::F32 => host::with_host::<f32, _>(x, |v| f(FloatSlice::F32(v))),
+        HostDtype::Bf16 => host::with_host::<half::bf16, _>(x, |v| f(FloatSlice::Bf16(v))),
     }
 }

@@ -1,7 +1,10 @@
 //! [`sdpa`]: the reference's attention over token-major heads.
 
-use crate::host::{self, HostFloat, host_dtype, promote, with_host_float};
-use crate::{Error, Execution, HostKernel, Result, ensure_fused_sdpa, host_kernel};
+use super::dispatch::{self, HostDtype, Op, with_host_dtype};
+use super::ensure_fused_sdpa;
+use super::host::{self, HostFloat};
+use super::host_kernel::HostKernel;
+use crate::{Error, Execution, Result};
 use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
 use tensor::{Array, Element};
 
@@ -19,21 +22,50 @@ use tensor::{Array, Element};
 /// On the host, `kernels::attention` (MLX's CPU SDPA bits) when `q`, `k`, `v` share a host float
 /// dtype and the mask's promotes to it; no `[B, H, Lq, Lk]` array is materialised.
 pub fn sdpa(execution: Execution, q: &Array, k: &Array, v: &Array, scale: f32, mask: Option<&Array>) -> Result<Array> {
-    let shape = attention_shape(q, k, v)?;
-    let dtype = q.dtype();
-    let mask_fits = mask.is_none_or(|m| promote(&[m.dtype(), dtype]) == Some(dtype));
-    if k.dtype() == dtype
-        && v.dtype() == dtype
-        && mask_fits
-        && host_dtype(execution, &[dtype]).is_some()
-        && let Some(out) = with_host_float!(dtype, T => on_host::<T>(q, k, v, shape, scale, mask))
-    {
-        return out;
+    dispatch::run(execution, Sdpa { q, k, v, scale, mask })
+}
+
+struct Sdpa<'a> {
+    q: &'a Array,
+    k: &'a Array,
+    v: &'a Array,
+    scale: f32,
+    mask: Option<&'a Array>,
+}
+
+impl Op for Sdpa<'_> {
+    /// The extents, and the mask's batch and head extents.
+    type Checked = (AttentionShape, Option<(usize, usize)>);
+    /// The dtype of `q`, `k`, `v`, the mask's promotion to it, and the output.
+    type Plan = HostDtype;
+
+    fn check(&self) -> Result<Self::Checked> {
+        let shape = attention_shape(self.q, self.k, self.v)?;
+        Ok((shape, self.mask.map(|m| mask_extents(m, shape)).transpose()?))
     }
-    let heads_first = [0, 2, 1, 3];
-    let (qt, kt, vt) = (q.transpose(&heads_first)?, k.transpose(&heads_first)?, v.transpose(&heads_first)?);
-    let attended = ensure_fused_sdpa(&qt, &kt, &vt, scale, mask)?;
-    Ok(attended.transpose(&heads_first)?.reshape(&[shape.batch as i32, shape.queries as i32, -1])?)
+
+    fn plan(&self) -> Option<HostDtype> {
+        let dtype = self.q.dtype();
+        let mask_fits = self.mask.is_none_or(|m| HostDtype::promote(&[m.dtype(), dtype]) == HostDtype::of(dtype));
+        (self.k.dtype() == dtype && self.v.dtype() == dtype && mask_fits).then(|| HostDtype::of(dtype)).flatten()
+    }
+
+    fn kernel(&self, _: &HostDtype) -> HostKernel {
+        HostKernel::Attention
+    }
+
+    fn on_host(&self, (shape, mask_extents): Self::Checked, dtype: HostDtype) -> Result<Array> {
+        with_host_dtype!(dtype, T => self.attention::<T>(shape, mask_extents))
+    }
+
+    fn on_mlx(&self) -> Result<Array> {
+        let heads_first = [0, 2, 1, 3];
+        let (q, k, v) =
+            (self.q.transpose(&heads_first)?, self.k.transpose(&heads_first)?, self.v.transpose(&heads_first)?);
+        let attended = ensure_fused_sdpa(&q, &k, &v, self.scale, self.mask)?;
+        let (batch, queries) = (self.q.dim(0)?, self.q.dim(1)?);
+        Ok(attended.transpose(&heads_first)?.reshape(&[batch, queries, -1])?)
+    }
 }
 
 /// The extents of `q` `[B, Lq, Hq, D]`, `k`, `v` `[B, Lk, Hkv, D]`.
@@ -59,34 +91,30 @@ fn attention_shape(q: &Array, k: &Array, v: &Array) -> Result<AttentionShape> {
     }
 }
 
-/// `kernels::attention` in `T`; the output `[B, Lq, Hq · D]`.
-fn on_host<T: HostFloat>(
-    q: &Array,
-    k: &Array,
-    v: &Array,
-    shape: AttentionShape,
-    scale: f32,
-    mask: Option<&Array>,
-) -> Result<Array> {
-    let mut out = host::output::<T>(q.size());
-    let run = |mask: Option<MaskRef<'_, T>>, out: &mut [T]| -> Result<()> {
-        host::with_host::<T, _>(q, |q| {
-            host::with_two::<T, T, _>(k, v, |k, v| Ok(attention(AttentionInputs { shape, q, k, v, scale, mask }, out)?))
-        })?
-    };
-    match mask {
-        Some(mask) => {
-            let (batch, mask_heads) = mask_extents(mask, shape)?;
-            let dtype = <T as Element>::DTYPE;
-            let mask = if mask.dtype() == dtype { mask.clone() } else { mask.astype(dtype)? };
-            let mask =
-                mask.broadcast_to(&[batch as i32, mask_heads as i32, shape.queries as i32, shape.keys as i32])?;
-            host::with_host::<T, _>(&mask, |m| run(Some(MaskRef::new(m, batch, mask_heads)), &mut out))??;
+impl Sdpa<'_> {
+    /// `kernels::attention` in `T`; the output `[B, Lq, Hq · D]`.
+    fn attention<T: HostFloat>(&self, shape: AttentionShape, mask_extents: Option<(usize, usize)>) -> Result<Array> {
+        let (q, k, v, scale) = (self.q, self.k, self.v, self.scale);
+        let mut out = host::output::<T>(q.size());
+        let run = |mask: Option<MaskRef<'_, T>>, out: &mut [T]| -> Result<()> {
+            host::with_host::<T, _>(q, |q| {
+                host::with_two::<T, T, _>(k, v, |k, v| {
+                    Ok(attention(AttentionInputs { shape, q, k, v, scale, mask }, out)?)
+                })
+            })?
+        };
+        match self.mask.zip(mask_extents) {
+            Some((mask, (batch, mask_heads))) => {
+                let dtype = <T as Element>::DTYPE;
+                let mask = if mask.dtype() == dtype { mask.clone() } else { mask.astype(dtype)? };
+                let mask =
+                    mask.broadcast_to(&[batch as i32, mask_heads as i32, shape.queries as i32, shape.keys as i32])?;
+                host::with_host::<T, _>(&mask, |m| run(Some(MaskRef::new(m, batch, mask_heads)), &mut out))??;
+            }
+            None => run(None, &mut out)?,
         }
-        None => run(None, &mut out)?,
+        host::from_host(out, &[shape.batch as i32, shape.queries as i32, (shape.query_heads * shape.head_dim) as i32])
     }
-    host_kernel::record(HostKernel::Attention);
-    host::from_host(out, &[shape.batch as i32, shape.queries as i32, (shape.query_heads * shape.head_dim) as i32])
 }
 
 /// The batch and head extents (each 1 or the full extent) of an additive mask broadcastable to

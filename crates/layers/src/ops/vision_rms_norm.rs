@@ -1,10 +1,17 @@
 //! [`vision_rms_norm`]: gemma4's float32 RMS normalisation of attention heads, optionally
 //! followed by RoPE.
 
-use crate::host::{self, HostFloat, host_dtype, with_host_float};
-use crate::vision_rms_norm::VISION_RMS_NORM_EPS;
-use crate::{Error, Execution, HostKernel, Result, RopeTables, host_kernel};
+use super::dispatch::{self, HostDtype, Op, with_host_dtype};
+use super::host::{self, HostFloat};
+use super::host_kernel::HostKernel;
+use super::{RopeTables, contract};
+use crate::{Execution, Result};
 use tensor::{Array, Dtype};
+
+const OP: &str = "vision rms norm";
+
+/// The epsilon of the reference's `VisionRMSNorm`: its constructor default, never the config's.
+pub const VISION_RMS_NORM_EPS: f64 = 1e-6;
 
 /// mlx-vlm's `VisionRMSNorm` (with `weight` `[dim]`) or `VisionRMSNormNoScale` (without) over
 /// the last axis of `x` `[…, dim]`, then, with `rope`, `apply_multidimensional_rope` by its
@@ -27,63 +34,87 @@ pub fn vision_rms_norm(
     weight: Option<&Array>,
     rope: Option<&RopeTables>,
 ) -> Result<Array> {
-    if let Some(rope) = rope {
-        rope.check_input(x)?;
-    }
-    let mut dtypes = vec![x.dtype()];
-    dtypes.extend(weight.map(|w| w.dtype()));
-    if host_dtype(execution, &dtypes).is_some()
-        && let Some(y) = with_host_float!(x.dtype(), T => on_host::<T>(x, weight, rope))
-    {
-        return y;
-    }
-    on_mlx(x, weight, rope)
+    dispatch::run(execution, VisionRmsNorm { x, weight, rope })
 }
 
-/// MLX's ops, in the reference's order.
-fn on_mlx(x: &Array, weight: Option<&Array>, rope: Option<&RopeTables>) -> Result<Array> {
-    let f = x.astype(Dtype::F32)?;
-    let var = f.power(2)?.mean(&[-1], true)?;
-    let normed = f.mul(&var.add(VISION_RMS_NORM_EPS)?.rsqrt()?)?;
-    let scaled = match weight {
-        Some(weight) => normed.mul(&weight.astype(Dtype::F32)?)?,
-        None => normed,
-    };
-    let y = scaled.astype(x.dtype())?;
-    match rope {
-        Some(rope) => rope.apply(&y),
-        None => Ok(y),
+struct VisionRmsNorm<'a> {
+    x: &'a Array,
+    weight: Option<&'a Array>,
+    rope: Option<&'a RopeTables>,
+}
+
+impl Op for VisionRmsNorm<'_> {
+    type Checked = usize;
+    /// The dtypes of `x` and of the weight.
+    type Plan = (HostDtype, Option<HostDtype>);
+
+    fn check(&self) -> Result<usize> {
+        let dim = contract::last_extent(OP, "x", self.x)?;
+        if let Some(weight) = self.weight {
+            contract::vector(OP, "the weight", weight, dim)?;
+        }
+        if let Some(rope) = self.rope {
+            rope.check_input(self.x)?;
+        }
+        Ok(dim as usize)
+    }
+
+    fn plan(&self) -> Option<Self::Plan> {
+        let weight = match self.weight {
+            Some(w) => Some(HostDtype::of(w.dtype())?),
+            None => None,
+        };
+        Some((HostDtype::of(self.x.dtype())?, weight))
+    }
+
+    fn kernel(&self, _: &Self::Plan) -> HostKernel {
+        if self.rope.is_some() { HostKernel::VisionRmsNormRope } else { HostKernel::VisionRmsNorm }
+    }
+
+    fn on_host(&self, dim: usize, (x_dtype, weight_dtype): Self::Plan) -> Result<Array> {
+        with_host_dtype!(x_dtype, T => self.normalize::<T>(dim, weight_dtype))
+    }
+
+    fn on_mlx(&self) -> Result<Array> {
+        let f = self.x.astype(Dtype::F32)?;
+        let var = f.power(2)?.mean(&[-1], true)?;
+        let normed = f.mul(&var.add(VISION_RMS_NORM_EPS)?.rsqrt()?)?;
+        let scaled = match self.weight {
+            Some(weight) => normed.mul(&weight.astype(Dtype::F32)?)?,
+            None => normed,
+        };
+        let y = scaled.astype(self.x.dtype())?;
+        match self.rope {
+            Some(rope) => rope.apply(&y),
+            None => Ok(y),
+        }
     }
 }
 
-/// The host pass in `T` (`x`'s dtype; the weight's is a host float, checked by the caller).
-fn on_host<T: HostFloat>(x: &Array, weight: Option<&Array>, rope: Option<&RopeTables>) -> Result<Array> {
-    let (_, dim) = host::rows(x);
-    let shape = x.shape();
-    let tables = rope.map(|r| r.host_tables::<T>(shape[0] as usize)).transpose()?;
-    let parts = tables.as_ref().map(|t| t.parts()).transpose()?;
-    // Heads per token: RoPE rotates every head of a token by that token's angles.
-    let heads = if rope.is_some() { shape[2] as usize } else { 1 };
-    let eps = VISION_RMS_NORM_EPS as f32;
-    let mut values = host::to_host::<T>(x)?;
-    let run = match weight {
-        Some(w) => with_host_float!(w.dtype(), W => {
-            let weight = host::to_host::<W>(w)?;
-            kernels::vision_rms_norm::normalize_heads(&mut values, heads, dim, Some(&weight), eps, parts.as_deref())
-        }),
-        None => Some(kernels::vision_rms_norm::normalize_heads::<T, f32>(
-            &mut values,
-            heads,
-            dim,
-            None,
-            eps,
-            parts.as_deref(),
-        )),
-    };
-    run.ok_or_else(|| Error::Input {
-        block: "vision rms norm",
-        what: format!("the host kernels do not take dtypes {} and {:?}", x.dtype(), weight.map(|w| w.dtype())),
-    })??;
-    host_kernel::record(if rope.is_some() { HostKernel::VisionRmsNormRope } else { HostKernel::VisionRmsNorm });
-    host::from_host(values, &shape)
+impl VisionRmsNorm<'_> {
+    /// The host pass in `T` (`x`'s dtype), the weight read in its own dtype.
+    fn normalize<T: HostFloat>(&self, dim: usize, weight_dtype: Option<HostDtype>) -> Result<Array> {
+        let shape = self.x.shape();
+        let tables = self.rope.map(|r| r.host_tables::<T>(shape[0] as usize)).transpose()?;
+        let parts = tables.as_ref().map(|t| t.parts()).transpose()?;
+        // Heads per token: RoPE rotates every head of a token by that token's angles.
+        let heads = if self.rope.is_some() { shape[2] as usize } else { 1 };
+        let eps = VISION_RMS_NORM_EPS as f32;
+        let mut values = host::to_host::<T>(self.x)?;
+        match self.weight.zip(weight_dtype) {
+            Some((w, dtype)) => with_host_dtype!(dtype, W => {
+                let weight = host::to_host::<W>(w)?;
+                kernels::vision_rms_norm::normalize_heads(&mut values, heads, dim, Some(&weight), eps, parts.as_deref())
+            }),
+            None => kernels::vision_rms_norm::normalize_heads::<T, f32>(
+                &mut values,
+                heads,
+                dim,
+                None,
+                eps,
+                parts.as_deref(),
+            ),
+        }?;
+        host::from_host(values, &shape)
+    }
 }

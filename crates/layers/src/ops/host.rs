@@ -1,54 +1,13 @@
 //! The bridge between MLX arrays and the `kernels` crate: when an op runs on the host, the
 //! element types, evaluated slices and new arrays from host buffers.
 
-use crate::{Execution, Result};
+use crate::Result;
 use tensor::{Array, Dtype, Element};
 
 /// An element type both MLX arrays and the host kernels hold: `f32` and `bf16`.
 pub(crate) trait HostFloat: kernels::Float + Element {}
 impl HostFloat for f32 {}
 impl HostFloat for half::bf16 {}
-
-/// Whether the host kernels take `dtype`.
-pub(crate) fn is_host_float(dtype: Dtype) -> bool {
-    matches!(dtype, Dtype::F32 | Dtype::Bf16)
-}
-
-/// MLX's type promotion of host floats: float32 if any is float32, else bf16; `None` if any
-/// dtype is not a host float (or none is given).
-pub(crate) fn promote(dtypes: &[Dtype]) -> Option<Dtype> {
-    if dtypes.is_empty() || !dtypes.iter().all(|&d| is_host_float(d)) {
-        return None;
-    }
-    Some(if dtypes.contains(&Dtype::F32) { Dtype::F32 } else { Dtype::Bf16 })
-}
-
-/// The dtype an op whose operands have `dtypes` computes in on the host: their promotion
-/// ([`promote`]) when `execution` is [`Execution::Host`] and every operand is a host float;
-/// `None` otherwise, and the op runs MLX's ops. Every op of [`ops`](crate::ops) asks this
-/// first.
-pub(crate) fn host_dtype(execution: Execution, dtypes: &[Dtype]) -> Option<Dtype> {
-    if execution == Execution::Host { promote(dtypes) } else { None }
-}
-
-/// Evaluates `$body` with `T = f32` or `T = bf16` standing for `$dtype`: `$body` runs with the
-/// type alias `$t` in scope. `None` for any other dtype.
-macro_rules! with_host_float {
-    ($dtype:expr, $t:ident => $body:expr) => {
-        match $dtype {
-            tensor::Dtype::F32 => {
-                type $t = f32;
-                Some($body)
-            }
-            tensor::Dtype::Bf16 => {
-                type $t = half::bf16;
-                Some($body)
-            }
-            _ => None,
-        }
-    };
-}
-pub(crate) use with_host_float;
 
 /// `x`'s elements as a `Vec<T>` (row-major; `T` must be its dtype).
 pub(crate) fn to_host<T: HostFloat>(x: &Array) -> Result<Vec<T>> {

@@ -1,6 +1,6 @@
 //! [`RopeTables`]: gemma4's multidimensional rotary position embedding.
 
-use crate::host::{self, HostFloat};
+use super::host::{self, HostFloat};
 use crate::{Error, Result};
 use tensor::{Array, Dtype};
 
