@@ -12,6 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use vision::CacheIdentity;
 
 fn gemma_vision(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gemma-vision")).args(args).output().unwrap()

@@ -7,7 +7,7 @@ mod common;
 use common::{fixture, temp_dir};
 use std::fs;
 use std::process::{Command, Output};
-use vision::{EncoderOptions, Inspection, VisionEncoder};
+use vision::{CacheIdentity, EncoderOptions, Inspection, VisionEncoder};
 
 fn gemma_vision(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gemma-vision")).args(args).output().unwrap()

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use vision::{SoftTokenBudget, VisionEncoder};
+use vision::{CacheIdentity, SoftTokenBudget, VisionEncoder};
 
 /// How a job batches and shards its images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -128,7 +128,7 @@ fn run_ours(
             .collect::<Result<Vec<_>, _>>()?
     };
     let mut trace = Trace::new();
-    encoder.encode_traced(&prepared, &mut trace)?;
+    trace.encode(encoder, &prepared)?;
     let stages = trace.into_stages();
     tensor::Array::eval_all(&stages.iter().map(|(_, a)| a).collect::<Vec<_>>())?;
     let mut named = BTreeMap::new();

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
-use vision::{Checkpoint, ComputeDtype, EncoderOptions, SoftTokenBudget, VisionEncoder};
+use vision::{CacheIdentity, Checkpoint, ComputeDtype, EncoderOptions, MlxVlmModel, SoftTokenBudget, VisionEncoder};
 
 /// A Gemma 4 vision encoder loaded once from a model directory.
 ///
@@ -96,7 +96,7 @@ impl Encoder {
         crate::errors::catching_panics(|| {
             let held = held_parameters::extract(parameters)?;
             let checkpoint = py.detach(|| Checkpoint::open(&model_dir)).map_err(to_python)?;
-            let compute_dtype = VisionEncoder::held_compute_dtype(&checkpoint, &held).map_err(to_python)?;
+            let compute_dtype = checkpoint.held_compute_dtype(&held).map_err(to_python)?;
             let options = EncoderOptions { compute_dtype, ..EncoderOptions::default() };
             let inner = py.detach(|| VisionEncoder::from_checkpoint(checkpoint, options)).map_err(to_python)?;
             inner.check_held_weights(&held).map_err(to_python)?;

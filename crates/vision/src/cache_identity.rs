@@ -1,11 +1,12 @@
-//! [`VisionEncoder::cache_identity`]: what an encoder computes, as one hash that keys a feature
-//! cache.
+//! [`CacheIdentity`]: what an encoder computes, as one hash that keys a feature cache.
 
 use crate::{Error, Result, VisionEncoder};
 use layers::WeightStore;
 use sha2::{Digest, Sha256};
 
-impl VisionEncoder {
+/// What an encoder computes, as one hash: the key of a feature cache (the `embed` shards, the
+/// Python package's cache).
+pub trait CacheIdentity {
     /// SHA-256 (hex) identifying what this encoder computes: the parsed model config, the
     /// processor settings, the options that change the features (compute dtype, the embed-scale
     /// division), the MLX release, and the fingerprint of every vision tensor it loaded (names,
@@ -13,7 +14,15 @@ impl VisionEncoder {
     /// bytes and budgets, so it keys a feature cache. Each part is written under an explicit
     /// name ([`identity_parts`](Self::identity_parts)), never a type's debug form, so renaming
     /// a Rust item changes no identity. Computed once (it reads the weights).
-    pub fn cache_identity(&self) -> Result<String> {
+    fn cache_identity(&self) -> Result<String>;
+
+    /// The parts [`cache_identity`](Self::cache_identity) hashes, in order, each `name value`.
+    /// Who runs the ops is left out: every choice gives the same bits.
+    fn identity_parts(&self) -> Result<Vec<String>>;
+}
+
+impl CacheIdentity for VisionEncoder {
+    fn cache_identity(&self) -> Result<String> {
         let mut cached = self.identity.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(identity) = cached.as_ref() {
             return Ok(identity.clone());
@@ -28,9 +37,7 @@ impl VisionEncoder {
         Ok(identity)
     }
 
-    /// The parts [`cache_identity`](Self::cache_identity) hashes, in order, each `name value`.
-    /// Who runs the ops is left out: every choice gives the same bits.
-    pub fn identity_parts(&self) -> Result<Vec<String>> {
+    fn identity_parts(&self) -> Result<Vec<String>> {
         let store = self.checkpoint().store();
         let tensors = self
             .used_keys()

@@ -43,16 +43,16 @@ fn fit(stored: Dtype, held: Dtype) -> DtypeFit {
     }
 }
 
-impl VisionEncoder {
-    /// The compute dtype that serves `held` from `checkpoint`: [`ComputeDtype::Native`] when
+impl Checkpoint {
+    /// The compute dtype that serves `held` from this checkpoint: [`ComputeDtype::Native`] when
     /// every held tensor has its stored dtype, [`ComputeDtype::F32`] when every floating one is
     /// held as float32 (a model cast with `set_dtype(mx.float32)`: floating parameters only) and
     /// every other has its stored dtype. Reads only the checkpoint's tensor headers.
     ///
     /// Fails with [`Error::WeightsDiffer`] naming a held tensor the checkpoint does not store,
     /// one whose dtype fits neither, or, for a model cast only in part, one left uncast.
-    pub fn held_compute_dtype(checkpoint: &Checkpoint, held: &[impl HeldTensor]) -> Result<ComputeDtype> {
-        let store = checkpoint.store();
+    pub fn held_compute_dtype(&self, held: &[impl HeldTensor]) -> Result<ComputeDtype> {
+        let store = self.store();
         let mut fits = Vec::with_capacity(held.len());
         for tensor in held {
             let stored = match store.info(tensor.name()).map(|info| info.dtype) {
@@ -82,44 +82,40 @@ impl VisionEncoder {
             )),
         }
     }
+}
 
-    /// Checks that `held` are exactly the vision tensors this encoder computes with: the names
-    /// of [`used_keys`](Self::used_keys), each of the dtype, shape and bytes of the encoder's
-    /// weight (the stored tensor, cast to float32 when floating under [`ComputeDtype::F32`], as
-    /// the encoder casts it at load). Fails with [`Error::WeightsDiffer`] naming the first
-    /// tensor missing on either side or differing, and how.
-    pub fn check_held_weights(&self, held: &[impl HeldTensor]) -> Result<()> {
-        let ours: BTreeSet<&str> = self.used_keys().iter().map(String::as_str).collect();
-        let theirs: BTreeSet<&str> = held.iter().map(HeldTensor::name).collect();
-        if let Some(name) = ours.difference(&theirs).next() {
-            return Err(differ(name, "the encoder reads it and the model holds no such parameter"));
-        }
-        if let Some(name) = theirs.difference(&ours).next() {
-            return Err(differ(name, "the model holds it and the checkpoint's encoder reads no such tensor"));
-        }
-        let store = self.checkpoint().store();
-        for tensor in held {
-            let stored = store.load(tensor.name())?;
-            let expected = match self.options().compute_dtype {
-                ComputeDtype::F32 if stored.dtype().is_float() && stored.dtype() != Dtype::F32 => {
-                    stored.astype(Dtype::F32)?
-                }
-                _ => stored,
-            };
-            if tensor.dtype() != expected.dtype() {
-                let detail = format!("it is {}, the encoder's is {}", tensor.dtype(), expected.dtype());
-                return Err(differ(tensor.name(), detail));
-            }
-            if tensor.shape() != expected.shape().as_slice() {
-                let detail = format!("its shape is {:?}, the checkpoint's {:?}", tensor.shape(), expected.shape());
-                return Err(differ(tensor.name(), detail));
-            }
-            if !expected.with_bytes(|bytes| tensor.bytes_equal(bytes))? {
-                return Err(differ(tensor.name(), "its values differ (same dtype and shape)"));
-            }
-        }
-        Ok(())
+/// [`MlxVlmModel::check_held_weights`](crate::MlxVlmModel::check_held_weights).
+pub(crate) fn check_held_weights(encoder: &VisionEncoder, held: &[impl HeldTensor]) -> Result<()> {
+    let ours: BTreeSet<&str> = encoder.used_keys().iter().map(String::as_str).collect();
+    let theirs: BTreeSet<&str> = held.iter().map(HeldTensor::name).collect();
+    if let Some(name) = ours.difference(&theirs).next() {
+        return Err(differ(name, "the encoder reads it and the model holds no such parameter"));
     }
+    if let Some(name) = theirs.difference(&ours).next() {
+        return Err(differ(name, "the model holds it and the checkpoint's encoder reads no such tensor"));
+    }
+    let store = encoder.checkpoint().store();
+    for tensor in held {
+        let stored = store.load(tensor.name())?;
+        let expected = match encoder.options().compute_dtype {
+            ComputeDtype::F32 if stored.dtype().is_float() && stored.dtype() != Dtype::F32 => {
+                stored.astype(Dtype::F32)?
+            }
+            _ => stored,
+        };
+        if tensor.dtype() != expected.dtype() {
+            let detail = format!("it is {}, the encoder's is {}", tensor.dtype(), expected.dtype());
+            return Err(differ(tensor.name(), detail));
+        }
+        if tensor.shape() != expected.shape().as_slice() {
+            let detail = format!("its shape is {:?}, the checkpoint's {:?}", tensor.shape(), expected.shape());
+            return Err(differ(tensor.name(), detail));
+        }
+        if !expected.with_bytes(|bytes| tensor.bytes_equal(bytes))? {
+            return Err(differ(tensor.name(), "its values differ (same dtype and shape)"));
+        }
+    }
+    Ok(())
 }
 
 fn differ(name: &str, detail: impl Into<String>) -> Error {

@@ -1,6 +1,6 @@
 //! [`Inspection`]: what a loaded encoder is, and why an image gives the soft tokens it gives.
 
-use crate::{Error, ModelType, Result, VisionConfig, VisionEncoder};
+use crate::{CacheIdentity, Error, ModelType, Result, VisionConfig, VisionEncoder};
 use layers::WeightStore;
 use preprocess::BudgetSource;
 use serde::Serialize;
@@ -40,7 +40,7 @@ pub struct Inspection {
     pub image: Option<ImagePlan>,
     /// Tensors of the weight files read and ignored.
     pub tensors: TensorCounts,
-    /// [`VisionEncoder::cache_identity`].
+    /// [`CacheIdentity::cache_identity`].
     pub cache_identity: String,
     /// The MLX the encoder runs on.
     pub mlx: MlxLibrary,

@@ -1,5 +1,5 @@
 //! [`ModelInputs`]: the pixel inputs of mlx-vlm's Gemma 4 models as its processors make them,
-//! and [`VisionEncoder::encode_model_inputs`], which encodes them as the models do (each
+//! and [`MlxVlmModel::encode_model_inputs`](crate::MlxVlmModel::encode_model_inputs), which encodes them as the models do (each
 //! family's module under `family/` says how).
 
 use crate::{Error, Features, Result, VisionEncoder};
@@ -8,7 +8,7 @@ use tensor::{Array, Dtype};
 /// The pixel inputs of one call of a Gemma 4 model's vision path in mlx-vlm (`pixel_values` or
 /// `pixel_values_videos`, with their position ids), as its processors make them. The
 /// constructors check ranks, dtypes and that position ids match their patches;
-/// [`VisionEncoder::encode_model_inputs`] checks what each family takes beyond that.
+/// [`MlxVlmModel::encode_model_inputs`](crate::MlxVlmModel::encode_model_inputs) checks what each family takes beyond that.
 #[derive(Debug, Clone)]
 pub enum ModelInputs {
     /// gemma4's image path: `[B, 3, H, W]` float32 pixels, images of one size
@@ -110,21 +110,9 @@ fn check_patches(patches: &Array, positions: Option<&Array>) -> Result<()> {
     Ok(())
 }
 
-impl VisionEncoder {
-    /// What mlx-vlm's model computes from its processor's pixel inputs: gemma4
-    /// `Model.encode_image(pixel_values, position_ids)` (its vision tower, then
-    /// `embed_vision`; the same function encodes `pixel_values_videos`), gemma4_unified
-    /// `Model.get_image_features` (or `get_video_features` for `[V, T, N, D]` frames).
-    /// `features` is `[Σ rows, text_hidden]` (gemma4's `[1, Σ, text_hidden]` without its
-    /// leading axis: see [`Family::model_features_have_batch_axis`](crate::Family::model_features_have_batch_axis)),
-    /// bit for bit, in the dtype mlx-vlm returns; `soft_tokens` counts the rows of each image
-    /// or frame in order (each batch row's `N` for unified patches without ids).
-    ///
-    /// Fails with [`Error::ModelInput`] on inputs of the other family or of the wrong patch
-    /// width, and with [`Error::TooLarge`] before a batch whose attention would not fit.
-    pub fn encode_model_inputs(&self, inputs: &ModelInputs) -> Result<Features> {
-        let (features, soft_tokens) = self.model().encode_model_inputs(inputs)?;
-        let features = self.scaled_features(features)?;
-        Ok(Features { features, soft_tokens })
-    }
+/// [`MlxVlmModel::encode_model_inputs`](crate::MlxVlmModel::encode_model_inputs).
+pub(crate) fn encode_model_inputs(encoder: &VisionEncoder, inputs: &ModelInputs) -> Result<Features> {
+    let (features, soft_tokens) = encoder.model().encode_model_inputs(inputs)?;
+    let features = encoder.scaled_features(features)?;
+    Ok(Features { features, soft_tokens })
 }

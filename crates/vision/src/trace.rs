@@ -28,13 +28,11 @@ impl Trace {
     pub fn into_stages(self) -> Vec<(String, Array)> {
         self.stages
     }
-}
 
-impl VisionEncoder {
-    /// [`encode`](VisionEncoder::encode), recording each batch's stages in `trace` (for
-    /// parity checks against the reference's intermediate outputs).
-    pub fn encode_traced(&self, images: &[PreparedImage], trace: &mut Trace) -> Result<Features> {
-        self.encode_recording(images, Some(trace))
+    /// `encoder`'s [`encode`](VisionEncoder::encode) of `images`, recording each batch's stages
+    /// in this trace (for parity checks against the reference's intermediate outputs).
+    pub fn encode(&mut self, encoder: &VisionEncoder, images: &[PreparedImage]) -> Result<Features> {
+        encoder.encode_recording(images, Some(self))
     }
 }
 

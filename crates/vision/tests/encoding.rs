@@ -7,7 +7,7 @@ mod common;
 use common::{budget_of, bytes, fixture, image, load};
 use std::sync::Arc;
 use tensor::Dtype;
-use vision::{ComputeDtype, EncoderOptions, Kernels, PreparedImage, VisionEncoder};
+use vision::{CacheIdentity, ComputeDtype, EncoderOptions, Kernels, PreparedImage, VisionEncoder};
 
 #[test]
 fn several_images_in_one_call_equal_one_at_a_time() {

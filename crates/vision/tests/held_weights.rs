@@ -9,7 +9,7 @@ mod common;
 use common::{fixture, load};
 use layers::WeightStore;
 use tensor::{Array, Dtype};
-use vision::{ComputeDtype, EncoderOptions, Error, HeldTensor, VisionEncoder};
+use vision::{ComputeDtype, EncoderOptions, Error, HeldTensor, MlxVlmModel, VisionEncoder};
 
 /// A tensor held by another runtime, with its bytes.
 #[derive(Debug, Clone)]
@@ -75,12 +75,12 @@ fn the_checkpoints_own_weights_are_accepted_as_stored_or_cast_to_float32() {
         let dir = fixture(case).join("model");
         let native = load(&dir);
         let as_stored = held(&native, |_| false);
-        assert_eq!(VisionEncoder::held_compute_dtype(native.checkpoint(), &as_stored).unwrap(), ComputeDtype::Native);
+        assert_eq!(native.checkpoint().held_compute_dtype(&as_stored).unwrap(), ComputeDtype::Native);
         native.check_held_weights(&as_stored).unwrap();
 
         let cast = held(&native, |_| true);
         let expected = if case == "tiny-f32" { ComputeDtype::Native } else { ComputeDtype::F32 };
-        assert_eq!(VisionEncoder::held_compute_dtype(native.checkpoint(), &cast).unwrap(), expected, "{case}");
+        assert_eq!(native.checkpoint().held_compute_dtype(&cast).unwrap(), expected, "{case}");
         let options = EncoderOptions { compute_dtype: ComputeDtype::F32, ..Default::default() };
         VisionEncoder::load(&dir, options).unwrap().check_held_weights(&cast).unwrap();
         if case != "tiny-f32" {
@@ -118,19 +118,19 @@ fn other_weights_are_refused_naming_the_tensor() {
     let (name, detail) = differ(encoder.check_held_weights(&extra));
     assert_eq!(name, "vision_tower.lora_a");
     assert!(detail.contains("reads no such tensor"), "{detail}");
-    let (name, _) = differ(VisionEncoder::held_compute_dtype(encoder.checkpoint(), &extra));
+    let (name, _) = differ(encoder.checkpoint().held_compute_dtype(&extra));
     assert_eq!(name, "vision_tower.lora_a");
 
     // A dtype that is neither the stored one nor float32, and a model cast only in part.
     let mut half = exact.clone();
     half[0].dtype = Dtype::F16;
-    let (name, detail) = differ(VisionEncoder::held_compute_dtype(encoder.checkpoint(), &half));
+    let (name, detail) = differ(encoder.checkpoint().held_compute_dtype(&half));
     assert_eq!(
         (name.as_str(), detail.contains("it is float16, the checkpoint stores bfloat16")),
         (exact[0].name.as_str(), true)
     );
     let partly = held(&encoder, |key| key != projector);
-    let (name, detail) = differ(VisionEncoder::held_compute_dtype(encoder.checkpoint(), &partly));
+    let (name, detail) = differ(encoder.checkpoint().held_compute_dtype(&partly));
     assert_eq!(name, projector);
     assert!(detail.contains("as a whole"), "{detail}");
 }

@@ -8,7 +8,7 @@ mod common;
 use common::{budget_of, bytes, fixture, image, load};
 use preprocess::Patches;
 use tensor::{Array, Dtype};
-use vision::{Error, ModelInputs, PreparedImage, VisionEncoder};
+use vision::{Error, MlxVlmModel, ModelInputs, PreparedImage, VisionEncoder};
 
 /// The prepared inputs of fixture images at `budget`.
 fn prepared(encoder: &VisionEncoder, case: &str, names: &[&str], budget: u32) -> Vec<PreparedImage> {

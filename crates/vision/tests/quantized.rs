@@ -11,7 +11,7 @@ use common::{budget_of, bytes, fixture, image, load, model_copy, rewrite_weights
 use std::fs;
 use std::path::Path;
 use tensor::{Array, Dtype};
-use vision::{BudgetSource, ComputeDtype, EncoderOptions, Error, Inspection, VisionEncoder};
+use vision::{BudgetSource, CacheIdentity, ComputeDtype, EncoderOptions, Error, Inspection, VisionEncoder};
 
 fn edit_config(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = dir.join("config.json");

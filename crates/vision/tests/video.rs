@@ -8,7 +8,7 @@ mod common;
 
 use common::{budget_of, bytes, encode_video, fixture, image, load};
 use tensor::Array;
-use vision::{BudgetError, Error, ModelInputs, PreparedImage};
+use vision::{BudgetError, Error, MlxVlmModel, ModelInputs, PreparedImage};
 
 fn frames(case: &str) -> Vec<preprocess::RgbImage> {
     ["gradient-37x23.png", "checker-37x23.png", "noise-37x23.png"]

@@ -95,7 +95,7 @@ pub(crate) trait FamilyModel: fmt::Debug + Send + Sync {
     fn encode(&self, images: &[PreparedImage], trace: Option<&mut Trace>) -> Result<(Array, Vec<usize>)>;
 
     /// Encodes mlx-vlm's pixel inputs as its model does (see
-    /// [`VisionEncoder::encode_model_inputs`](crate::VisionEncoder::encode_model_inputs)).
+    /// [`MlxVlmModel::encode_model_inputs`](crate::MlxVlmModel::encode_model_inputs)).
     fn encode_model_inputs(&self, inputs: &ModelInputs) -> Result<(Array, Vec<usize>)>;
 
     /// Refuses a budget (the processor settings `config`) whose inputs the encoder could not
