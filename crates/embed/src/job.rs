@@ -115,13 +115,9 @@ pub fn run(
     let skipped = images.len() - todo.len();
 
     let facts = JobFacts { identity: identity.clone(), budget, hidden: encoder.config().text_hidden_size as usize };
-    let mut writer = ShardWriter::new(out, facts, options.shard_size.get(), index.next_shard);
-    let settings = Settings {
-        batch: options.batch.get(),
-        workers: options.workers.get(),
-        budget,
-        file_timeout: options.file_timeout,
-    };
+    let mut writer = ShardWriter::new(out, facts, options.shard_size, index.next_shard);
+    let settings =
+        Settings { batch: options.batch, workers: options.workers, budget, file_timeout: options.file_timeout };
     let started = Instant::now();
     progress.started(todo.len());
     let outcome = pipeline::run(encoder, &preprocessor, &todo, settings, &mut writer, progress);

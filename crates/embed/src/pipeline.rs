@@ -16,6 +16,7 @@ use crate::failure::{Failure, panic_message};
 use crate::shard::{ErrorRow, ImageRow, ShardWriter};
 use crate::{Error, Progress, Result};
 use preprocess::{Preprocessor, RgbImage};
+use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,9 +28,9 @@ use vision::{BatchKey, ErrorKind, Features, PreparedImage, SoftTokenBudget, Visi
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// Images encoded together (all of one size).
-    pub batch: usize,
+    pub batch: NonZeroUsize,
     /// Threads decoding and preparing images.
-    pub workers: usize,
+    pub workers: NonZeroUsize,
     /// The budget, recorded with every image.
     pub budget: SoftTokenBudget,
     /// The longest a worker waits for one file to be read and decoded.
@@ -72,12 +73,12 @@ pub fn run(
     writer: &mut ShardWriter,
     progress: &dyn Progress,
 ) -> Result<Counts> {
-    let batch = settings.batch.max(1);
+    let batch = settings.batch.get();
     let (sender, receiver) = mpsc::sync_channel::<Item>(batch);
     let next = AtomicUsize::new(0);
     let limits = encoder.options().limits;
     std::thread::scope(|scope| {
-        for _ in 0..settings.workers.max(1) {
+        for _ in 0..settings.workers.get() {
             let sender = sender.clone();
             let next = &next;
             scope.spawn(move || {

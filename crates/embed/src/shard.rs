@@ -16,6 +16,7 @@
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use tensor::{Dtype, TensorBytes};
 use vision::SoftTokenBudget;
@@ -131,11 +132,11 @@ pub struct ShardWriter {
 
 impl ShardWriter {
     /// A writer whose first shard is number `first`.
-    pub fn new(dir: &Path, facts: JobFacts, shard_size: usize, first: u64) -> ShardWriter {
+    pub fn new(dir: &Path, facts: JobFacts, shard_size: NonZeroUsize, first: u64) -> ShardWriter {
         ShardWriter {
             dir: dir.to_path_buf(),
             facts,
-            shard_size: shard_size.max(1),
+            shard_size: shard_size.get(),
             next: first,
             dtype: None,
             images: Vec::new(),
@@ -295,7 +296,7 @@ mod tests {
     #[test]
     fn shards_are_cut_at_the_shard_size_and_read_back() {
         let dir = tensor::testing::TestDir::new("embed-shard");
-        let mut writer = ShardWriter::new(&dir, facts(), 2, 5);
+        let mut writer = ShardWriter::new(&dir, facts(), NonZeroUsize::new(2).unwrap(), 5);
         writer.push_image(row("a", 1), Dtype::F32, &[0; 8]).unwrap();
         writer.push_error(ErrorRow { path: "b".into(), kind: FailureKind::Malformed, error: "bad".into() }).unwrap();
         writer.push_image(row("c", 2), Dtype::F32, &[1; 16]).unwrap();

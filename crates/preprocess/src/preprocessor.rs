@@ -1,5 +1,7 @@
 //! The processor: an oriented RGB image in, the encoders' inputs out.
 
+use std::num::NonZeroU32;
+
 use crate::{
     BudgetError, Error, Limits, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size,
 };
@@ -9,6 +11,11 @@ use crate::{
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preprocessor {
     config: ProcessorConfig,
+    /// `config.patch_size` and `config.pooling_kernel_size`, checked positive.
+    patch_size: NonZeroU32,
+    pooling_kernel_size: NonZeroU32,
+    /// `config.max_patches()`, which the pixel bound keeps below `u32::MAX`.
+    max_patches: u32,
 }
 
 /// The gemma4_unified encoder's input for one image.
@@ -76,12 +83,28 @@ impl Preprocessor {
             .into());
         }
         // The pixel bound (< u32::MAX, with patches of at least one pixel) bounds the patches.
-        Ok(Preprocessor { config })
+        let max_patches = u32::try_from(config.max_patches())
+            .map_err(|_| Error::invalid("processor config", "the patch budget does not fit in 32 bits"))?;
+        let positive = |value: u32| {
+            NonZeroU32::new(value).ok_or_else(|| Error::invalid("processor config", "a zero patch or pooling size"))
+        };
+        let (patch_size, pooling_kernel_size) = (positive(config.patch_size)?, positive(config.pooling_kernel_size)?);
+        Ok(Preprocessor { config, patch_size, pooling_kernel_size, max_patches })
     }
 
     /// The settings.
     pub fn config(&self) -> &ProcessorConfig {
         &self.config
+    }
+
+    /// The side of a patch in pixels.
+    pub fn patch_size(&self) -> NonZeroU32 {
+        self.patch_size
+    }
+
+    /// The side of a pooling window in patches.
+    pub fn pooling_kernel_size(&self) -> NonZeroU32 {
+        self.pooling_kernel_size
     }
 
     /// `(height, width)` the image is resized to: [`target_size`] with
@@ -152,8 +175,9 @@ impl Preprocessor {
         resize_bicubic(frame, tw, th)
     }
 
-    fn max_patches(&self) -> u32 {
-        // Checked to fit in `new`.
-        u32::try_from(self.config.max_patches()).unwrap_or(u32::MAX)
+    /// `max_soft_tokens · pooling_kernel_size²`, the patch budget of the size formula: the most
+    /// patches of a resized image (and the padded rows of a video frame).
+    pub fn max_patches(&self) -> u32 {
+        self.max_patches
     }
 }

@@ -26,6 +26,11 @@ impl VideoPreprocessor {
         &self.config
     }
 
+    /// The processor of one frame: the frame settings, checked.
+    pub fn frame_preprocessor(&self) -> &Preprocessor {
+        &self.frame
+    }
+
     /// The frames kept of `frames`, in order (see [`VideoProcessorConfig::sampled_frames`]),
     /// after checking that they have one size, as the frames of a `(T, C, H, W)` video do.
     pub fn sample<'a>(&self, frames: &'a [RgbImage]) -> Result<Vec<&'a RgbImage>> {

@@ -163,7 +163,7 @@ impl VisionEncoder {
     /// and [`prepare`](Self::prepare) every image with it.
     pub fn preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<Preprocessor> {
         let preprocessor = self.preprocessor.with_budget(budget)?;
-        self.model.check_attention_budget(preprocessor.config())?;
+        self.model.check_attention_budget(&preprocessor)?;
         Ok(preprocessor)
     }
 
@@ -174,7 +174,7 @@ impl VisionEncoder {
     /// checks an image's.
     pub fn video_preprocessor(&self, budget: Option<SoftTokenBudget>) -> Result<VideoPreprocessor> {
         let video = VideoPreprocessor::new(self.video.clone().with_max_soft_tokens(budget))?;
-        self.model.check_attention_budget(&video.config().frame)?;
+        self.model.check_attention_budget(video.frame_preprocessor())?;
         Ok(video)
     }
 

@@ -82,7 +82,7 @@ pub struct Budget {
     /// Where the value came from.
     pub source: BudgetSource,
     /// `max_soft_tokens · pooling_kernel_size²`: the patch budget of the size formula.
-    pub max_patches: u64,
+    pub max_patches: u32,
 }
 
 /// An input size and what the image processor makes of it.
@@ -142,7 +142,7 @@ impl Inspection {
             .map(|(width, height)| -> Result<ImagePlan> {
                 let (h, w) =
                     if processor.do_resize { preprocessor.target_size(height, width)? } else { (height, width) };
-                let soft_tokens = encoder.family().soft_tokens(h, w, processor);
+                let soft_tokens = encoder.family().soft_tokens(h, w, &preprocessor);
                 Ok(ImagePlan { input: [width, height], resized: [w, h], soft_tokens })
             })
             .transpose()?;
@@ -193,7 +193,7 @@ impl Inspection {
             budget: Budget {
                 max_soft_tokens: processor.max_soft_tokens.get(),
                 source,
-                max_patches: processor.max_patches(),
+                max_patches: preprocessor.max_patches(),
             },
             image,
             tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },

@@ -34,6 +34,11 @@ impl PatchEmbedder {
         PatchEmbedder::new(input_proj, position_table, patch_size)
     }
 
+    /// The side of a patch in pixels (checked positive).
+    pub fn patch_size(&self) -> i32 {
+        self.patch_size
+    }
+
     /// The weight dtype (the dtype of the hidden states).
     pub fn dtype(&self) -> tensor::Dtype {
         self.input_proj.weight().dtype()

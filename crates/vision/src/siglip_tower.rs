@@ -55,6 +55,7 @@ impl SiglipVisionTower {
             rope_theta: config.rope_parameters.rope_theta,
             clipped_linears: config.use_clipped_linears,
         };
+        block_config.validate()?;
         let patch_embedder =
             PatchEmbedder::load(&tower.pp("patch_embedder"), d, config.patch_size, config.position_embedding_size)?;
         let blocks = (0..config.num_hidden_layers)
@@ -78,6 +79,11 @@ impl SiglipVisionTower {
     /// The configuration the tower was loaded with.
     pub fn config(&self) -> &SiglipConfig {
         &self.config
+    }
+
+    /// The side of a patch in pixels (checked positive at load).
+    pub fn patch_size(&self) -> i32 {
+        self.patch_embedder.patch_size()
     }
 
     /// The dtype of the hidden states (the patch projection's weight dtype).
@@ -186,7 +192,7 @@ impl SiglipVisionTower {
     /// for `batch` images of `patches` patches (saturating).
     pub(crate) fn attention_bytes(&self, batch: u128, patches: u128) -> u128 {
         let size = self.dtype().size() as u128;
-        let heads = self.config.num_attention_heads.max(1) as u128;
+        let heads = self.block_config.num_heads as u128;
         batch.saturating_mul(patches.saturating_mul(patches)).saturating_mul(1 + size + heads * size)
     }
 

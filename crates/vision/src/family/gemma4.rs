@@ -6,7 +6,7 @@ use crate::prepared_image::{batches, stack_patches, stack_pixels};
 use crate::siglip_tower::{PooledRows, SiglipVisionTower};
 use crate::trace::Trace;
 use crate::{BatchKey, Error, ModelInputs, PreparedImage, Result, SiglipConfig, VisionConfig};
-use preprocess::{Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, VideoPreprocessor};
+use preprocess::{Preprocessor, RgbImage, SettingsLayout, VideoPreprocessor};
 use serde::Deserialize;
 use tensor::Array;
 
@@ -90,8 +90,8 @@ impl Family for Gemma4 {
     }
 
     /// `(H // patch) · (W // patch) // pool²`.
-    fn soft_tokens(&self, height: u32, width: u32, config: &ProcessorConfig) -> u64 {
-        let (p, k) = (u64::from(config.patch_size.max(1)), u64::from(config.pooling_kernel_size.max(1)));
+    fn soft_tokens(&self, height: u32, width: u32, preprocessor: &Preprocessor) -> u64 {
+        let (p, k) = (u64::from(preprocessor.patch_size().get()), u64::from(preprocessor.pooling_kernel_size().get()));
         (u64::from(height) / p) * (u64::from(width) / p) / (k * k)
     }
 
@@ -148,7 +148,7 @@ impl FamilyModel for SiglipVisionTower {
             let first = group.first().and_then(|&i| images.get(i));
             let pooled = match first {
                 Some(PreparedImage::Pixels(p)) => {
-                    let patch = self.config().patch_size.max(1) as usize;
+                    let patch = self.patch_size() as usize;
                     let patches = (p.height / patch).saturating_mul(p.width / patch);
                     let batch = || Ok(Batch::Pixels(stack_pixels(images, &group)?));
                     pool_batch(self, (group.len(), patches, "image(s)"), batch, trace.as_deref_mut())?
@@ -199,12 +199,12 @@ impl FamilyModel for SiglipVisionTower {
         Ok((project(self, &rows, None)?, soft_tokens))
     }
 
-    /// One image or frame of `max_soft_tokens · pool²` patches of `config`, against
+    /// One image or frame of `preprocessor`'s most patches (`max_soft_tokens · pool²`), against
     /// [`SiglipVisionTower::check_attention`]'s bound.
-    fn check_attention_budget(&self, config: &ProcessorConfig) -> Result<()> {
-        let (budget, patches) = (config.max_soft_tokens.get(), config.max_patches());
+    fn check_attention_budget(&self, preprocessor: &Preprocessor) -> Result<()> {
+        let (budget, patches) = (preprocessor.config().max_soft_tokens.get(), preprocessor.max_patches());
         let what = || format!("an image at a budget of {budget} soft tokens (up to {patches} patches)");
-        self.check_attention(1, usize::try_from(patches).unwrap_or(usize::MAX), what)
+        self.check_attention(1, patches as usize, what)
     }
 
     /// Pixels of one pooling window: `(patch_size · pooling_kernel_size)²`.
@@ -224,7 +224,7 @@ impl FamilyModel for SiglipVisionTower {
 /// The pooled rows of one pixel batch `[B, 3, H, W]` of mlx-vlm's inputs.
 fn pool_pixels(tower: &SiglipVisionTower, pixels: &Array) -> Result<PooledRows> {
     let shape = pixels.shape();
-    let patch = tower.config().patch_size.max(1);
+    let patch = tower.patch_size();
     let (count, height, width) = (shape[0], shape[2], shape[3]);
     let patches = (height / patch).max(0) as usize * (width / patch).max(0) as usize;
     pool_batch(tower, (count as usize, patches, "image(s)"), || Ok(Batch::Pixels(pixels.clone())), None)

@@ -7,7 +7,7 @@ use crate::prepared_image::stack_patches;
 use crate::trace::Trace;
 use crate::unified_embedder::UnifiedVisionEmbedder;
 use crate::{BatchKey, Error, ModelInputs, PreparedImage, Result, UnifiedConfig, VisionConfig};
-use preprocess::{Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, VideoPreprocessor};
+use preprocess::{Preprocessor, RgbImage, SettingsLayout, VideoPreprocessor};
 use serde::Deserialize;
 use tensor::Array;
 
@@ -66,8 +66,8 @@ impl Family for Gemma4Unified {
     }
 
     /// `(H // (patch · pool)) · (W // (patch · pool))`: one soft token per model patch.
-    fn soft_tokens(&self, height: u32, width: u32, config: &ProcessorConfig) -> u64 {
-        let (p, k) = (u64::from(config.patch_size.max(1)), u64::from(config.pooling_kernel_size.max(1)));
+    fn soft_tokens(&self, height: u32, width: u32, preprocessor: &Preprocessor) -> u64 {
+        let (p, k) = (u64::from(preprocessor.patch_size().get()), u64::from(preprocessor.pooling_kernel_size().get()));
         (u64::from(height) / (p * k)) * (u64::from(width) / (p * k))
     }
 
@@ -118,7 +118,7 @@ impl FamilyModel for UnifiedVisionEmbedder {
     }
 
     /// No attention: the inputs are bounded by the preprocessor's pixel bound.
-    fn check_attention_budget(&self, _config: &ProcessorConfig) -> Result<()> {
+    fn check_attention_budget(&self, _preprocessor: &Preprocessor) -> Result<()> {
         Ok(())
     }
 

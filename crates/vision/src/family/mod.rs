@@ -23,7 +23,7 @@ use crate::trace::Trace;
 use crate::unified_embedder::UnifiedVisionEmbedder;
 use crate::{BatchKey, ModelConfig, ModelInputs, PreparedImage, Result, VisionConfig};
 use layers::Weights;
-use preprocess::{Preprocessor, ProcessorConfig, RgbImage, SettingsLayout, VideoPreprocessor};
+use preprocess::{Preprocessor, RgbImage, SettingsLayout, VideoPreprocessor};
 use std::fmt;
 use tensor::Array;
 
@@ -65,8 +65,8 @@ pub trait Family: fmt::Debug + Send + Sync {
     /// Prepared images of one key can be encoded as one batch.
     fn batch_key(&self, image: &PreparedImage) -> BatchKey;
 
-    /// The soft tokens of an image resized to `height × width` by a processor with `config`.
-    fn soft_tokens(&self, height: u32, width: u32, config: &ProcessorConfig) -> u64;
+    /// The soft tokens of an image resized to `height × width` by `preprocessor`.
+    fn soft_tokens(&self, height: u32, width: u32, preprocessor: &Preprocessor) -> u64;
 
     /// Whether mlx-vlm's features for model inputs have a leading batch axis of 1 (gemma4's
     /// `encode_image` returns `[1, Σ, D]`; gemma4_unified's `get_image_features` `[Σ, D]`).
@@ -98,9 +98,9 @@ pub(crate) trait FamilyModel: fmt::Debug + Send + Sync {
     /// [`MlxVlmModel::encode_model_inputs`](crate::MlxVlmModel::encode_model_inputs)).
     fn encode_model_inputs(&self, inputs: &ModelInputs) -> Result<(Array, Vec<usize>)>;
 
-    /// Refuses a budget (the processor settings `config`) whose inputs the encoder could not
+    /// Refuses a budget (of the checked `preprocessor`) whose inputs the encoder could not
     /// attend over in memory.
-    fn check_attention_budget(&self, config: &ProcessorConfig) -> Result<()>;
+    fn check_attention_budget(&self, preprocessor: &Preprocessor) -> Result<()>;
 
     /// The smallest input of the model's own configuration (one soft token of zeros).
     fn smallest_input(&self) -> Result<PreparedImage>;
