@@ -11,7 +11,7 @@
 //! one, and replaced otherwise.
 
 use crate::project::{Result, cmd, deps, python, run};
-use crate::setup::{stamp_matches, write_stamp};
+use crate::stamp::{stamp_matches, write_stamp};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Read;

@@ -16,7 +16,7 @@
 
 use crate::corpus::{file_sha256, fresh_dir};
 use crate::project::{Result, cmd, deps, python, run};
-use crate::setup::{stamp_matches, write_stamp};
+use crate::stamp::{stamp_matches, write_stamp};
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -43,6 +43,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 "#;
 
+/// `cargo xtask package`: setup, the `gemma-vision` command (the downstream run's reference),
+/// every crate packaged and unpacked, the downstream crate built and run on them.
+pub fn package_command() -> Result<()> {
+    crate::setup::main()?;
+    run(project::cargo().args(["build", "-p", "gemma-vision", "--bin", "gemma-vision"]))?;
+    let packaged = crate::package::package()?;
+    main(&target_dir().join("debug").join("gemma-vision"), &packaged)
+}
+
 pub fn main(gemma_vision: &Path, packaged: &Packaged) -> Result<()> {
     let scratch = std::env::temp_dir().join(format!("gemma-vision-downstream-{}", std::process::id()));
     let result = build_and_run(&scratch, gemma_vision, packaged);

@@ -9,7 +9,8 @@
 
 use crate::corpus::fresh_dir;
 use crate::project::{Result, cmd, deps, output, run};
-use crate::setup::{stamp_matches, which, write_stamp};
+use crate::setup::which;
+use crate::stamp::{stamp_matches, write_stamp};
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -20,6 +20,7 @@ mod project;
 mod setup;
 mod soak;
 mod stack;
+mod stamp;
 mod test;
 mod wheels;
 
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
     let result = match command {
         "setup" => setup::main(),
         "test" => test::main(rest),
-        "package" => package::main(),
+        "package" => downstream::package_command(),
         "docs" => package::docs(),
         "doctor" => test::doctor(),
         "cuda-build" => cuda_build::main(),

@@ -9,7 +9,6 @@
 //! so that the dependencies they share with the workspace build are built once.
 
 use crate::project::{Result, cargo, cmd, run, target_dir};
-use crate::{downstream, setup};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -52,15 +51,6 @@ impl Packaged {
             .map(|(_, dir)| dir.as_path())
             .ok_or_else(|| format!("{package} was not packaged"))
     }
-}
-
-/// `cargo xtask package`: setup, the `gemma-vision` command (the downstream run's reference),
-/// every crate packaged and unpacked, the downstream crate built and run on them.
-pub fn main() -> Result<()> {
-    setup::main()?;
-    run(cargo().args(["build", "-p", "gemma-vision", "--bin", "gemma-vision"]))?;
-    let packaged = package()?;
-    downstream::main(&target_dir().join("debug").join("gemma-vision"), &packaged)
 }
 
 /// Packages every crate of [`PUBLISHED`] into `target/package/` (`cargo package --no-verify`,

@@ -16,6 +16,7 @@
 
 use crate::corpus;
 use crate::project::{self, Result, cmd, deps, output, python, run};
+use crate::stamp::{stamp_matches, write_stamp};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -132,16 +133,6 @@ fn mlx_link() -> Result<()> {
     }
     let _ = fs::remove_file(&link);
     std::os::unix::fs::symlink(&target, &link).map_err(|e| format!("linking .deps/mlx: {e}"))
-}
-
-const STAMP: &str = ".xtask-stamp";
-
-pub(crate) fn stamp_matches(dir: &Path, recipe: &str) -> bool {
-    fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == recipe)
-}
-
-pub(crate) fn write_stamp(dir: &Path, recipe: &str) -> Result<()> {
-    fs::write(dir.join(STAMP), recipe).map_err(|e| format!("writing {}: {e}", dir.join(STAMP).display()))
 }
 
 fn dpkg_installed(package: &str) -> bool {

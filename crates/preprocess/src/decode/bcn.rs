@@ -3,9 +3,6 @@
 //! `+ 32 >> 6`), BC6H through half floats clamped to `[0, 1]` and truncated; transparent BC1
 //! pixels are black. Output is RGB8, blocks row by row, clipped at the image's edges.
 
-use super::dds::truncated;
-use crate::Result;
-
 /// A block-compressed pixel format (`BcnDecode.c`'s `N` and its signed variants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Bcn {
@@ -28,12 +25,11 @@ impl Bcn {
 }
 
 /// Decodes `ceil(w / 4) * ceil(h / 4)` blocks in row order into `rgb`, dropping the pixels past
-/// the image's right and bottom edges.
-pub(super) fn blocks(data: &[u8], bcn: Bcn, w: usize, h: usize, rgb: &mut [u8]) -> Result<()> {
+/// the image's right and bottom edges; `None` when `data` holds fewer blocks.
+pub(super) fn blocks(data: &[u8], bcn: Bcn, w: usize, h: usize, rgb: &mut [u8]) -> Option<()> {
     let (across, down) = (w.div_ceil(4), h.div_ceil(4));
     let size = bcn.block_bytes();
-    let data =
-        across.checked_mul(down).and_then(|n| n.checked_mul(size)).and_then(|n| data.get(..n)).ok_or_else(truncated)?;
+    let data = across.checked_mul(down).and_then(|n| n.checked_mul(size)).and_then(|n| data.get(..n))?;
     for (index, block) in data.chunks_exact(size).enumerate() {
         let (bx, by) = (index % across * 4, index / across * 4);
         let texels = decode_block(bcn, block);
@@ -51,7 +47,7 @@ pub(super) fn blocks(data: &[u8], bcn: Bcn, w: usize, h: usize, rgb: &mut [u8]) 
             }
         }
     }
-    Ok(())
+    Some(())
 }
 
 /// The RGB of a block's 16 texels, row-major.

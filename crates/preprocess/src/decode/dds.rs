@@ -52,7 +52,7 @@ fn fourcc(code: &[u8; 4]) -> u32 {
     u32::from_le_bytes(*code)
 }
 
-pub(super) fn truncated() -> Error {
+fn truncated() -> Error {
     Error::Truncated { format: FORMAT, detail: "image file is truncated".into() }
 }
 
@@ -158,7 +158,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
                 out.copy_from_slice(&px[..3]);
             }
         }
-        Pixels::Blocks(bcn) => blocks(&bytes[offset..], bcn, w, h, &mut rgb)?,
+        Pixels::Blocks(bcn) => blocks(&bytes[offset..], bcn, w, h, &mut rgb).ok_or_else(truncated)?,
     }
     Ok(Decoded { image: RgbImage::from_parts(width, height, rgb), orientation: Orientation::Normal })
 }
