@@ -4,7 +4,7 @@
 use super::contract;
 use super::host::{self, HostFloat};
 use crate::Result;
-use tensor::SharedArray;
+use tensor::{Array, SharedArray};
 
 /// The four 0-d clip bounds of a clipped linear map, in the checkpoint's dtype: the input is
 /// clipped to `[input_min, input_max]` before the product, the output to
@@ -24,6 +24,16 @@ impl ClipBounds {
         contract::scalar(op, "input_max", &self.input_max)?;
         contract::scalar(op, "output_min", &self.output_min)?;
         contract::scalar(op, "output_max", &self.output_max)
+    }
+
+    /// MLX's `clip(x, input_min, input_max)`.
+    pub(crate) fn clip_input(&self, x: &Array) -> Result<Array> {
+        Ok(x.clip(Some(&self.input_min), Some(&self.input_max))?)
+    }
+
+    /// MLX's `clip(y, output_min, output_max)`.
+    pub(crate) fn clip_output(&self, y: &Array) -> Result<Array> {
+        Ok(y.clip(Some(&self.output_min), Some(&self.output_max))?)
     }
 
     /// The input bounds as float32 (exact for the host floats).

@@ -1,6 +1,7 @@
 //! The shape checks the ops' contracts share ([`Op::check`](super::dispatch::Op::check)): each
 //! refusal names the op and the operand that breaks the contract.
 
+use super::{ClipBounds, host};
 use crate::{Error, Result};
 use tensor::Array;
 
@@ -38,4 +39,23 @@ pub(crate) fn same_shape(op: &'static str, (x_name, x): (&str, &Array), (y_name,
         return Err(refuse(op, format!("{x_name} {xs:?} and {y_name} {ys:?} must have one shape")));
     }
     Ok(())
+}
+
+/// The rest of a linear op's contract once its weight gives `n` outputs: the bias `[n]`, the
+/// clip bounds 0-d. The extents `(rows, in, out)` of `x` `[…, in]` as a matrix.
+pub(crate) fn product_epilogue(
+    op: &'static str,
+    x: &Array,
+    n: i32,
+    bias: Option<&Array>,
+    clips: Option<&ClipBounds>,
+) -> Result<(usize, usize, usize)> {
+    if let Some(bias) = bias {
+        vector(op, "the bias", bias, n)?;
+    }
+    if let Some(c) = clips {
+        c.check(op)?;
+    }
+    let (m, k) = host::rows(x);
+    Ok((m, k, n as usize))
 }

@@ -61,14 +61,7 @@ impl Op for Linear<'_> {
         if ws != [n, k] {
             return Err(contract::refuse(OP, format!("the weight must be [out, {k}], found {ws:?}")));
         }
-        if let Some(bias) = self.bias {
-            contract::vector(OP, "the bias", bias, n)?;
-        }
-        if let Some(c) = self.clips {
-            c.check(OP)?;
-        }
-        let (m, k) = host::rows(self.x);
-        Ok((m, k, n as usize))
+        contract::product_epilogue(OP, self.x, n, self.bias, self.clips)
     }
 
     fn plan(&self) -> Option<Plan> {
@@ -92,14 +85,14 @@ impl Op for Linear<'_> {
     fn on_host(&self, (m, k, n): Self::Checked, plan: Plan) -> Result<Array> {
         let y = with_host_dtype!(plan.product, O => self.product::<O>(m, k, n, plan))?;
         match self.clips {
-            Some(c) if !plan.fuse_out_clip => Ok(y.clip(Some(&c.output_min), Some(&c.output_max))?),
+            Some(c) if !plan.fuse_out_clip => c.clip_output(&y),
             _ => Ok(y),
         }
     }
 
     fn on_mlx(&self) -> Result<Array> {
         let x = match self.clips {
-            Some(c) => self.x.clip(Some(&c.input_min), Some(&c.input_max))?,
+            Some(c) => c.clip_input(self.x)?,
             None => self.x.clone(),
         };
         let weight_t = self.weight.t()?;
@@ -108,7 +101,7 @@ impl Op for Linear<'_> {
             None => x.matmul(&weight_t)?,
         };
         Ok(match self.clips {
-            Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
+            Some(c) => c.clip_output(&y)?,
             None => y,
         })
     }

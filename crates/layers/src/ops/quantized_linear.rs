@@ -113,14 +113,7 @@ impl Op for QuantizedLinear<'_> {
                 ));
             }
         }
-        if let Some(bias) = self.bias {
-            contract::vector(OP, "the bias", bias, n)?;
-        }
-        if let Some(c) = self.clips {
-            c.check(OP)?;
-        }
-        let (m, k) = host::rows(self.x);
-        Ok((m, k, n as usize))
+        contract::product_epilogue(OP, self.x, n, self.bias, self.clips)
     }
 
     fn plan(&self) -> Option<Plan> {
@@ -160,7 +153,7 @@ impl Op for QuantizedLinear<'_> {
             _ => y,
         };
         match self.clips {
-            Some(c) if !plan.fuse_out_clip => Ok(y.clip(Some(&c.output_min), Some(&c.output_max))?),
+            Some(c) if !plan.fuse_out_clip => c.clip_output(&y),
             _ => Ok(y),
         }
     }
@@ -168,7 +161,7 @@ impl Op for QuantizedLinear<'_> {
     fn on_mlx(&self) -> Result<Array> {
         let (w, q) = (&self.w, self.w.quantization);
         let x = match self.clips {
-            Some(c) => self.x.clip(Some(&c.input_min), Some(&c.input_max))?,
+            Some(c) => c.clip_input(self.x)?,
             None => self.x.clone(),
         };
         let y = x.quantized_matmul(
@@ -185,7 +178,7 @@ impl Op for QuantizedLinear<'_> {
             None => y,
         };
         Ok(match self.clips {
-            Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
+            Some(c) => c.clip_output(&y)?,
             None => y,
         })
     }
