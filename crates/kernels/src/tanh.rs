@@ -9,6 +9,8 @@
 //! polynomial in `x²/2` and rebuilds the result by one of six formulas chosen by `k`, adding
 //! `k` to the exponent field. [`fdlibm_tanhf`] is that sequence for one value; the AVX2
 //! kernel runs the same operations on 8 lanes, so its bits are the same for every input.
+//! aarch64's glibc builds the same source with fused multiply-adds in `expm1f`: there the twin is
+//! not the library's, and [`tanh_slice`] calls `tanhf` (as MLX does, so the bits are the same).
 //!
 //! The bits of `tanhf` belong to the C library in the process, not to MLX. [`tanh_slice`]
 //! uses the twin only where the C library was seen to compute the same function (a probe of
