@@ -13,10 +13,14 @@
 //! (a k-ordered sum with separate rounding on x86-64, with fused multiply-adds on aarch64)
 //! reproduces both platforms' float32 products exactly.
 //!
-//! Our own crates are not run under emulation here: that needs the Rust standard library for
-//! `aarch64-unknown-linux-gnu`, which this toolchain lacks and cannot fetch from the
-//! registries. The command says so when the target is missing.
+//! Then our side ([`cross_kernels`]): the `kernels` crate cross-built for
+//! `aarch64-unknown-linux-gnu` (its standard library from `rustup target add`, Debian's
+//! `gcc-aarch64-linux-gnu` as the linker), its test suite run under `qemu-aarch64`, and its
+//! kernels run on the same op list natively and under emulation, each platform's bits against
+//! stock MLX's there (a table; the run fails unless every row is identical). Only `kernels` is
+//! cross-built: the crates that open MLX (`mlx-ffi` and above) are not run under emulation.
 
+use crate::cross_kernels::{self, Emulator, Platform};
 use crate::project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
 use crate::setup;
 use std::path::Path;
@@ -64,7 +68,18 @@ pub fn main() -> Result<()> {
     let arm_seconds = timed("aarch64", &arm)?;
     eprintln!("emulate: op list in {x86_seconds:.1} s natively, {arm_seconds:.1} s under qemu-aarch64");
     run(oracle_python(&arithmetic).arg("compare").arg(&x86).arg(&arm).arg("--inputs").arg(&inputs))?;
-    report_rust_target();
+
+    cross_kernels::ensure_toolchain()?;
+    let sysroot = aarch64.join("sysroot");
+    let emulator = Emulator { qemu: &qemu, sysroot: &sysroot };
+    let test_seconds = cross_kernels::test_under_emulation(&emulator)?;
+    eprintln!("emulate: kernels' tests for {} in {test_seconds:.1} s (build and qemu)", cross_kernels::TARGET);
+    let platforms = [
+        Platform { label: "x86-64", mlx: &x86, emulated: false, portable: false },
+        Platform { label: "x86-64-portable", mlx: &x86, emulated: false, portable: true },
+        Platform { label: "aarch64", mlx: &arm, emulated: true, portable: false },
+    ];
+    cross_kernels::compare_op_list(&emulator, &inputs, &platforms, &work)?;
     eprintln!("emulate: done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -83,21 +98,4 @@ fn pins() -> Result<Vec<String>> {
                 .ok_or_else(|| format!("{name} is not in the reference lock"))
         })
         .collect()
-}
-
-/// Whether our crates could run under emulation too: the toolchain needs the aarch64 standard
-/// library.
-fn report_rust_target() {
-    let sysroot = crate::project::output(cmd("rustc", &["--print", "sysroot"])).unwrap_or_default();
-    let target = Path::new(sysroot.trim()).join("lib/rustlib/aarch64-unknown-linux-gnu");
-    if target.is_dir() {
-        eprintln!("emulate: our crates not run under emulation (not wired: only the stock side runs here)");
-    } else {
-        eprintln!(
-            "emulate: our crates not run under emulation: this toolchain has no standard library for \
-             aarch64-unknown-linux-gnu ({} is missing; `rustup target add aarch64-unknown-linux-gnu` fetches it \
-             from static.rust-lang.org, which is not one of the registries this build may use)",
-            target.display()
-        );
-    }
 }

@@ -7,6 +7,7 @@
 mod bench;
 mod cli;
 mod corpus;
+mod cross_kernels;
 mod cuda_build;
 mod cuda_wheel;
 mod downstream;
@@ -59,7 +60,9 @@ cargo xtask <command>
                 the decode_<format> targets seeded with Pillow's test images of their format
   emulate       stock MLX's CPU arithmetic on aarch64 Linux (the PyPI aarch64 wheels under
                 qemu-aarch64) against this machine's, op by op, and the arithmetic model that
-                reproduces both
+                reproduces both; then the kernels crate cross-built for aarch64: its tests
+                under qemu-aarch64, and its kernels on the op list against stock MLX on each
+                platform
   wheels        the Python package's wheel and source-install steps of `test`, alone
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS

@@ -60,13 +60,14 @@ pub fn cube_as_pow(x: f32) -> f32 {
 /// the work), 8 lanes per AVX2 vector where `isa` has AVX2.
 pub(crate) fn cube_as_pow_slice(isa: Isa, x: &[f32], out: &mut [f32]) {
     let n = x.len().min(out.len());
-    let mut i = 0;
     #[cfg(target_arch = "x86_64")]
-    if let Some(avx2) = isa.avx2() {
-        i = avx2::cube_as_pow_lanes(avx2, &x[..n], &mut out[..n]);
-    }
-    let _ = isa;
-    for i in i..n {
+    let done = isa.avx2().map_or(0, |avx2| avx2::cube_as_pow_lanes(avx2, &x[..n], &mut out[..n]));
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = {
+        let _ = isa;
+        0
+    };
+    for i in done..n {
         out[i] = cube_as_pow(x[i]);
     }
 }
@@ -232,8 +233,19 @@ mod tests {
     /// the number of mismatches.
     fn mismatches(xs: &[f32], y: f32) -> usize {
         let scalar = if y == 2.0 { square_as_pow } else { cube_as_pow };
-        let mut off = xs.iter().filter(|&&x| scalar(x).to_bits() != pow(x, y).to_bits()).count();
-        #[cfg(target_arch = "x86_64")]
+        xs.iter().filter(|&&x| scalar(x).to_bits() != pow(x, y).to_bits()).count() + lane_mismatches(xs, y)
+    }
+
+    /// No 8-lane function off x86-64.
+    #[cfg(not(target_arch = "x86_64"))]
+    fn lane_mismatches(_: &[f32], _: f32) -> usize {
+        0
+    }
+
+    /// The 8-lane function of power `y` against `powf` on `xs`, where the CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    fn lane_mismatches(xs: &[f32], y: f32) -> usize {
+        let mut off = 0;
         if crate::cpu::isa().avx2().is_some() {
             use std::arch::x86_64::*;
             for chunk in xs.chunks(8) {

@@ -9,6 +9,15 @@ differ and by how many ULP), then checks the arithmetic model the host kernels i
 float32 `matmul` and `x @ w.T` are, per output element, a sum over k in increasing order, with a
 rounding after each multiply and each add on x86-64 and one fused multiply-add per step on
 aarch64. It exits non-zero when the model does not reproduce a platform's bits.
+
+`run` also saves the 4-bit weight `mx.quantize` made on that platform (`qparam_*`, the packed
+words and the scales and biases widened to float32), which `quantized_matmul` multiplies by.
+`export NPZ DIR` writes each array of an `.npz` as a raw little-endian file `DIR/NAME.bin`
+with `DIR/manifest.txt` (`NAME DTYPE DIM...` per line), what the Rust example
+`crates/kernels/examples/cpu_arithmetic.rs` reads. `kernels --platform NAME OURS MLX.npz ...`
+(one `--platform` per pair: the directory the example wrote, the platform's MLX outputs) prints
+one row per op, dtype and platform: our kernels' bits against stock MLX's there, and exits
+non-zero unless every row is identical.
 """
 
 import argparse
@@ -39,7 +48,7 @@ def make_inputs():
 
 def ops(mx, nn, inputs, dtype):
     t = {name: mx.array(value).astype(dtype) for name, value in inputs.items()}
-    wq, scales, biases = mx.quantize(t["w"], group_size=64, bits=4)
+    wq, scales, biases = quantized_weight(mx, t)
     return {
         "matmul": lambda: t["a"] @ t["b"],
         "linear": lambda: t["a"] @ t["w"].T,
@@ -57,6 +66,11 @@ def ops(mx, nn, inputs, dtype):
     }
 
 
+def quantized_weight(mx, t):
+    """`w` as `quantized_matmul` takes it: 4 bits, groups of 64, affine."""
+    return mx.quantize(t["w"], group_size=64, bits=4)
+
+
 def run(inputs_path, out_path):
     import mlx.core as mx
     import mlx.nn as nn
@@ -68,6 +82,10 @@ def run(inputs_path, out_path):
             out = op().astype(mx.float32)
             mx.eval(out)
             outputs[f"{name}.{label}"] = np.array(out)
+        wq, scales, biases = quantized_weight(mx, {"w": mx.array(inputs["w"]).astype(dtype)})
+        outputs[f"qparam_w.{label}"] = np.array(wq)
+        outputs[f"qparam_scales.{label}"] = np.array(scales.astype(mx.float32))
+        outputs[f"qparam_biases.{label}"] = np.array(biases.astype(mx.float32))
     np.savez(out_path, mlx=np.array(mx.__version__), **outputs)
 
 
@@ -98,7 +116,7 @@ def compare(x86_path, arm_path, inputs_path):
     x86, arm, inputs = np.load(x86_path), np.load(arm_path), dict(np.load(inputs_path))
     print(f"MLX {x86['mlx']} (x86-64) against MLX {arm['mlx']} (aarch64), same input bytes")
     print(f"{'op':<18} {'dtype':<9} {'x86-64 vs aarch64':>30}")
-    for key in [k for k in x86.files if k != "mlx"]:
+    for key in [k for k in x86.files if k != "mlx" and not k.startswith("qparam_")]:
         name, label = key.split(".")
         x, y = x86[key], arm[key]
         differ = int(np.count_nonzero(x.view(np.int32) != y.view(np.int32)))
@@ -118,6 +136,48 @@ def compare(x86_path, arm_path, inputs_path):
         sys.exit(f"the arithmetic model does not reproduce: {', '.join(failures)}")
 
 
+def export(npz_path, out_dir):
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    arrays = np.load(npz_path)
+    lines = []
+    for name in arrays.files:
+        value = arrays[name]
+        if value.dtype.kind not in "fu" or value.dtype.itemsize != 4:
+            continue
+        value = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+        value.tofile(os.path.join(out_dir, f"{name}.bin"))
+        lines.append(" ".join([name, value.dtype.name, *map(str, value.shape)]))
+    with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def kernels(platforms):
+    """Our kernels (a directory of `OP.DTYPE.bin`) against stock MLX (its `.npz`), per platform."""
+    import os
+
+    print(f"{'op':<18} {'dtype':<9} {'platform':<16} {'ours vs stock MLX':>34}")
+    failures = []
+    for platform, ours_dir, mlx_path in platforms:
+        mlx = np.load(mlx_path)
+        names = sorted(f[: -len(".bin")] for f in os.listdir(ours_dir) if f.endswith(".bin"))
+        for key in sorted(names, key=lambda k: (k.split(".")[1] != "float32", k)):
+            name, label = key.split(".")
+            want = mlx[key].ravel()
+            got = np.fromfile(os.path.join(ours_dir, f"{key}.bin"), dtype="<f4")
+            if got.size != want.size:
+                verdict = f"{got.size} values, MLX has {want.size}"
+            else:
+                differ = int(np.count_nonzero(got.view(np.int32) != want.view(np.int32)))
+                verdict = "identical" if differ == 0 else f"{differ} of {want.size} differ, max {ulps(got, want).max()} ULP"
+            print(f"{name:<18} {label:<9} {platform:<16} {verdict:>34}")
+            if verdict != "identical":
+                failures.append(f"{name} {label} on {platform}")
+    if failures:
+        sys.exit(f"our kernels differ from stock MLX: {', '.join(failures)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,8 +189,17 @@ def main():
     c.add_argument("x86")
     c.add_argument("aarch64")
     c.add_argument("--inputs", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("npz")
+    e.add_argument("dir")
+    kp = sub.add_parser("kernels")
+    kp.add_argument("--platform", nargs=3, action="append", required=True, metavar=("NAME", "OURS_DIR", "MLX_NPZ"))
     args = parser.parse_args()
-    if args.command == "inputs":
+    if args.command == "export":
+        export(args.npz, args.dir)
+    elif args.command == "kernels":
+        kernels(args.platform)
+    elif args.command == "inputs":
         np.savez(args.out, **make_inputs())
     elif args.command == "run":
         run(args.inputs, args.out)

@@ -33,7 +33,7 @@ const KEY_BLOCK: usize = 256;
 
 /// How a product's k steps round: FMA where every product is exact.
 fn steps(exact: bool) -> Steps {
-    if exact { Steps::Fused } else { Steps::Separate }
+    if exact { Steps::Fused } else { Steps::Mlx }
 }
 
 /// [`attention_with`](super::attention_with) on checked inputs and a nonempty output.

@@ -127,8 +127,9 @@ fn the_bits_do_not_depend_on_the_number_of_threads() {
     assert_eq!(one, run(5));
 }
 
-/// Products that overflow: `−∞ + ∞` is NaN when each product is rounded first (MLX), while an
-/// FMA would carry `−∞` through; the bf16 path must not take FMA here.
+/// Products that overflow: `−∞ + ∞` is NaN when each product is rounded first (MLX on x86-64),
+/// while an FMA carries `−∞` through (MLX on aarch64, whose rule the reference follows there);
+/// the x86 bf16 path must not take FMA here.
 #[test]
 fn overflowing_products_keep_the_separate_rounding() {
     let shape = AttentionShape { batch: 1, query_heads: 1, kv_heads: 1, queries: 1, keys: 2, head_dim: 2 };
@@ -139,7 +140,9 @@ fn overflowing_products_keep_the_separate_rounding() {
     let inputs = AttentionInputs { shape, q: &q, k: &k, v: &v, scale: 1.0, mask: None };
     let mut expected = [bf16::ZERO; 2];
     reference(inputs, &mut expected).unwrap();
-    assert!(expected.iter().all(|x| x.to_f32().is_nan()));
+    if cfg!(not(target_arch = "aarch64")) {
+        assert!(expected.iter().all(|x| x.to_f32().is_nan()));
+    }
     for kernel in MicroKernel::available() {
         let mut out = [bf16::ZERO; 2];
         attention_with(kernel, inputs, &mut out).unwrap();

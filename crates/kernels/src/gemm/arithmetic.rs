@@ -1,6 +1,7 @@
 //! The scalar rules every GEMM path shares: the operand casts (after MLX's `clip`,
-//! [`clip_scalar`]), where MLX's CPU matmul adds the bias, and the arithmetic of the k-sum
-//! (float32, or bf16 at every step).
+//! [`clip_scalar`]), where MLX's CPU matmul adds the bias, the arithmetic of the k-sum
+//! (float32, or bf16 at every step), and how one float32 step `acc + a·b` rounds
+//! ([`MultiplyAdd`]: separately on x86-64, fused on aarch64, [`TargetMultiplyAdd`]).
 
 use super::matrix::{MatRef, MlxLayout};
 use crate::elementwise::clip_scalar;
@@ -40,11 +41,74 @@ impl BiasPlacement {
     }
 }
 
+/// How one float32 multiply-add step `acc + a·b` of MLX's CPU arithmetic rounds: the rule of
+/// the stock `mlx-cpu` wheel's reference BLAS (`sgemm_`) and `libmlx` (`_qmm_t`, `fp_qmm_t`)
+/// for a target. Every float32 k-sum of this crate (the matrix products, the quantized ones,
+/// the attention's two products, the dequantized weights `scale·q + bias`) takes its steps
+/// through one rule: [`TargetMultiplyAdd`] in the kernels, either rule in tests.
+pub trait MultiplyAdd: Copy + Send + Sync + 'static {
+    /// `acc + a·b` in float32 under this rule.
+    fn mul_add(a: f32, b: f32, acc: f32) -> f32;
+}
+
+/// `round(acc + round(a·b))`: the product rounded to float32, then the sum. The x86-64 wheel's
+/// rule (its BLAS and `libmlx` are compiled without FMA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Separate;
+
+/// `round(acc + a·b)`, one rounding (`f32::mul_add`, an `fmadd`). The aarch64 Linux wheel's
+/// rule: its `sgemm_` k-loops (`C(i,j) += TEMP·A(i,l)`; `TEMP += A(l,i)·B(l,j)`), `_qmm_t`'s
+/// `sum += x·(scale·q + bias)` and `fp_qmm_t`'s `gsum += x·w`, `sum += scale·gsum` are each
+/// compiled to `fmadd` (GCC's default contraction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fused;
+
+impl MultiplyAdd for Separate {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, acc: f32) -> f32 {
+        let product = a * b;
+        acc + product
+    }
+}
+
+impl MultiplyAdd for Fused {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, acc: f32) -> f32 {
+        a.mul_add(b, acc)
+    }
+}
+
+/// The [`MultiplyAdd`] rule of the stock MLX wheel for the target this crate is compiled
+/// for: [`Fused`] on aarch64, [`Separate`] elsewhere (x86-64; the x86 SIMD kernels implement
+/// [`Separate`] only, and exist only there).
+#[cfg(target_arch = "aarch64")]
+pub type TargetMultiplyAdd = Fused;
+
+/// The [`MultiplyAdd`] rule of the stock MLX wheel for the target this crate is compiled
+/// for: [`Fused`] on aarch64, [`Separate`] elsewhere (x86-64; the x86 SIMD kernels implement
+/// [`Separate`] only, and exist only there).
+#[cfg(not(target_arch = "aarch64"))]
+pub type TargetMultiplyAdd = Separate;
+
+/// `c + a·b` in `T`'s arithmetic under rule `R`: float32 takes `R`'s step; bf16 rounds the
+/// product and the sum to bf16 each (`bfloat16_t`'s operators, which no compiler fuses).
+#[inline(always)]
+pub(crate) fn multiply_add<T: Float, R: MultiplyAdd>(a: T, b: T, c: T) -> T {
+    match T::DTYPE {
+        ElementType::F32 => T::from_f32(R::mul_add(a.to_f32(), b.to_f32(), c.to_f32())),
+        ElementType::Bf16 => {
+            let product = T::from_f32(a.to_f32() * b.to_f32());
+            T::from_f32(c.to_f32() + product.to_f32())
+        }
+    }
+}
+
 /// The arithmetic of a product's k-sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Arithmetic {
-    /// `acc = acc + fl(a·b)` in float32: MLX's float32 matmul, and its bf16 one (an `f32`
-    /// accumulator rounded to bf16 once, at the store).
+    /// `acc = acc + a·b` in float32, each step under [`TargetMultiplyAdd`]: MLX's float32
+    /// matmul, and its bf16 one (an `f32` accumulator rounded to bf16 once, at the store; its
+    /// products of bf16 values are exact, so both rules agree there).
     F32,
     /// `acc = bf16(acc + bf16(a·b))`: every product and every sum rounded to bf16, as MLX's
     /// scalar loops over `bfloat16_t` compute (each operator converts to float, computes, and

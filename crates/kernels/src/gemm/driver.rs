@@ -111,7 +111,7 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
         || (A::DTYPE == ElementType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
     let exact_possible = isa != Isa::Portable && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
     let steps = match arithmetic {
-        Arithmetic::F32 => Steps::Separate,
+        Arithmetic::F32 => Steps::Mlx,
         Arithmetic::Bf16 => Steps::Bf16,
     };
     // With several column blocks, `a` is packed once for all of them (when it is not huge):

@@ -1,7 +1,8 @@
 //! k-sums in groups: the k steps split into groups of `group` steps; each group's sum `P`
 //! starts from zero (one tile, [`TileKernel::run_steps`] without accumulating) and joins the
 //! tile's accumulator as `C = R(C + R(s · P))`, with one factor `s` per column and group and
-//! `R` the arithmetic's rounding (none in float32, bf16 in bf16). This is MLX's fp-quantized
+//! `R` the arithmetic's rounding (bf16 in bf16; in float32 one step of the target's
+//! [`MultiplyAdd`](super::arithmetic::MultiplyAdd) rule, as every step of `P`). This is MLX's fp-quantized
 //! product: `fp_qmm_t`'s `gsum` over a group, then `sum += scale * gsum`. `C` starts at `+0`
 //! before the first group (so a first `s · P` of `−0` gives `+0`, as MLX's `T sum = 0` does).
 
@@ -93,6 +94,7 @@ mod avx2 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::arithmetic::{MultiplyAdd, TargetMultiplyAdd};
     use super::super::microkernel::MicroKernel;
     use super::*;
     use crate::bf16_from_f32;
@@ -115,14 +117,18 @@ mod tests {
                 for (i, row) in want.chunks_exact_mut(NR).enumerate() {
                     for (j, c) in row.iter_mut().enumerate() {
                         let mut sum = 0.0f32;
+                        let step = |x: f32, y: f32, acc: f32| match arithmetic {
+                            Arithmetic::F32 => TargetMultiplyAdd::mul_add(x, y, acc),
+                            Arithmetic::Bf16 => round(acc + round(x * y)),
+                        };
                         for k in g * group..(g + 1) * group {
-                            sum = round(sum + round(a[k * MR + i] * b[k * NR + j]));
+                            sum = step(a[k * MR + i], b[k * NR + j], sum);
                         }
-                        *c = round(*c + round(scales[g * NR + j] * sum));
+                        *c = step(scales[g * NR + j], sum, *c);
                     }
                 }
             }
-            let steps = if arithmetic == Arithmetic::Bf16 { Steps::Bf16 } else { Steps::Separate };
+            let steps = if arithmetic == Arithmetic::Bf16 { Steps::Bf16 } else { Steps::Mlx };
             for kernel in MicroKernel::available() {
                 let mut tile = start;
                 let isa = kernel.isa();

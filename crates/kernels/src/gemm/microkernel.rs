@@ -1,14 +1,16 @@
 //! The choice of micro-kernel that computes the register tile ([`tile`](super::tile)).
 //!
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
-//! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` with
-//! the product rounded first. `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
+//! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` under
+//! the target's [`MultiplyAdd`](super::arithmetic::MultiplyAdd) rule (the product rounded first
+//! on x86-64, where the SIMD kernels live; fused on aarch64, where the portable kernel runs). `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
 //! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
 //! exact, see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
 //! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
 //! bf16. Where two tiles share their panel of `b`, [`TileKernel::run_pair`] computes both at
 //! once (the AVX-512 kernel's twelve 16-lane accumulators), with the bits of two single tiles.
 
+use super::arithmetic::TargetMultiplyAdd;
 use super::tile::{GroupedTileFn, MR, NR, PairTileFn, TILE, TileFn};
 #[cfg(target_arch = "x86_64")]
 use super::{microkernel_avx2, microkernel_avx512};
@@ -71,11 +73,13 @@ impl MicroKernel {
 /// How a tile function rounds each k step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Steps {
-    /// `acc + round(a · b)` in `f32`: MLX's rounding, always right for
-    /// [`Arithmetic::F32`](super::arithmetic::Arithmetic::F32).
-    Separate,
-    /// `fma(a, b, acc)`: the same bits only where every product is exact (see
-    /// [`magnitudes`](super::magnitudes)).
+    /// `acc + a · b` in `f32` under
+    /// [`TargetMultiplyAdd`](super::arithmetic::TargetMultiplyAdd) (the product rounded first
+    /// on x86-64, one fused rounding on aarch64): MLX's rounding on this target, always right
+    /// for [`Arithmetic::F32`](super::arithmetic::Arithmetic::F32).
+    Mlx,
+    /// `fma(a, b, acc)`: on x86-64, the same bits as [`Steps::Mlx`] only where every product is
+    /// exact (see [`magnitudes`](super::magnitudes)); on aarch64 the same step as it.
     Fused,
     /// `bf16(acc + bf16(a · b))`: [`Arithmetic::Bf16`](super::arithmetic::Arithmetic::Bf16), on
     /// operands and a tile of bf16 values.
@@ -118,18 +122,17 @@ impl TileKernel {
                 TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None }
             }
             Isa::Portable => TileKernel {
-                separate: microkernel_portable::tile,
-                fused: microkernel_portable::tile,
+                separate: microkernel_portable::tile::<TargetMultiplyAdd>,
+                fused: microkernel_portable::tile::<TargetMultiplyAdd>,
                 bf16: microkernel_bf16::tile_portable,
-                grouped_separate: microkernel_portable::tile_grouped,
-                grouped_fused: microkernel_portable::tile_grouped,
+                grouped_separate: microkernel_portable::tile_grouped::<TargetMultiplyAdd>,
+                grouped_fused: microkernel_portable::tile_grouped::<TargetMultiplyAdd>,
                 pairs: None,
             },
         }
     }
 
-    /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps, each product rounded before
-    /// its add; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the
+    /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps, each as [`Steps::Mlx`]; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the
     /// caller has checked that every product of `a`'s and `b`'s values is exact in `f32`, and
     /// an FMA may replace the multiply and add (else the bits may differ from MLX's). `next`
     /// is memory the caller reads soon after (a prefetch hint: spread over the steps).
@@ -143,7 +146,7 @@ impl TileKernel {
         accumulate: bool,
         next: &[f32],
     ) {
-        let steps = if exact { Steps::Fused } else { Steps::Separate };
+        let steps = if exact { Steps::Fused } else { Steps::Mlx };
         self.run_steps(steps, kc, panels, tile, accumulate, next);
     }
 
@@ -160,7 +163,7 @@ impl TileKernel {
         next: &[f32],
     ) {
         let f = match steps {
-            Steps::Separate => self.separate,
+            Steps::Mlx => self.separate,
             Steps::Fused => self.fused,
             Steps::Bf16 => self.bf16,
         };
@@ -185,7 +188,7 @@ impl TileKernel {
         next: &[f32],
     ) {
         let pair = match (steps, self.pairs) {
-            (Steps::Separate, Some((separate, _))) => Some(separate),
+            (Steps::Mlx, Some((separate, _))) => Some(separate),
             (Steps::Fused, Some((_, fused))) => Some(fused),
             _ => None,
         };
@@ -215,7 +218,7 @@ impl TileKernel {
     }
 
     /// `tile = tile + round(scales[g] · P_g)` for the `kc / group` groups in order, each `P_g`
-    /// the sums of its `group` steps from zero, in float32 arithmetic ([`Steps::Separate`] or,
+    /// the sums of its `group` steps from zero, in float32 arithmetic ([`Steps::Mlx`] or,
     /// where the caller checked every product exact, [`Steps::Fused`]). `kc` is a multiple of
     /// `group`; `scales` holds `kc / group · NR` factors.
     #[inline(always)]

@@ -1,9 +1,10 @@
 //! Matrix products with MLX 0.32's CPU bits: `matmul` and `addmm` (α = β = 1) for float32 (the
-//! reference BLAS the stock wheel bundles: a sequential k-sum, each product rounded before it
-//! is added) and bf16 (`gemms/simd_gemm.h`: the same sum in an `f32` accumulator, rounded to
-//! bf16 once), with MLX's `clip` of the left operand and of the output fused in.
+//! reference BLAS the stock wheel bundles: a sequential k-sum, each step under the target's
+//! [`MultiplyAdd`] rule, [`TargetMultiplyAdd`]: the product rounded before it is added on
+//! x86-64, one fused multiply-add on aarch64) and bf16 (`gemms/simd_gemm.h`: the same sum in
+//! an `f32` accumulator, rounded to bf16 once), with MLX's `clip` of the left operand and of the output fused in.
 //!
-//! One accumulator per output runs over k in order, a separate multiply then add, so one
+//! One accumulator per output runs over k in order, one multiply-add per step, so one
 //! register-tiled micro-kernel serves both dtypes and only the final store differs. The kernel
 //! vectorises across the outputs of a tile, never along k; between k blocks the accumulators
 //! pass through an `f32` buffer, which changes no bit. Where both operands hold bf16 values
@@ -17,7 +18,7 @@
 //!
 //! - `matrix`: [`MatRef`], strided views and MLX's classification of them.
 //! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes, the arithmetic of
-//!   the k-sum).
+//!   the k-sum, the target's [`MultiplyAdd`]).
 //! - [`reference`](reference()): the scalar twin that defines the bits.
 //! - `tile`, `right_operand`, `pack`, `microkernel_*`, `magnitudes`, `groups`, `epilogue`,
 //!   `driver`: the fast path (the register tile, the right operand, packing to `f32` panels,
@@ -42,10 +43,11 @@ pub(crate) mod right_operand;
 mod tests;
 pub(crate) mod tile;
 
+pub use arithmetic::{Fused, MultiplyAdd, Separate, TargetMultiplyAdd};
 pub use driver::Blocking;
 pub use matrix::{MatRef, MlxLayout};
 pub use microkernel::MicroKernel;
-pub use reference::reference;
+pub use reference::{reference, reference_with};
 
 use arithmetic::{Arithmetic, BiasPlacement};
 use driver::Product;
@@ -81,7 +83,8 @@ impl<O> Default for GemmOptions<'_, O> {
 ///
 /// - Both operands are first cast to `O` (MLX casts matmul operands to the result dtype:
 ///   bf16 → f32 is exact; f32 → bf16 rounds), after `a`'s clip.
-/// - Each output: `acc = 0; for k in 0..K { acc = acc + round(a[i,k]·b[k,j]) }` in `f32`.
+/// - Each output: `acc = 0; for k in 0..K { acc = acc + a[i,k]·b[k,j] }` in `f32`, each step
+///   under [`TargetMultiplyAdd`] (`acc + round(a·b)` on x86-64, `fma(a, b, acc)` on aarch64).
 /// - bf16 output: `bf16(acc)`, or `bf16(acc + bias[j])` (`simd_gemm`'s `alpha·acc + beta·c`).
 /// - float32 output (the reference BLAS through `cblas_sgemm`): `acc`; with a bias,
 ///   `acc + bias[j]` after the full sum when `b` is column-contiguous (`W.T` of a row-major

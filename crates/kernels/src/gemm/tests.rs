@@ -200,3 +200,56 @@ fn a_float32_clip_bound_keeps_bf16_operands_off_the_fma_path() {
         );
     }
 }
+
+/// `[1, 1 + 2⁻¹²] · [−(1 + 2⁻¹¹), 1 + 2⁻¹²]ᵀ`: the second product, `1 + 2⁻¹¹ + 2⁻²⁴`, rounds to
+/// `1 + 2⁻¹¹` on its own (a tie, to even), so the separate rule sums to 0 and the fused rule
+/// keeps `2⁻²⁴`. Both rules run here on any target; `gemm` (every kernel) follows the target's.
+#[test]
+fn each_rule_rounds_a_step_as_it_says() {
+    let a = [1.0f32, 1.0 + 2f32.powi(-12)];
+    let b = [-(1.0 + 2f32.powi(-11)), 1.0 + 2f32.powi(-12)];
+    let (a, b) = (MatRef::row_major(&a, 1, 2).unwrap(), MatRef::row_major(&b, 2, 1).unwrap());
+    let run = |f: &dyn Fn(&mut [f32; 1])| {
+        let mut out = [f32::NAN];
+        f(&mut out);
+        out[0]
+    };
+    let options = GemmOptions::default();
+    let separate = run(&|out| reference_with::<Separate, f32, f32, f32>(a, b, out, &options).unwrap());
+    let fused = run(&|out| reference_with::<Fused, f32, f32, f32>(a, b, out, &options).unwrap());
+    assert_eq!((separate, fused), (0.0, 2f32.powi(-24)));
+    let target = TargetMultiplyAdd::mul_add(b.at(1, 0), a.at(0, 1), b.at(0, 0));
+    assert_eq!(target, if cfg!(target_arch = "aarch64") { fused } else { separate });
+    for kernel in MicroKernel::available() {
+        let got = run(&|out| gemm_with(kernel, Blocking::for_shape(1, 2, 1), a, b, out, &options).unwrap());
+        assert_eq!(got.to_bits(), target.to_bits(), "{kernel:?}");
+    }
+}
+
+/// The portable tile under the fused rule (the kernel aarch64 runs), on this target: the
+/// fused reference's bits over random panels.
+#[test]
+fn the_portable_tile_under_the_fused_rule_is_the_fused_reference() {
+    use super::microkernel_portable::tile_slices;
+    use super::tile::{MR, NR, TILE};
+    let kc = 300;
+    let a: Vec<f32> = (0..kc * MR).map(|i| ((i * 7919) % 1013) as f32 / 97.0 - 5.0).collect();
+    let b: Vec<f32> = (0..kc * NR).map(|i| ((i * 104_729) % 2029) as f32 / 331.0 - 3.0).collect();
+    let start: [f32; TILE] = std::array::from_fn(|i| i as f32 * 0.37 - 9.0);
+    let mut tile = start;
+    tile_slices::<Fused>(&a, &b, &mut tile, true);
+    // The same sums through the reference: row i of `a` (k-major panel) times column j of `b`,
+    // the tile's start as addmm's addend before the sum (a row-contiguous `b`).
+    let a_rows: Vec<f32> = (0..MR).flat_map(|i| (0..kc).map(move |p| (i, p))).map(|(i, p)| a[p * MR + i]).collect();
+    let b_view = MatRef::row_major(&b, kc, NR).unwrap();
+    let (mut want, mut separate) = ([0.0f32; TILE], [0.0f32; TILE]);
+    for (i, (want, separate)) in want.chunks_exact_mut(NR).zip(separate.chunks_exact_mut(NR)).enumerate() {
+        let bias = &start[i * NR..(i + 1) * NR];
+        let row = MatRef::row_major(&a_rows[i * kc..(i + 1) * kc], 1, kc).unwrap();
+        let options = GemmOptions { bias: Some(bias), ..GemmOptions::default() };
+        reference_with::<Fused, f32, f32, f32>(row, b_view, want, &options).unwrap();
+        reference_with::<Separate, f32, f32, f32>(row, b_view, separate, &options).unwrap();
+    }
+    assert_eq!(tile.map(f32::to_bits), want.map(f32::to_bits));
+    assert_ne!(want.map(f32::to_bits), separate.map(f32::to_bits), "the inputs tell the rules apart");
+}

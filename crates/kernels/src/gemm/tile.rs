@@ -34,12 +34,14 @@ pub(crate) type PairTileFn = unsafe fn(usize, [*const f32; 2], *const f32, [*mut
 /// the tile's prefetches: it stays on the last line once the panel is covered (no branch in the
 /// tiles' loops), and without a panel (`len == 0`) it stays on `fallback` (the current panel of
 /// `b`, in L1 already). Its addresses are only prefetched, never read.
+#[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub(crate) struct NextLines {
     at: *const f32,
     last: *const f32,
 }
 
+#[cfg(target_arch = "x86_64")]
 impl NextLines {
     #[inline(always)]
     pub(crate) fn new(next: *const f32, len: usize, fallback: *const f32) -> NextLines {

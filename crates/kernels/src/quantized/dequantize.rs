@@ -4,8 +4,10 @@
 //!
 //! Each packed value is what `_qmm_t` / `fp_qmm_t` multiply `x` by, in the product's dtype
 //! `T`:
-//! - affine: `T(T(scale · q) + bias)` (`scale * wl[p] + bias` in `T`), `scale` and `bias` cast
-//!   to `T`, `q` the code;
+//! - affine: `scale * wl[p] + bias` in `T`, `scale` and `bias` cast to `T`, `q` the code: in
+//!   bf16 `T(T(scale · q) + bias)`, in float32 one step under the target's
+//!   [`MultiplyAdd`] rule ([`TargetMultiplyAdd`]: `scale · q` rounded first on x86-64, one
+//!   `fmadd` on aarch64);
 //! - mxfp4, nvfp4: `FP4_LUT[q]`; mxfp8: `FromFP8(q)` (each exact in `T`; a NaN becomes `T`'s);
 //!   and, per column and group, the factor `dequantize_scale<T>(s)` ([`RightOperand::group`]).
 //!
@@ -17,8 +19,10 @@ use super::format::{QuantizationMode, code};
 use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
 use super::matrix::{QuantizedMatrix, Scales};
 use crate::cpu::Isa;
+use crate::gemm::arithmetic::multiply_add;
 use crate::gemm::right_operand::RightOperand;
 use crate::gemm::tile::NR;
+use crate::gemm::{MultiplyAdd, TargetMultiplyAdd};
 use crate::{ElementType, Float};
 use std::marker::PhantomData;
 
@@ -45,8 +49,9 @@ impl<'a, T: Float> Dequantized<'a, T> {
         Dequantized { w, fp_values, dtype: PhantomData }
     }
 
-    /// The values of column `n` of `Wᵀ` at k `k0..k0 + len`, into `out[(k − k0) · stride]`.
-    fn column(&self, n: usize, (k0, len): (usize, usize), out: &mut [f32], stride: usize) {
+    /// The values of column `n` of `Wᵀ` at k `k0..k0 + len`, into `out[(k − k0) · stride]`,
+    /// float32's `scale · q + bias` under rule `R`.
+    fn column<R: MultiplyAdd>(&self, n: usize, (k0, len): (usize, usize), out: &mut [f32], stride: usize) {
         let q = self.w.quantization();
         let (bits, group) = (q.bits(), q.group_size());
         let row = self.w.row(n);
@@ -60,8 +65,7 @@ impl<'a, T: Float> Dequantized<'a, T> {
                     let (scale, bias) = (scales.get::<T>(n * groups + g), biases.get::<T>(n * groups + g));
                     for i in kk..end {
                         let q = T::from_f32(code(row, i, bits) as f32);
-                        let scaled = T::from_f32(scale.to_f32() * q.to_f32());
-                        out[(i - k0) * stride] = T::from_f32(scaled.to_f32() + bias.to_f32()).to_f32();
+                        out[(i - k0) * stride] = multiply_add::<T, R>(scale, q, bias).to_f32();
                     }
                 }
                 Scales::Fp(_) => {
@@ -91,7 +95,7 @@ impl<T: Float> RightOperand for Dequantized<'_, T> {
             let len = K_CHUNK.min(k - k0);
             let chunk = &mut dst[k0 * NR..(k0 + len) * NR];
             for c in 0..cols {
-                self.column(j0 + c, (k0, len), &mut chunk[c..], NR);
+                self.column::<TargetMultiplyAdd>(j0 + c, (k0, len), &mut chunk[c..], NR);
             }
         }
     }

@@ -37,7 +37,7 @@ mod tests;
 pub use format::{Quantization, QuantizationMode};
 pub use fp::{FP4_LUT, dequantize_scale, from_fp8};
 pub use matrix::{FloatSlice, QuantizedMatrix, Scales};
-pub use reference::reference;
+pub use reference::{reference, reference_with};
 
 use crate::elementwise::clip_scalar;
 use crate::gemm::arithmetic::{Arithmetic, BiasPlacement};

@@ -7,31 +7,31 @@
 //! On x86 MLX's `simd::max_size<T>` is 1, so the `_simd` variants never run; `T` is the
 //! product's dtype `O`. Every operation on `T` computes in float and rounds to `T` (the
 //! identity for float32, [`bf16_from_f32`](crate::bf16_from_f32) for bf16, as `bfloat16_t`'s
-//! operators do); there is no FMA (the stock wheel's compiler contracts none).
+//! operators do). In float32, `sum + x·w`, `scale·q + bias`, `gsum + x·w` and `sum + scale·gsum`
+//! are each one step under the target's [`MultiplyAdd`] rule ([`TargetMultiplyAdd`]): the x86-64
+//! wheel's compiler contracts none, the aarch64 one makes each an `fmadd`.
 
 use super::format::extract_bits;
 use super::fp::{FP4_LUT, dequantize_scale, from_fp8};
 use super::matrix::{QuantizedMatrix, Scales};
 use super::{check_arguments, finish};
-use crate::gemm::arithmetic::operand;
-use crate::gemm::{GemmOptions, MatRef};
+use crate::gemm::arithmetic::{multiply_add, operand};
+use crate::gemm::{GemmOptions, MatRef, MultiplyAdd, TargetMultiplyAdd};
 use crate::{Float, Result};
-
-/// `a * b` in `T`.
-#[inline(always)]
-fn mul<T: Float>(a: T, b: T) -> T {
-    T::from_f32(a.to_f32() * b.to_f32())
-}
-
-/// `a + b` in `T`.
-#[inline(always)]
-fn add<T: Float>(a: T, b: T) -> T {
-    T::from_f32(a.to_f32() + b.to_f32())
-}
 
 /// `out [M, N] = x [M, K] · Wᵀ` with MLX 0.32's CPU bits, computed the slow way, then the
 /// fused options. Same contract and errors as [`quantized_matmul`](super::quantized_matmul).
 pub fn reference<X: Float, O: Float>(
+    x: MatRef<'_, X>,
+    w: &QuantizedMatrix<'_>,
+    out: &mut [O],
+    options: &GemmOptions<'_, O>,
+) -> Result<()> {
+    reference_with::<TargetMultiplyAdd, X, O>(x, w, out, options)
+}
+
+/// [`reference`] with the float32 steps under rule `R` (the other target's, for tests).
+pub fn reference_with<R: MultiplyAdd, X: Float, O: Float>(
     x: MatRef<'_, X>,
     w: &QuantizedMatrix<'_>,
     out: &mut [O],
@@ -47,9 +47,9 @@ pub fn reference<X: Float, O: Float>(
         Scales::Affine { scales, biases } => {
             let scales: Vec<O> = (0..scales.len()).map(|i| scales.get(i)).collect();
             let biases: Vec<O> = (0..biases.len()).map(|i| biases.get(i)).collect();
-            qmm_t(out, &x, w, &scales, &biases, (m, n, k));
+            qmm_t::<R, O>(out, &x, w, &scales, &biases, (m, n, k));
         }
-        Scales::Fp(scales) => fp_qmm_t(out, &x, w, scales, (m, n, k)),
+        Scales::Fp(scales) => fp_qmm_t::<R, O>(out, &x, w, scales, (m, n, k)),
     }
     for row in out.chunks_exact_mut(n.max(1)) {
         for (j, y) in row.iter_mut().enumerate() {
@@ -60,7 +60,7 @@ pub fn reference<X: Float, O: Float>(
 }
 
 /// `_qmm_t<T, bits, group_size>(result, x, w, scales, biases, M, N, K)`.
-fn qmm_t<T: Float>(
+fn qmm_t<R: MultiplyAdd, T: Float>(
     result: &mut [T],
     x: &[T],
     w: &QuantizedMatrix<'_>,
@@ -92,7 +92,7 @@ fn qmm_t<T: Float>(
                         extract_bits(bits, &w[w_local..], &mut wl);
                         for &wl in &wl[..pack_factor] {
                             let wl = T::from_f32(wl as f32);
-                            sum = add(sum, mul(x[x_local], add(mul(scale, wl), bias)));
+                            sum = multiply_add::<T, R>(x[x_local], multiply_add::<T, R>(scale, wl, bias), sum);
                             x_local += 1;
                         }
                         w_local += bytes_per_pack;
@@ -101,7 +101,7 @@ fn qmm_t<T: Float>(
                         w_local += 1;
                         for _p in 0..pack_factor {
                             let q = T::from_f32((wi & bitmask) as f32);
-                            sum = add(sum, mul(x[x_local], add(mul(scale, q), bias)));
+                            sum = multiply_add::<T, R>(x[x_local], multiply_add::<T, R>(scale, q, bias), sum);
                             x_local += 1;
                             if bits != 8 {
                                 wi >>= bits;
@@ -118,7 +118,7 @@ fn qmm_t<T: Float>(
 }
 
 /// `fp_qmm_t<T, group_size, bits>(result, x, w, scales, M, N, K)`.
-fn fp_qmm_t<T: Float>(
+fn fp_qmm_t<R: MultiplyAdd, T: Float>(
     result: &mut [T],
     x: &[T],
     w: &QuantizedMatrix<'_>,
@@ -143,17 +143,22 @@ fn fp_qmm_t<T: Float>(
                 let mut gsum = T::from_f32(0.0);
                 for _kw in 0..packs_in_group {
                     if bits == 4 {
-                        gsum = add(gsum, mul(x[x_local], T::from_f32(FP4_LUT[usize::from(w[w_local] & 0xf)])));
+                        gsum =
+                            multiply_add::<T, R>(x[x_local], T::from_f32(FP4_LUT[usize::from(w[w_local] & 0xf)]), gsum);
                         x_local += 1;
-                        gsum = add(gsum, mul(x[x_local], T::from_f32(FP4_LUT[usize::from((w[w_local] >> 4) & 0xf)])));
+                        gsum = multiply_add::<T, R>(
+                            x[x_local],
+                            T::from_f32(FP4_LUT[usize::from((w[w_local] >> 4) & 0xf)]),
+                            gsum,
+                        );
                         x_local += 1;
                     } else {
-                        gsum = add(gsum, mul(x[x_local], T::from_f32(from_fp8(w[w_local]))));
+                        gsum = multiply_add::<T, R>(x[x_local], T::from_f32(from_fp8(w[w_local])), gsum);
                         x_local += 1;
                     }
                     w_local += 1;
                 }
-                sum = add(sum, mul(scale, gsum));
+                sum = multiply_add::<T, R>(scale, gsum, sum);
             }
             if let Some(out) = result.next() {
                 *out = sum;

@@ -4,7 +4,7 @@
 use super::format::{code, extract_bits};
 use super::*;
 use crate::bf16_from_f32;
-use crate::gemm::gemm;
+use crate::gemm::{Fused, MultiplyAdd, Separate, TargetMultiplyAdd, gemm};
 use crate::testing::gemm::specials;
 use crate::testing::quantized::{QuantizedCase, quantization, quantized_cases};
 use crate::testing::{same_bits, scaled_floats};
@@ -271,7 +271,7 @@ fn affine_float32_is_the_float32_gemm_of_the_dequantized_weight() {
             .map(|i| {
                 let (j, p) = (i / k, i % k);
                 let (s, b) = (scales[j * k / 64 + p / 64], biases[j * k / 64 + p / 64]);
-                s * code(row(j), p, bits) as f32 + b
+                TargetMultiplyAdd::mul_add(s, code(row(j), p, bits) as f32, b)
             })
             .collect();
         let x: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1013) as f32 / 97.0 - 5.0).collect();
@@ -432,4 +432,44 @@ fn the_bits_do_not_depend_on_the_number_of_threads() {
     let one = run(1);
     assert_eq!(one, run(2));
     assert_eq!(one, run(5));
+}
+
+/// Both rules on any target: an affine float32 product under each rule is the gemm under that
+/// rule of the weight dequantized under it (`scale · q + bias` one step of the rule), and the
+/// two rules give different bits here.
+#[test]
+fn affine_float32_follows_each_multiply_add_rule() {
+    fn run<R: MultiplyAdd>(x: MatRef<'_, f32>, w: &QuantizedMatrix<'_>, dense: &[f32]) -> (Vec<u32>, Vec<u32>) {
+        let (m, n, k) = (x.rows(), w.n(), x.cols());
+        let (mut want, mut out) = (vec![0.0f32; m * n], vec![0.0f32; m * n]);
+        let dense = MatRef::row_major(dense, n, k).unwrap();
+        crate::gemm::reference_with::<R, f32, f32, f32>(x, dense.t(), &mut want, &GemmOptions::default()).unwrap();
+        reference_with::<R, f32, f32>(x, w, &mut out, &GemmOptions::default()).unwrap();
+        (out.iter().map(|y| y.to_bits()).collect(), want.iter().map(|y| y.to_bits()).collect())
+    }
+    let (m, n, k, bits) = (3, 5, 128, 4);
+    let q = Quantization::affine(bits, 64).unwrap();
+    let packed: Vec<u32> = (0..n * k * bits / 32).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect();
+    let scales: Vec<f32> = (0..n * k / 64).map(|i| (i as f32 * 0.37).sin() * 0.1).collect();
+    let biases: Vec<f32> = (0..n * k / 64).map(|i| (i as f32 * 0.91).cos() * 0.3).collect();
+    let affine = Scales::Affine { scales: scales[..].into(), biases: biases[..].into() };
+    let w = QuantizedMatrix::new(&packed, affine, q, n, k).unwrap();
+    let row = |j: usize| &format::bytes(&packed)[j * k * bits / 8..];
+    let dense = |rule: fn(f32, f32, f32) -> f32| -> Vec<f32> {
+        (0..n * k)
+            .map(|i| (i / k, i % k))
+            .map(|(j, p)| rule(scales[j * 2 + p / 64], code(row(j), p, bits) as f32, biases[j * 2 + p / 64]))
+            .collect()
+    };
+    let x: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 1013) as f32 / 97.0 - 5.0).collect();
+    let x = MatRef::row_major(&x, m, k).unwrap();
+    let (separate, separate_gemm) = run::<Separate>(x, &w, &dense(Separate::mul_add));
+    let (fused, fused_gemm) = run::<Fused>(x, &w, &dense(Fused::mul_add));
+    assert_eq!(separate, separate_gemm);
+    assert_eq!(fused, fused_gemm);
+    assert_ne!(separate, fused, "the inputs tell the rules apart");
+    let mut out = vec![0.0f32; m * n];
+    quantized_matmul(x, &w, &mut out, &GemmOptions::default()).unwrap();
+    let target = if cfg!(target_arch = "aarch64") { &fused } else { &separate };
+    assert_eq!(&out.iter().map(|y| y.to_bits()).collect::<Vec<_>>(), target);
 }
