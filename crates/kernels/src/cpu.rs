@@ -17,8 +17,8 @@
 //! How the names relate: [`Isa`] is what the CPU (and the environment) allow, for every
 //! kernel of this crate. [`MicroKernel`](crate::gemm::MicroKernel) is the matrix products'
 //! choice of register tile, which a caller (a test, a benchmark) may name;
-//! [`MicroKernel::detect`](crate::gemm::MicroKernel::detect) is [`Isa::micro_kernel`] of
-//! [`isa`], and a named micro-kernel runs, with the vector helpers around its tiles, at its own
+//! [`MicroKernel::detect`](crate::gemm::MicroKernel::detect) is
+//! [`MicroKernel::of`](crate::gemm::MicroKernel::of) [`isa`], and a named micro-kernel runs, with the vector helpers around its tiles, at its own
 //! instruction set capped at [`isa`]'s. Above this crate, `vision::Kernels` (for the encoder)
 //! and `layers::Execution` (per block) choose whether MLX or these kernels compute, and
 //! `layers::HostKernel` names which of these kernels ran for an op; none of them chooses the
@@ -85,18 +85,6 @@ impl fmt::Display for Isa {
 }
 
 impl Isa {
-    /// The micro-kernel this instruction set runs the matrix products' tiles with.
-    pub fn micro_kernel(self) -> crate::gemm::MicroKernel {
-        use crate::gemm::MicroKernel;
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512(_) => MicroKernel::Avx512,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2(_) => MicroKernel::Avx2,
-            Isa::Portable => MicroKernel::Portable,
-        }
-    }
-
     /// The AVX2 + FMA token, where this instruction set includes them.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
@@ -194,7 +182,6 @@ pub(crate) use target_entry;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gemm::MicroKernel;
 
     /// The overrides lower what the CPU allows (run the tests with `KERNELS_PORTABLE=1` or
     /// `KERNELS_AVX2=1` to see each), and every view of the resolution agrees with it.
@@ -218,7 +205,5 @@ mod tests {
             assert_eq!(isa.at_most_avx2().avx2(), isa.avx2());
         }
         assert!(["AVX-512F", "AVX2+FMA", "portable"].contains(&isa.to_string().as_str()), "{isa}");
-        assert_eq!(MicroKernel::detect(), isa.micro_kernel());
-        assert_eq!(MicroKernel::available().last(), Some(&isa.micro_kernel()));
     }
 }

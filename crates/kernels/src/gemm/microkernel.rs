@@ -38,7 +38,18 @@ impl MicroKernel {
     /// The micro-kernel of the instruction set [`cpu::isa`](crate::cpu::isa) resolved: AVX-512
     /// where the CPU has it (and the environment allows it), else AVX2, else portable.
     pub fn detect() -> MicroKernel {
-        crate::cpu::isa().micro_kernel()
+        Self::of(crate::cpu::isa())
+    }
+
+    /// The micro-kernel the instruction set `isa` runs the matrix products' tiles with.
+    pub fn of(isa: Isa) -> MicroKernel {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(_) => MicroKernel::Avx512,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(_) => MicroKernel::Avx2,
+            Isa::Portable => MicroKernel::Portable,
+        }
     }
 
     /// Every kernel this process can run (the portable one always), as

@@ -253,3 +253,11 @@ fn the_portable_tile_under_the_fused_rule_is_the_fused_reference() {
     assert_eq!(tile.map(f32::to_bits), want.map(f32::to_bits));
     assert_ne!(want.map(f32::to_bits), separate.map(f32::to_bits), "the inputs tell the rules apart");
 }
+
+#[test]
+fn the_detected_micro_kernel_is_the_resolved_instruction_set_s_and_the_last_available() {
+    let isa = crate::cpu::isa();
+    assert_eq!(MicroKernel::detect(), MicroKernel::of(isa));
+    assert_eq!(MicroKernel::available().last(), Some(&MicroKernel::of(isa)));
+    assert_eq!(MicroKernel::of(crate::cpu::Isa::Portable), MicroKernel::Portable);
+}
