@@ -131,7 +131,7 @@ impl OneBitLinear {
     /// `clip(x)` → this map → `clip(y)` (gemma4's `ClippableLinear`), without clips when `None`.
     pub(crate) fn forward_clipped(&self, x: &Array, clips: Option<&ClipBounds>) -> Result<Array> {
         let x = match clips {
-            Some(c) => x.clip(Some(&c.input_min), Some(&c.input_max))?,
+            Some(c) => c.clip_input(x)?,
             None => x.clone(),
         };
         let dense =
@@ -150,7 +150,7 @@ impl OneBitLinear {
             None => y,
         };
         Ok(match clips {
-            Some(c) => y.clip(Some(&c.output_min), Some(&c.output_max))?,
+            Some(c) => c.clip_output(&y)?,
             None => y,
         })
     }
