@@ -22,7 +22,7 @@ pub fn reference<A: Float, B: Float, O: Float>(
     reference_with::<TargetMultiplyAdd, A, B, O>(a, b, out, options)
 }
 
-/// [`reference`] with the float32 steps under rule `R` (the other target's, for tests).
+/// [`reference()`] with the float32 steps under rule `R` (the other target's, for tests).
 pub fn reference_with<R: MultiplyAdd, A: Float, B: Float, O: Float>(
     a: MatRef<'_, A>,
     b: MatRef<'_, B>,

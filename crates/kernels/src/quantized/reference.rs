@@ -30,7 +30,7 @@ pub fn reference<X: Float, O: Float>(
     reference_with::<TargetMultiplyAdd, X, O>(x, w, out, options)
 }
 
-/// [`reference`] with the float32 steps under rule `R` (the other target's, for tests).
+/// [`reference()`] with the float32 steps under rule `R` (the other target's, for tests).
 pub fn reference_with<R: MultiplyAdd, X: Float, O: Float>(
     x: MatRef<'_, X>,
     w: &QuantizedMatrix<'_>,
