@@ -1,8 +1,8 @@
 //! The image processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::{Error, Result, SettingsLayout, SoftTokenBudget};
+use crate::{Result, SettingsFile, SettingsLayout, SoftTokenBudget};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Where a soft-token budget came from, in the order they are consulted: the caller, the
 /// checkpoint's `processor_config.json`, its `preprocessor_config.json`, the default (280).
@@ -135,17 +135,22 @@ impl ProcessorConfig {
         Ok(config)
     }
 
-    /// The settings of a checkpoint directory: `processor_config.json`, else
-    /// `preprocessor_config.json`, else the defaults (as mlx-vlm does for a local path), with
-    /// [`budget_source`](Self::budget_source) naming the file the budget came from. Plain data:
-    /// [`Preprocessor::new`](crate::Preprocessor::new) checks it.
+    /// The settings of a checkpoint directory ([`SettingsFile::find`]), else the defaults.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, layout: SettingsLayout) -> Result<Self> {
-        let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
+        Self::from_settings_file(SettingsFile::find(dir)?.as_ref(), layout)
+    }
+
+    /// The settings in a checkpoint's settings file, else the defaults (as mlx-vlm does for a
+    /// local path), with [`budget_source`](Self::budget_source) naming the file the budget
+    /// came from. Plain data: [`Preprocessor::new`](crate::Preprocessor::new) checks it; a text
+    /// that does not parse is an [`Error::Config`] naming the file.
+    pub fn from_settings_file(file: Option<&SettingsFile>, layout: SettingsLayout) -> Result<Self> {
+        let Some(file) = file else {
             return Ok(Self::default());
         };
-        let mut config = Self::from_json(&text, layout).map_err(|e| Error::Config { path, detail: e.to_string() })?;
+        let mut config = Self::from_json(file.text(), layout).map_err(|e| file.refusal(e))?;
         if config.budget_source != BudgetSource::Default {
-            config.budget_source = source;
+            config.budget_source = file.source();
         }
         Ok(config)
     }
@@ -204,27 +209,4 @@ fn channels_f32(values: Option<&[f64]>) -> [f32; 3] {
         Some([a, b, c]) => [*a as f32, *b as f32, *c as f32],
         _ => [0.5; 3],
     }
-}
-
-/// The first of a checkpoint directory's processor settings files that exists
-/// (`processor_config.json`, else `preprocessor_config.json`, mlx-vlm's order for a local
-/// path): its path, which of the two it is, and its text; `None` when neither exists.
-/// The file [`read_settings_file`] reads in `dir`, if either exists.
-pub(crate) fn settings_path(dir: &Path) -> Option<PathBuf> {
-    [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig]
-        .into_iter()
-        .map(|source| dir.join(source.as_str()))
-        .find(|path| path.exists())
-}
-
-pub(crate) fn read_settings_file(dir: &Path) -> Result<Option<(PathBuf, BudgetSource, String)>> {
-    for source in [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig] {
-        let path = dir.join(source.as_str());
-        match std::fs::read_to_string(&path) {
-            Ok(text) => return Ok(Some((path, source, text))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::Io { path, source: e }),
-        }
-    }
-    Ok(None)
 }

@@ -3,7 +3,8 @@
 use std::num::NonZeroU32;
 
 use crate::{
-    BudgetError, Error, Limits, Patches, PixelValues, ProcessorConfig, Result, RgbImage, resize_bicubic, target_size,
+    BudgetError, Error, Limits, Patches, PixelValues, ProcessorConfig, Result, RgbImage, SettingsFile, resize_bicubic,
+    target_size,
 };
 
 /// The reference's image processor steps after loading: budget resize, rescale/normalise, and
@@ -46,14 +47,19 @@ impl Preprocessor {
         Self::bounded(config)
     }
 
-    /// The image processor of a checkpoint directory: its settings as
-    /// [`ProcessorConfig::from_checkpoint_dir`] reads them, checked as [`new`](Self::new) checks
-    /// them; a refusal is an [`Error::Config`] naming the file the settings came from.
+    /// The image processor of a checkpoint directory ([`SettingsFile::find`]), as
+    /// [`from_settings_file`](Self::from_settings_file) makes it.
     pub fn from_checkpoint_dir(dir: impl AsRef<std::path::Path>, layout: crate::SettingsLayout) -> Result<Self> {
-        let dir = dir.as_ref();
-        let config = ProcessorConfig::from_checkpoint_dir(dir, layout)?;
-        Self::new(config).map_err(|e| match crate::config::settings_path(dir) {
-            Some(path) => Error::Config { path, detail: e.to_string() },
+        Self::from_settings_file(SettingsFile::find(dir)?.as_ref(), layout)
+    }
+
+    /// The image processor of a checkpoint's settings file (the defaults without one): its
+    /// settings as [`ProcessorConfig::from_settings_file`] reads them, checked as
+    /// [`new`](Self::new) checks them; a refusal is an [`Error::Config`] naming the file.
+    pub fn from_settings_file(file: Option<&SettingsFile>, layout: crate::SettingsLayout) -> Result<Self> {
+        let config = ProcessorConfig::from_settings_file(file, layout)?;
+        Self::new(config).map_err(|e| match file {
+            Some(file) => file.refusal(e),
             None => e,
         })
     }

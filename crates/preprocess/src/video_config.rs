@@ -1,7 +1,6 @@
 //! The video processor's settings, as mlx-vlm reads them from a checkpoint.
 
-use crate::config::read_settings_file;
-use crate::{BudgetError, BudgetSource, Error, ProcessorConfig, Result, SettingsLayout, SoftTokenBudget};
+use crate::{BudgetError, BudgetSource, Error, ProcessorConfig, Result, SettingsFile, SettingsLayout, SoftTokenBudget};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -107,16 +106,21 @@ impl VideoProcessorConfig {
         Self::from_settings(settings, layout)
     }
 
-    /// The settings of a checkpoint directory: `processor_config.json`, else
-    /// `preprocessor_config.json` (the file the reference reads the image settings from), else
-    /// the defaults; the frame settings' `budget_source` names the file a budget came from.
+    /// The settings of a checkpoint directory ([`SettingsFile::find`]), else the defaults.
     pub fn from_checkpoint_dir(dir: impl AsRef<Path>, layout: SettingsLayout) -> Result<Self> {
-        let Some((path, source, text)) = read_settings_file(dir.as_ref())? else {
+        Self::from_settings_file(SettingsFile::find(dir)?.as_ref(), layout)
+    }
+
+    /// The settings in a checkpoint's settings file (the file the reference reads the image
+    /// settings from), else the defaults; the frame settings' `budget_source` names the file a
+    /// budget came from, and a refusal is an [`Error::Config`] naming it.
+    pub fn from_settings_file(file: Option<&SettingsFile>, layout: SettingsLayout) -> Result<Self> {
+        let Some(file) = file else {
             return Self::from_settings(VideoSettings::default(), layout);
         };
-        let mut config = Self::from_json(&text, layout).map_err(|e| Error::Config { path, detail: e.to_string() })?;
+        let mut config = Self::from_json(file.text(), layout).map_err(|e| file.refusal(e))?;
         if config.frame.budget_source == BudgetSource::ProcessorConfig {
-            config.frame.budget_source = source;
+            config.frame.budget_source = file.source();
         }
         Ok(config)
     }

@@ -4,7 +4,8 @@
 extern crate gemma_vision_preprocess as preprocess;
 
 use preprocess::{
-    BudgetSource, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage, SettingsLayout,
+    BudgetSource, Patches, PixelValues, Preprocessor, ProcessorConfig, RescaleTable, RgbImage, SettingsFile,
+    SettingsLayout, VideoProcessorConfig,
 };
 use proptest::prelude::*;
 
@@ -180,5 +181,44 @@ fn settings_come_from_a_checkpoint_directory() {
     assert_eq!(source(nested), (1120, BudgetSource::ProcessorConfig));
     std::fs::write(dir.join("processor_config.json"), r#"{"image_processor": {"max_soft_tokens": 0}}"#).expect("write");
     assert!(matches!(ProcessorConfig::from_checkpoint_dir(&dir, GEMMA4), Err(preprocess::Error::Config { .. })));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_settings_file_serves_the_image_and_the_video_settings_and_each_refusal_names_it() {
+    let dir = std::env::temp_dir().join(format!("preprocess-settings-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    assert_eq!(SettingsFile::find(&dir).expect("no file"), None);
+    std::fs::write(dir.join("preprocessor_config.json"), r#"{"max_soft_tokens": 70}"#).expect("write");
+    let processor = dir.join("processor_config.json");
+    std::fs::write(
+        &processor,
+        r#"{"image_processor": {"max_soft_tokens": 560}, "video_processor": {"max_soft_tokens": 140}}"#,
+    )
+    .expect("write");
+    let file = SettingsFile::find(&dir).expect("read").expect("found");
+    assert_eq!((file.path(), file.source()), (processor.as_path(), BudgetSource::ProcessorConfig), "mlx-vlm's order");
+    // The file is read once: what it says after that does not change what was read.
+    std::fs::write(&processor, "{not json").expect("write");
+    let image = ProcessorConfig::from_settings_file(Some(&file), GEMMA4).expect("image settings");
+    assert_eq!((image.max_soft_tokens.get(), image.budget_source), (560, BudgetSource::ProcessorConfig));
+    let video = VideoProcessorConfig::from_settings_file(Some(&file), GEMMA4).expect("video settings");
+    assert_eq!((video.frame.max_soft_tokens.get(), video.frame.budget_source), (140, BudgetSource::ProcessorConfig));
+    assert!(Preprocessor::from_settings_file(None, GEMMA4).is_ok(), "no file: the defaults");
+
+    // Bad settings, each refused as an error naming the file they were read from.
+    let refused = |text: &str| {
+        std::fs::write(&processor, text).expect("write");
+        let file = SettingsFile::find(&dir).expect("read").expect("found");
+        let image = Preprocessor::from_settings_file(Some(&file), GEMMA4).err();
+        let video = VideoProcessorConfig::from_settings_file(Some(&file), GEMMA4).err();
+        [image, video].map(|e| match e {
+            Some(preprocess::Error::Config { path, .. }) => path == processor,
+            _ => false,
+        })
+    };
+    assert_eq!(refused("{not json"), [true, true]);
+    assert!(refused(r#"{"image_processor": {"patch_size": 0}}"#)[0], "checked by Preprocessor::new");
+    assert!(refused(r#"{"video_processor": {"patch_size": "big"}}"#)[1]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,7 +4,9 @@ use crate::family::{Family, FamilyModel, load_model};
 use crate::trace::Trace;
 use crate::{Checkpoint, ComputeDtype, Error, ModelConfig, PreparedImage, Result};
 use layers::{WeightStore, Weights};
-use preprocess::{Preprocessor, ProcessorConfig, RgbImage, SoftTokenBudget, VideoPreprocessor, VideoProcessorConfig};
+use preprocess::{
+    Preprocessor, ProcessorConfig, RgbImage, SettingsFile, SoftTokenBudget, VideoPreprocessor, VideoProcessorConfig,
+};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tensor::Array;
@@ -104,8 +106,9 @@ impl VisionEncoder {
         let config = checkpoint.config().clone();
         let family = config.model_type.family();
         let layout = family.settings_layout();
-        let preprocessor = Preprocessor::from_checkpoint_dir(checkpoint.dir(), layout)?;
-        let video = VideoProcessorConfig::from_checkpoint_dir(checkpoint.dir(), layout)?;
+        let settings = SettingsFile::find(checkpoint.dir())?;
+        let preprocessor = Preprocessor::from_settings_file(settings.as_ref(), layout)?;
+        let video = VideoProcessorConfig::from_settings_file(settings.as_ref(), layout)?;
         let store = checkpoint.store();
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
