@@ -143,7 +143,7 @@ impl ProcessorConfig {
     /// The settings in a checkpoint's settings file, else the defaults (as mlx-vlm does for a
     /// local path), with [`budget_source`](Self::budget_source) naming the file the budget
     /// came from. Plain data: [`Preprocessor::new`](crate::Preprocessor::new) checks it; a text
-    /// that does not parse is an [`Error::Config`] naming the file.
+    /// that does not parse is an [`Error::Config`](crate::Error::Config) naming the file.
     pub fn from_settings_file(file: Option<&SettingsFile>, layout: SettingsLayout) -> Result<Self> {
         let Some(file) = file else {
             return Ok(Self::default());
