@@ -452,25 +452,30 @@ fn every_file_of_pillows_corpus_the_decoders_refuse_is_recorded_and_the_job_fini
 fn a_file_slower_to_decode_than_the_bound_is_recorded_as_a_timeout_and_the_job_goes_on() {
     let dir = temp_dir("embed-timeout");
     let images = dir.join("images");
-    let paths = corpus(&images, 3);
+    let good = corpus(&images, 1);
+    // Named pipes that no process ever writes: opening one blocks for good, so each read
+    // outlasts any bound (as a file on a stalled network mount does), whatever the machine's load.
+    let stalled: Vec<PathBuf> = (0..2).map(|i| images.join(format!("stalled-{i}.png"))).collect();
+    for path in &stalled {
+        let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+        assert!(made.success(), "mkfifo {}", path.display());
+    }
+    let list = dir.join("images.txt");
+    let listed = [&stalled[0], &good[0], &stalled[1]];
+    fs::write(&list, listed.map(|p| format!("images/{}\n", p.file_name().unwrap().to_str().unwrap())).concat())
+        .unwrap();
     let out = dir.join("out");
-    let args = [
-        "--model",
-        &model("tiny-clipped"),
-        "--images",
-        text(&images),
-        "--out",
-        text(&out),
-        "--file-timeout",
-        "0.000000001",
-    ];
+    let args =
+        ["--model", &model("tiny-clipped"), "--images", text(&list), "--out", text(&out), "--file-timeout", "0.5"];
+    let started = Instant::now();
     let summary = embed_finishes(&args);
-    assert!(summary.starts_with("embedded 0 image(s)"), "{summary}");
+    assert!(started.elapsed() < Duration::from_secs(60), "the job waited on the stalled files");
+    assert!(summary.starts_with("embedded 1 image(s)"), "{summary}");
     let lines = error_lines(&out);
     // The workers record failures as they happen, so the rows come in completion order.
     let mut recorded = lines.iter().map(|l| PathBuf::from(l["path"].as_str().unwrap())).collect::<Vec<_>>();
     recorded.sort();
-    assert_eq!(recorded, paths);
+    assert_eq!(recorded, stalled);
     for line in &lines {
         assert_eq!(line["kind"], "timeout");
         assert!(line["error"].as_str().unwrap().contains("took longer than the per-file bound"), "{line}");
