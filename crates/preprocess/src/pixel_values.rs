@@ -1,7 +1,7 @@
 //! The gemma4 (SigLIP) encoder's image input.
 
 use crate::rescale::RescaleTable;
-use crate::{ProcessorConfig, RgbImage};
+use crate::{Preprocessor, RgbImage};
 use rayon::prelude::*;
 
 /// `pixel_values` of one image for the gemma4 encoder: float32 `[3, height, width]` (CHW),
@@ -21,9 +21,10 @@ pub struct PixelValues {
 }
 
 impl PixelValues {
-    /// Rescales/normalises `image` (already resized) and lays it out channels-first.
-    pub fn from_image(image: &RgbImage, config: &ProcessorConfig) -> PixelValues {
-        let table = RescaleTable::new(config);
+    /// Rescales/normalises `image` (already resized) with `processor`'s settings and lays it
+    /// out channels-first; the soft tokens follow its patch and pooling sizes.
+    pub fn from_image(image: &RgbImage, processor: &Preprocessor) -> PixelValues {
+        let table = RescaleTable::new(processor.config());
         let (h, w) = (image.height() as usize, image.width() as usize);
         let plane = h * w;
         let mut data = vec![0f32; 3 * plane];
@@ -38,8 +39,8 @@ impl PixelValues {
                 b[i] = table.get(px[2], 2);
             }
         });
-        let patch = config.patch_size.max(1) as usize;
-        let pool = config.pooling_kernel_size.max(1) as usize;
+        let patch = processor.patch_size().get() as usize;
+        let pool = processor.pooling_kernel_size().get() as usize;
         let soft_tokens = (h / patch) * (w / patch) / (pool * pool);
         PixelValues { data, height: h, width: w, soft_tokens }
     }

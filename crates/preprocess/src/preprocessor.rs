@@ -134,7 +134,7 @@ impl Preprocessor {
     /// resize, rescale, CHW; with its soft-token count.
     pub fn gemma4_image(&self, image: &RgbImage) -> Result<PixelValues> {
         let resized = self.resize(image)?;
-        Ok(PixelValues::from_image(&resized, &self.config))
+        Ok(PixelValues::from_image(&resized, self))
     }
 
     /// The gemma4_unified encoder's input for one image

@@ -53,7 +53,7 @@ fn normalisation_is_per_channel_in_float32() {
 fn pixel_values_are_channels_first() {
     let image = gradient(5, 4);
     let config = ProcessorConfig::default();
-    let pv = PixelValues::from_image(&image, &config);
+    let pv = PixelValues::from_image(&image, &Preprocessor::new(config.clone()).expect("valid"));
     let table = RescaleTable::new(&config);
     assert_eq!((pv.height, pv.width, pv.data.len()), (4, 5, 60));
     for y in 0..4 {
@@ -120,7 +120,7 @@ proptest! {
         let image = gradient((gw * patch) as u32, (gh * patch) as u32);
         let config = ProcessorConfig::default();
         let patches = Patches::from_image(&image, patch, gw * gh + extra, &config).expect("divisible");
-        let pv = PixelValues::from_image(&image, &config);
+        let pv = PixelValues::from_image(&image, &Preprocessor::new(config).expect("valid"));
         prop_assert_eq!(patches.to_chw().unwrap(), pv.data);
     }
 }
