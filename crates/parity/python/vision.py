@@ -193,6 +193,18 @@ CASES += [
 ]
 
 
+# Long sequences: the largest budget, 1120 soft tokens (an image of 10,080 patches, attention over 10,080
+# keys), for an image and for a video at its largest per-frame budget, on a tower narrow enough
+# that stock MLX's CPU attention finishes in minutes; bf16, and the same weights cast to float32.
+LONG_1120 = dict(name="long-1120", model_type="gemma4", dtype="bfloat16", text_hidden=64, layout="raw",
+                 vision=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=2,
+                             num_key_value_heads=2, head_dim=32, use_clipped_linears=True, standardize=False),
+                 runs=[dict(name="photo", images=["gen:gradient-1680x1536.png"], budget=1120),
+                       dict(name="video", images=["gen:checker-1680x1536.png", "gen:noise-1680x1536.png"],
+                            budget=1120, video=True)],
+                 video=dict(num_frames=2))
+CASES += [LONG_1120, dict(LONG_1120, name="long-1120-f32", compute="float32")]
+
 # ---------------------------------------------------------------------------------------------
 # Stage capture
 
