@@ -94,6 +94,35 @@ pub(crate) unsafe fn store4<T: Float>(p: *mut T, v: float32x4_t) {
     }
 }
 
+/// Stores 4 lanes that are exact widenings of `T` values (loaded by [`load4`], or selected
+/// among such) back to those values, bit for bit: no rounding, NaN payloads kept (for `f32`
+/// and `bf16`; others go through [`Float::from_f32`]).
+///
+/// # Safety
+/// `p` is valid for writing 4 consecutive `T`.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn store4_exact<T: Float>(p: *mut T, v: float32x4_t) {
+    if is::<T, bf16>() {
+        let bits = vshrn_n_u32::<16>(vreinterpretq_u32_f32(v));
+        // SAFETY: `T` is `bf16`: 8 writable bytes.
+        unsafe { vst1_u16(p.cast::<u16>(), bits) }
+    } else {
+        // SAFETY: the caller's guarantee; narrowing an exact widening is exact for f32.
+        unsafe { store4(p, v) }
+    }
+}
+
+/// [`store4_exact`] of `v` into `x[c..c + 4]`: the safe store (it panics unless
+/// `c + 4 <= x.len()`).
+#[inline]
+#[target_feature(enable = "neon")]
+pub(crate) fn store_exact_at<T: Float>(x: &mut [T], c: usize, v: float32x4_t) {
+    let x = &mut x[c..c + 4];
+    // SAFETY: `x` holds 4 writable values.
+    unsafe { store4_exact(x.as_mut_ptr(), v) }
+}
+
 /// [`load4`] of `x[c..c + 4]`: the safe load (it panics unless `c + 4 <= x.len()`).
 #[inline]
 #[target_feature(enable = "neon")]
@@ -170,6 +199,46 @@ pub(crate) fn transpose4(rows: [float32x4_t; 4]) -> [float32x4_t; 4] {
         back(vtrn2q_f64(pairs(t0), pairs(t2))),
         back(vtrn2q_f64(pairs(t1), pairs(t3))),
     ]
+}
+
+/// Lane `i` holds `0 + term(rows[i][0]) + term(rows[i][1]) + …` over `dim` columns, summed in
+/// column order in float32, as MLX's sequential reductions sum (one row per lane, so no row's
+/// order changes). `term` maps 4 widened values to 4 terms.
+///
+/// # Safety
+/// Each `rows[i]` is valid for reading `dim` values.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn row_sums4<T: Float>(
+    rows: &[*const T; 4],
+    dim: usize,
+    term: impl Fn(float32x4_t) -> float32x4_t,
+) -> float32x4_t {
+    let mut sum = vdupq_n_f32(0.0);
+    let mut column = 0;
+    while column + 4 <= dim {
+        // SAFETY: columns `column..column + 4` of every row are readable.
+        let block = std::array::from_fn(|i| unsafe { load4(rows[i].add(column)) });
+        for values in transpose4(block) {
+            sum = vaddq_f32(sum, term(values));
+        }
+        column += 4;
+    }
+    while column < dim {
+        // SAFETY: `column < dim`: column `column` of every row is readable.
+        let lanes = std::array::from_fn(|i| unsafe { rows[i].add(column).read() }.to_f32());
+        sum = vaddq_f32(sum, term(from_array(&lanes)));
+        column += 1;
+    }
+    sum
+}
+
+/// Pointers to rows `first..first + 4` of `x` (rows of `dim`), the last row repeated past the
+/// end (those lanes are computed and ignored). `first` is a row of `x`.
+#[inline]
+pub(crate) fn row_pointers<T>(x: &[T], dim: usize, first: usize) -> [*const T; 4] {
+    let rows = x.len() / dim.max(1);
+    std::array::from_fn(|i| x[(first + i).min(rows.saturating_sub(1)) * dim..].as_ptr())
 }
 
 #[cfg(test)]
