@@ -28,7 +28,8 @@ pub struct Emulator<'a> {
 
 /// One row group of the table: its label, the stock MLX outputs it is compared with (`.npz`),
 /// whether the example runs under emulation, and whether it runs the portable loops
-/// (`KERNELS_PORTABLE`: on x86-64, the kernels aarch64 runs, under x86's rule).
+/// (`KERNELS_PORTABLE`) instead of the CPU's SIMD path (AVX2 or AVX-512 on x86-64, NEON on
+/// aarch64).
 pub struct Platform<'a> {
     pub label: &'a str,
     pub mlx: &'a Path,

@@ -17,8 +17,10 @@
 //! `aarch64-unknown-linux-gnu` (its standard library from `rustup target add`, Debian's
 //! `gcc-aarch64-linux-gnu` as the linker), its test suite run under `qemu-aarch64`, and its
 //! kernels run on the same op list natively and under emulation, each platform's bits against
-//! stock MLX's there (a table; the run fails unless every row is identical). Only `kernels` is
-//! cross-built: the crates that open MLX (`mlx-ffi` and above) are not run under emulation.
+//! stock MLX's there, once with the CPU's SIMD path (AVX2 or AVX-512; NEON) and once with the
+//! portable loops (`KERNELS_PORTABLE`): a table; the run fails unless every row is identical.
+//! Only `kernels` is cross-built: the crates that open MLX (`mlx-ffi` and above) are not run
+//! under emulation.
 
 use crate::cross_kernels::{self, Emulator, Platform};
 use crate::project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
@@ -78,6 +80,7 @@ pub fn main() -> Result<()> {
         Platform { label: "x86-64", mlx: &x86, emulated: false, portable: false },
         Platform { label: "x86-64-portable", mlx: &x86, emulated: false, portable: true },
         Platform { label: "aarch64", mlx: &arm, emulated: true, portable: false },
+        Platform { label: "aarch64-portable", mlx: &arm, emulated: true, portable: true },
     ];
     cross_kernels::compare_op_list(&emulator, &inputs, &platforms, &work)?;
     eprintln!("emulate: done in {:.1} s", started.elapsed().as_secs_f64());

@@ -6,7 +6,8 @@
 //!
 //! each in bf16 and float32, with gemma4's `[1, 1, L, L]` additive mask (always passed by the
 //! tower) and without. `GEMM_KERNEL=portable` benches the portable kernels, `GEMM_KERNEL=avx2`
-//! the AVX2 ones; `RAYON_NUM_THREADS` sets the threads.
+//! the AVX2 ones, `GEMM_KERNEL=neon` the NEON ones (aarch64); `RAYON_NUM_THREADS` sets the
+//! threads.
 
 extern crate gemma_vision_kernels as kernels;
 
@@ -24,6 +25,7 @@ fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
         Ok("portable") => MicroKernel::Portable,
         Ok("avx2") => MicroKernel::Avx2,
+        Ok("neon") => MicroKernel::Neon,
         _ => MicroKernel::detect(),
     }
 }

@@ -9,8 +9,8 @@
 //!
 //! Each shape runs as `bf16` (bf16 × bf16 → bf16), `f32` (f32 × f32 → f32) and `f32+bf16w`
 //! (f32 activations, bf16 weights → f32). `GEMM_KERNEL=portable` benches the portable
-//! micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one;
-//! `RAYON_NUM_THREADS` sets the threads.
+//! micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one,
+//! `GEMM_KERNEL=neon` the NEON one (aarch64); `RAYON_NUM_THREADS` sets the threads.
 
 extern crate gemma_vision_kernels as kernels;
 
@@ -53,6 +53,7 @@ fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
         Ok("portable") => MicroKernel::Portable,
         Ok("avx2") => MicroKernel::Avx2,
+        Ok("neon") => MicroKernel::Neon,
         _ => MicroKernel::detect(),
     }
 }

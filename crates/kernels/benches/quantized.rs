@@ -13,8 +13,8 @@
 //! product (`bf16`, `f32`, or `f32+bf16w`: float32 `x` by bf16 weights), the product
 //! `affine4g64` or `mxfp4` (`quantized_matmul`) or `dense` (`gemm` with the dense weights: bf16
 //! for a bf16 `x`; bf16 or float32 for a float32 one). `GEMM_KERNEL=portable` benches the
-//! portable micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one;
-//! `RAYON_NUM_THREADS` sets the threads.
+//! portable micro-kernel instead of the detected one, `GEMM_KERNEL=avx2` the AVX2 one,
+//! `GEMM_KERNEL=neon` the NEON one (aarch64); `RAYON_NUM_THREADS` sets the threads.
 
 extern crate gemma_vision_kernels as kernels;
 
@@ -86,6 +86,7 @@ fn kernel() -> MicroKernel {
     match std::env::var("GEMM_KERNEL").as_deref() {
         Ok("portable") => MicroKernel::Portable,
         Ok("avx2") => MicroKernel::Avx2,
+        Ok("neon") => MicroKernel::Neon,
         _ => MicroKernel::detect(),
     }
 }

@@ -5,12 +5,13 @@
 //! each are printed with the load average.
 //!
 //! ```text
-//! cargo run --release -p gemma-vision-kernels --example throughput -- [--reps N] [--filter TEXT] [--images N]
+//! cargo run --release -p gemma-vision-kernels --example throughput -- [--reps N] [--filter TEXT] [--images N] [--tokens N]
 //! RAYON_NUM_THREADS=1 cargo run --release -p gemma-vision-kernels --example throughput
 //! ```
 //!
 //! Cases: `gemm/e2b/{bf16,f32,f32+bf16w}/MxKxN` (x `[M, K]` times `W.T`, `W` `[N, K]`, as
-//! `nn.Linear` runs; `M` is 2394 tokens per image, `--images` of them), the 31b-shaped
+//! `nn.Linear` runs; `M` is 2394 tokens per image, or `--tokens`, `--images` of them; the
+//! attentions' sequence is that many tokens too), the 31b-shaped
 //! widths, and `attention/{e2b,31b}/{bf16,f32}` with the tower's `[1, 1, L, L]` mask of one
 //! image (zeros) and, `/padded`, of a batch whose last 100 tokens are padding (flops:
 //! `4·Hq·L²·D`, the two products); `quantized/{unified,e2b}/…` (`quantized_matmul`, affine 4
@@ -29,6 +30,7 @@ use kernels::quantized::{Quantization, QuantizationMode, QuantizedMatrix, Scales
 use kernels::testing::{lcg_values, tower_mask};
 use std::time::Instant;
 
+/// The tokens of one image at the towers' default budget.
 const TOKENS: usize = 2394;
 
 /// This process's CPU time (all threads), in seconds.
@@ -92,18 +94,23 @@ fn quantized_case<X: Float>(group: &str, label: &str, q: Quantization, m: usize,
     }
 }
 
-fn attention_case<T: Float>(group: &str, label: &str, heads: usize, head_dim: usize, padding: usize) -> Case {
+fn attention_case<T: Float>(
+    group: &str,
+    label: &str,
+    (tokens, heads, head_dim): (usize, usize, usize),
+    padding: usize,
+) -> Case {
     let shape =
-        AttentionShape { batch: 1, query_heads: heads, kv_heads: heads, queries: TOKENS, keys: TOKENS, head_dim };
-    let len = TOKENS * heads * head_dim;
+        AttentionShape { batch: 1, query_heads: heads, kv_heads: heads, queries: tokens, keys: tokens, head_dim };
+    let len = tokens * heads * head_dim;
     let (q, k, v) = (lcg_values::<T>(len, 1, 2.0), lcg_values::<T>(len, 2, 2.0), lcg_values::<T>(len, 3, 1.0));
     // The tower's mask: zeros among real patches, -1e4 to and from the padding (the last
     // `padding` tokens; none for a single image).
-    let mask: Vec<T> = tower_mask(TOKENS, TOKENS - padding);
+    let mask: Vec<T> = tower_mask(tokens, tokens - padding);
     let mut out = vec![T::default(); len];
     Case {
         name: format!("attention/{group}/{label}{}", if padding > 0 { "/padded" } else { "" }),
-        flops: 4.0 * (heads * TOKENS * TOKENS * head_dim) as f64,
+        flops: 4.0 * (heads * tokens * tokens * head_dim) as f64,
         run: Box::new(move || {
             let mask = Some(MaskRef::new(&mask, 1, 1));
             attention(AttentionInputs { shape, q: &q, k: &k, v: &v, scale: 0.125, mask }, &mut out).unwrap();
@@ -113,15 +120,15 @@ fn attention_case<T: Float>(group: &str, label: &str, heads: usize, head_dim: us
     }
 }
 
-fn all_cases(images: usize) -> Vec<Case> {
+fn all_cases(images: usize, tokens: usize) -> Vec<Case> {
     let mut cases = Vec::new();
     for (group, shapes) in
         [("e2b", [(768, 768), (768, 3072), (3072, 768)]), ("31b", [(1152, 1152), (1152, 4304), (4304, 1152)])]
     {
         for (k, n) in shapes {
-            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", images * TOKENS, k, n));
-            cases.push(gemm_case::<f32, f32, f32>(group, "f32", images * TOKENS, k, n));
-            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", images * TOKENS, k, n));
+            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", images * tokens, k, n));
+            cases.push(gemm_case::<f32, f32, f32>(group, "f32", images * tokens, k, n));
+            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", images * tokens, k, n));
         }
     }
     let affine = Quantization::affine(4, 64).expect("affine 4 bits, groups of 64");
@@ -132,11 +139,12 @@ fn all_cases(images: usize) -> Vec<Case> {
     cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, 266, 768, 1536));
     cases.push(quantized_case::<bf16>("e2b", "mxfp4-bf16", Quantization::MXFP4, 266, 768, 1536));
     cases.push(gemm_case::<bf16, bf16, bf16>("e2b", "bf16", 266, 768, 1536));
-    cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, images * TOKENS, 768, 3072));
+    cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, images * tokens, 768, 3072));
     for (group, heads, head_dim) in [("e2b", 12, 64), ("31b", 16, 72)] {
-        cases.push(attention_case::<bf16>(group, "bf16", heads, head_dim, 0));
-        cases.push(attention_case::<f32>(group, "f32", heads, head_dim, 0));
-        cases.push(attention_case::<bf16>(group, "bf16", heads, head_dim, 100));
+        let shape = (tokens, heads, head_dim);
+        cases.push(attention_case::<bf16>(group, "bf16", shape, 0));
+        cases.push(attention_case::<f32>(group, "f32", shape, 0));
+        cases.push(attention_case::<bf16>(group, "bf16", shape, 100.min(tokens / 2)));
     }
     cases
 }
@@ -151,17 +159,25 @@ fn main() {
     let mut reps = 5;
     let mut filter = String::new();
     let mut images = 1;
+    let mut tokens = TOKENS;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--reps" => reps = args.next().and_then(|s| s.parse().ok()).expect("--reps N"),
             "--filter" => filter = args.next().expect("--filter TEXT"),
             "--images" => images = args.next().and_then(|s| s.parse().ok()).expect("--images N"),
+            "--tokens" => tokens = args.next().and_then(|s| s.parse().ok()).expect("--tokens N"),
             other => panic!("unknown argument {other}"),
         }
     }
-    let mut cases: Vec<Case> = all_cases(images).into_iter().filter(|c| c.name.contains(&filter)).collect();
-    println!("threads {}, load average before: {}", kernels::parallel::threads(), load_average());
+    let mut cases: Vec<Case> = all_cases(images, tokens).into_iter().filter(|c| c.name.contains(&filter)).collect();
+    println!(
+        "{} on {}, threads {}, load average before: {}",
+        kernels::cpu::isa(),
+        std::env::consts::ARCH,
+        kernels::parallel::threads(),
+        load_average()
+    );
     for case in &mut cases {
         (case.run)();
     }
@@ -181,7 +197,7 @@ fn main() {
         };
         let (cpu_best, cpu_median) = best(&mut case.cpu);
         let (wall_best, wall_median) = best(&mut case.wall);
-        println!("{:<40} {cpu_best:>10.1} {cpu_median:>10.1} {wall_best:>10.1} {wall_median:>10.1}", case.name);
+        println!("{:<40} {cpu_best:>10.2} {cpu_median:>10.2} {wall_best:>10.2} {wall_median:>10.2}", case.name);
     }
     println!("load average after: {}", load_average());
 }

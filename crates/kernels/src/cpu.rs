@@ -1,18 +1,19 @@
 //! What the CPU can do, decided once per process: the [`Isa`] every kernel runs.
 //!
-//! [`isa`] reads the CPU (CPUID, through `is_x86_feature_detected!`) and the environment once,
-//! in a `OnceLock`, and every kernel takes its value at its top-level entry and passes it down;
-//! nothing below re-checks. The environment overrides the CPU, for tests and comparisons:
-//! `KERNELS_PORTABLE` (set to anything) forces the portable loops, `KERNELS_AVX2` keeps the
-//! AVX2 + FMA kernels without the AVX-512 ones.
+//! [`isa`] reads the CPU (CPUID, through `is_x86_feature_detected!`; on aarch64
+//! `is_aarch64_feature_detected!`) and the environment once, in a `OnceLock`, and every kernel
+//! takes its value at its top-level entry and passes it down; nothing below re-checks. The
+//! environment overrides the CPU, for tests and comparisons: `KERNELS_PORTABLE` (set to
+//! anything) forces the portable loops, `KERNELS_AVX2` keeps the AVX2 + FMA kernels without
+//! the AVX-512 ones.
 //!
-//! An [`Isa`] variant other than [`Isa::Portable`] carries a zero-sized proof token
-//! ([`Avx2`], [`Avx512`]) that only this module constructs, and only after the check: holding
-//! one proves the CPU runs that code. A kernel's `#[target_feature]` function is reached
-//! through a safe entry that takes the token (declared with `target_entry!`); that entry holds
-//! the one `unsafe` call, so the code around the kernels is free of `unsafe` for the
-//! instruction set, and what `unsafe` remains is memory: the micro-kernels' pointer
-//! arguments, the vector loads and stores.
+//! An [`Isa`] variant other than [`Isa::Portable`] carries a zero-sized proof token (`Avx2`,
+//! `Avx512` on x86-64; `Neon` on aarch64) that only this module constructs, and only after the
+//! check: holding one proves the CPU runs that code. A kernel's `#[target_feature]` function is
+//! reached through a safe entry that takes the token (declared with `target_entry!`); that entry
+//! holds the one `unsafe` call, so the code around the kernels is free of `unsafe` for the
+//! instruction set, and what `unsafe` remains is memory: the micro-kernels' pointer arguments,
+//! the vector loads and stores.
 //!
 //! How the names relate: [`Isa`] is what the CPU (and the environment) allow, for every
 //! kernel of this crate. [`MicroKernel`](crate::gemm::MicroKernel) is the matrix products'
@@ -24,9 +25,11 @@
 //! `layers::HostKernel` names which of these kernels ran for an op; none of them chooses the
 //! instruction set, which is this module's alone.
 //!
-//! Another instruction set (NEON on aarch64) is one more variant with its own token, resolved
-//! in [`isa`] under its `cfg`, and one more arm where a kernel has code for it; kernels
-//! without that code keep the portable loops. The x86 variants exist only on `x86_64`.
+//! Each instruction set is one variant with its own token, resolved in [`isa`] under its
+//! `cfg`, and one more arm where a kernel has code for it; kernels without that code keep the
+//! portable loops. The x86 variants exist only on `x86_64`, `Isa::Neon` only on `aarch64`
+//! (where NEON is part of the baseline target, so [`isa`] finds it on every CPU unless the
+//! environment asks for the portable loops).
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -41,6 +44,9 @@ pub enum Isa {
     /// AVX2 and FMA: 8 float32 lanes.
     #[cfg(target_arch = "x86_64")]
     Avx2(Avx2),
+    /// NEON (Advanced SIMD): 4 float32 lanes per register, 32 registers, `fmla` fused.
+    #[cfg(target_arch = "aarch64")]
+    Neon(Neon),
     /// Plain Rust loops (auto-vectorised at the baseline target).
     Portable,
 }
@@ -67,18 +73,24 @@ fn resolve() -> Isa {
         }
         return Isa::Avx2(avx2);
     }
+    #[cfg(target_arch = "aarch64")]
+    if std::arch::is_aarch64_feature_detected!("neon") {
+        return Isa::Neon(Neon(()));
+    }
     Isa::Portable
 }
 
 impl fmt::Display for Isa {
-    /// The instruction set's name as `doctor` and benchmarks print it: `AVX-512F`, `AVX2+FMA`
-    /// or `portable`.
+    /// The instruction set's name as `doctor` and benchmarks print it: `AVX-512F`, `AVX2+FMA`,
+    /// `NEON` or `portable`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512(_) => "AVX-512F",
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(_) => "AVX2+FMA",
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(_) => "NEON",
             Isa::Portable => "portable",
         })
     }
@@ -103,6 +115,16 @@ impl Isa {
         match self {
             Isa::Avx512(avx512) => Some(avx512),
             Isa::Avx2(_) | Isa::Portable => None,
+        }
+    }
+
+    /// The NEON token, where this instruction set is NEON.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub fn neon(self) -> Option<Neon> {
+        match self {
+            Isa::Neon(neon) => Some(neon),
+            Isa::Portable => None,
         }
     }
 
@@ -138,22 +160,32 @@ impl Avx512 {
     }
 }
 
+/// Proof that the CPU runs NEON code (and that the environment allows it): only [`isa`] makes
+/// one, after checking.
+#[cfg(target_arch = "aarch64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Neon(());
+
 /// Declares a safe entry to a `#[target_feature]` function: `fn name[generics](args) = target;`
-/// after the token type (`Avx2` or `Avx512`) becomes `fn name<generics>(token, args)`, which
-/// calls `target::<generics>(args)`.
+/// after the token type (`Avx2` or `Avx512`; `Neon` on aarch64) becomes
+/// `fn name<generics>(token, args)`, which calls `target::<generics>(args)`.
 ///
 /// The call goes through a trampoline compiled with exactly the token's features, which calls
 /// `target` without `unsafe`: it compiles only if `target` is a safe function (no `unsafe fn`
 /// with preconditions of its own) whose features the token's include. The one `unsafe` is the
 /// call into the trampoline, whose only precondition, those features, the token discharges
-/// (only [`isa`] makes one, after checking the CPU).
-#[cfg(target_arch = "x86_64")]
+/// (only [`isa`] makes one, after checking the CPU). NEON is in aarch64's baseline target, but
+/// a function calling its intrinsics still declares the feature, so it is reached the same way.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! target_entry {
     (Avx2; $($entry:tt)*) => {
         $crate::cpu::target_entry!(@entry Avx2, "avx2,fma"; $($entry)*);
     };
     (Avx512; $($entry:tt)*) => {
         $crate::cpu::target_entry!(@entry Avx512, "avx512f,avx2,fma"; $($entry)*);
+    };
+    (Neon; $($entry:tt)*) => {
+        $crate::cpu::target_entry!(@entry Neon, "neon"; $($entry)*);
     };
     (
         @entry $token:ident, $features:literal;
@@ -176,7 +208,7 @@ macro_rules! target_entry {
     };
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use target_entry;
 
 #[cfg(test)]
@@ -204,6 +236,12 @@ mod tests {
             assert_eq!(isa.at_most_avx2().avx512(), None);
             assert_eq!(isa.at_most_avx2().avx2(), isa.avx2());
         }
-        assert!(["AVX-512F", "AVX2+FMA", "portable"].contains(&isa.to_string().as_str()), "{isa}");
+        #[cfg(target_arch = "aarch64")]
+        {
+            // NEON is in the baseline target: only the environment turns it off.
+            assert_eq!(isa.neon().is_some(), std::env::var_os("KERNELS_PORTABLE").is_none());
+            assert_eq!(isa.at_most_avx2(), isa);
+        }
+        assert!(["AVX-512F", "AVX2+FMA", "NEON", "portable"].contains(&isa.to_string().as_str()), "{isa}");
     }
 }

@@ -120,13 +120,20 @@ fn binary_in_place<T: Float, Op: BinaryOp>(kernel: &'static str, acc: &mut [T], 
     Ok(())
 }
 
-/// An element-wise float32 operation, on one value and on 8 lanes.
+/// An element-wise float32 operation, on one value and on 8 lanes (AVX2) or 4 (NEON).
 trait BinaryOp {
     fn apply(a: f32, b: f32) -> f32;
     /// # Safety
     /// The CPU has AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     unsafe fn apply8(a: std::arch::x86_64::__m256, b: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256;
+    /// # Safety
+    /// The CPU has NEON.
+    #[cfg(target_arch = "aarch64")]
+    unsafe fn apply4(
+        a: std::arch::aarch64::float32x4_t,
+        b: std::arch::aarch64::float32x4_t,
+    ) -> std::arch::aarch64::float32x4_t;
 }
 
 struct Add;
@@ -143,6 +150,15 @@ impl BinaryOp for Add {
     unsafe fn apply8(a: std::arch::x86_64::__m256, b: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
         std::arch::x86_64::_mm256_add_ps(a, b)
     }
+    #[cfg(target_arch = "aarch64")]
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn apply4(
+        a: std::arch::aarch64::float32x4_t,
+        b: std::arch::aarch64::float32x4_t,
+    ) -> std::arch::aarch64::float32x4_t {
+        std::arch::aarch64::vaddq_f32(a, b)
+    }
 }
 
 impl BinaryOp for Multiply {
@@ -156,6 +172,15 @@ impl BinaryOp for Multiply {
     unsafe fn apply8(a: std::arch::x86_64::__m256, b: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
         std::arch::x86_64::_mm256_mul_ps(a, b)
     }
+    #[cfg(target_arch = "aarch64")]
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn apply4(
+        a: std::arch::aarch64::float32x4_t,
+        b: std::arch::aarch64::float32x4_t,
+    ) -> std::arch::aarch64::float32x4_t {
+        std::arch::aarch64::vmulq_f32(a, b)
+    }
 }
 
 /// `acc[i] = T(Op(acc[i], b[i]))` over one block, by the fastest path the CPU has.
@@ -163,6 +188,11 @@ fn binary_block_in_place<T: Float, Op: BinaryOp>(isa: Isa, acc: &mut [T], b: &[T
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
         avx2::binary_in_place::<T, Op>(avx2, acc, b);
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::binary_in_place::<T, Op>(neon, acc, b);
         return;
     }
     let _ = isa;
@@ -181,6 +211,13 @@ fn clip_block<T: Float>(isa: Isa, x: &mut [T], low: Option<T>, high: Option<T>) 
         && crate::lanes::native::<T>()
     {
         avx2::clip_in_place(avx2, x, low, high);
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon()
+        && native::<T>()
+    {
+        neon::clip_in_place(neon, x, low, high);
         return;
     }
     let _ = isa;
@@ -246,6 +283,71 @@ mod avx2 {
             }
             store_exact_at(x, i, v);
             i += 8;
+        }
+        for v in &mut x[i..] {
+            *v = clip_scalar(*v, low, high);
+        }
+    }
+}
+
+/// Whether `T` is `f32` or `bf16`, whose lanes the vector clips store back bit for bit.
+#[cfg(target_arch = "aarch64")]
+fn native<T: 'static>() -> bool {
+    use std::any::TypeId;
+    TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<half::bf16>()
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{BinaryOp, clip_scalar};
+    use crate::Float;
+    use crate::lanes_neon::{is_nan, load_at, store_at, store_exact_at};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`binary_in_place_tf`] behind the token that proves its target features.
+        pub(super) fn binary_in_place[T: Float, Op: BinaryOp](acc: &mut [T], b: &[T]) = binary_in_place_tf;
+    }
+
+    #[target_feature(enable = "neon")]
+    fn binary_in_place_tf<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
+        let n = acc.len().min(b.len());
+        let mut i = 0;
+        while i + 4 <= n {
+            // SAFETY: `apply4` needs NEON, which is enabled here.
+            let y = unsafe { Op::apply4(load_at(acc, i), load_at(b, i)) };
+            store_at(acc, i, y);
+            i += 4;
+        }
+        for i in i..n {
+            acc[i] = T::from_f32(Op::apply(acc[i].to_f32(), b[i].to_f32()));
+        }
+    }
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`clip_in_place_tf`] behind the token that proves its target features.
+        pub(super) fn clip_in_place[T: Float](x: &mut [T], low: Option<T>, high: Option<T>) = clip_in_place_tf;
+    }
+
+    /// `maximum` then `minimum` as selects on the widened lanes, stored back exactly.
+    #[target_feature(enable = "neon")]
+    fn clip_in_place_tf<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
+        let bound = |b: Option<T>| vdupq_n_f32(b.map_or(0.0, |b| b.to_f32()));
+        let (low_v, high_v) = (bound(low), bound(high));
+        let mut i = 0;
+        while i + 4 <= x.len() {
+            let mut v = load_at(x, i);
+            if low.is_some() {
+                // maximum(v, low): v where v is NaN or v > low, else low.
+                v = vbslq_f32(vorrq_u32(is_nan(v), vcgtq_f32(v, low_v)), v, low_v);
+            }
+            if high.is_some() {
+                v = vbslq_f32(vorrq_u32(is_nan(v), vcltq_f32(v, high_v)), v, high_v);
+            }
+            store_exact_at(x, i, v);
+            i += 4;
         }
         for v in &mut x[i..] {
             *v = clip_scalar(*v, low, high);

@@ -1,9 +1,9 @@
 //! MLX 0.32's CPU `exp` (`mlx/backend/cpu/simd/math.h`): the Cephes polynomial with `fma`.
 //!
 //! [`exp`] is the definition of the bits: MLX's `simd::exp` for one float32 lane, written in
-//! the same order of operations. The slice kernels ([`exp_in_place`], [`exp_slice`]) and the
-//! 8-lane AVX2 function (`avx2::exp8`, for the other kernels of this crate) give the same bits
-//! for every input, NaN payloads included.
+//! the same order of operations. The slice kernels ([`exp_in_place`], [`exp_slice`]), the
+//! 8-lane AVX2 function (`avx2::exp8`, for the other kernels of this crate) and the 4-lane NEON
+//! one (`neon::exp4`, on aarch64) give the same bits for every input, NaN payloads included.
 
 use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel};
@@ -110,6 +110,11 @@ fn exp_block_in_place(isa: Isa, values: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
         avx2::exp_in_place(avx2, values);
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::exp_in_place(neon, values);
         return;
     }
     let _ = isa;
@@ -223,6 +228,9 @@ pub(crate) mod avx512 {
         _mm512_mask_blend_ps(below, r, _mm512_setzero_ps())
     }
 }
+
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon;
 
 #[cfg(test)]
 mod tests {
@@ -342,6 +350,15 @@ mod tests {
                 assert_eq!(bits(&lanes), bits(&want[shift..]), "lane shift {shift}");
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(neon) = crate::cpu::isa().neon() {
+            // Every edge case in each of the 4 lanes.
+            for shift in 0..4 {
+                let mut lanes = xs[shift..].to_vec();
+                neon::exp_in_place(neon, &mut lanes);
+                assert_eq!(bits(&lanes), bits(&want[shift..]), "lane shift {shift}");
+            }
+        }
         let mut all = xs.clone();
         exp_in_place(&mut all);
         assert_eq!(bits(&all), bits(&want));
@@ -373,6 +390,23 @@ mod tests {
             assert_eq!(bits(&all), bits(&want), "exp16 of {lanes:?}");
             let want: Vec<f32> = domain.iter().map(|&x| exp(x)).collect();
             assert_eq!(bits(&nonpositive), bits(&want), "exp16_nonpositive of {domain:?}");
+        }
+    }
+
+    /// The 4-lane NEON functions on the edge cases and a sweep of bit patterns: `exp4`
+    /// everywhere, `exp4_nonpositive` on its domain (`≤ 0` or `−∞`).
+    #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn the_4_lane_functions_agree_with_the_twin() {
+        let Some(neon) = crate::cpu::isa().neon() else { return };
+        let mut xs = edge_cases();
+        xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099 + (i & 7))));
+        for lanes in xs.as_chunks::<4>().0 {
+            let domain = lanes.map(|x| if x.is_nan() { f32::NEG_INFINITY } else { -x.abs() });
+            let (all, _) = neon::lanes(neon, lanes);
+            let (_, nonpositive) = neon::lanes(neon, &domain);
+            assert_eq!(bits(&all), bits(&lanes.map(exp)), "exp4 of {lanes:?}");
+            assert_eq!(bits(&nonpositive), bits(&domain.map(exp)), "exp4_nonpositive of {domain:?}");
         }
     }
 

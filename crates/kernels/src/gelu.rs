@@ -14,10 +14,12 @@
 //! [`gelu_approx_scalar`] is that sequence for one value (the definition of the bits). In bf16
 //! the GELU is a function of 65,536 inputs: [`gelu_approx_mul`] looks it up in a table made
 //! once per process by the scalar sequence itself, then multiplies by `up` (8 lanes per AVX2
-//! vector). In float32 it runs the sequence over all cores, the cubes by
+//! vector, 4 per NEON vector). In float32 it runs the sequence over all cores, the cubes by
 //! [`cube_as_pow`](crate::power::cube_as_pow) (`powf`'s bits without calling it for most
-//! values) and the `tanh`s by [`tanh_slice`](crate::tanh::tanh_slice) (the C library's
-//! `tanhf` bits, 8 lanes at a time where that is glibc's fdlibm `tanhf`).
+//! values, 8 lanes at a time with AVX2) and the `tanh`s by
+//! [`tanh_slice`](crate::tanh::tanh_slice) (the C library's `tanhf` bits, 8 lanes at a time
+//! where that is glibc's fdlibm `tanhf`; on aarch64 one `tanhf` call per value, which leaves
+//! the float32 sequence to the portable loop there).
 
 use crate::cpu::Isa;
 use crate::power::{cube_as_pow_slice, pow};
@@ -182,6 +184,11 @@ fn gated_by_table<T: Float>(isa: Isa, table: &Table, gate: &[T], up: &[T], out: 
         avx2::gated_by_table(avx2, table, gate, up, out);
         return;
     }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::gated_by_table(neon, table, gate, up, out);
+        return;
+    }
     let _ = isa;
     gated_by_table_portable(table, gate, up, out);
 }
@@ -215,6 +222,36 @@ mod avx2 {
             let y = _mm256_mul_ps(from_array(&g), load_at(up, c));
             store_at(out, c, y);
             c += 8;
+        }
+        for c in c..n {
+            out[c] = T::from_f32(lookup(table, gate[c]) * up[c].to_f32());
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{Table, lookup};
+    use crate::Float;
+    use crate::lanes_neon::{from_array, load_at, store_at};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`gated_by_table_tf`] behind the token that proves its target features.
+        pub(super) fn gated_by_table[T: Float](table: &Table, gate: &[T], up: &[T], out: &mut [T]) = gated_by_table_tf;
+    }
+
+    /// 4 table lookups, then one product and rounding per 4 lanes.
+    #[target_feature(enable = "neon")]
+    fn gated_by_table_tf<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+        let n = gate.len().min(up.len()).min(out.len());
+        let mut c = 0;
+        while c + 4 <= n {
+            let g: [f32; 4] = std::array::from_fn(|i| lookup(table, gate[c + i]));
+            let y = vmulq_f32(from_array(&g), load_at(up, c));
+            store_at(out, c, y);
+            c += 4;
         }
         for c in c..n {
             out[c] = T::from_f32(lookup(table, gate[c]) * up[c].to_f32());
@@ -287,6 +324,12 @@ mod tests {
                 let mut lanes = vec![T::default(); gate.len()];
                 avx2::gated_by_table(avx2, table, gate, up, &mut lanes);
                 assert_eq!(bits(&lanes), bits(&want), "avx2");
+            }
+            #[cfg(target_arch = "aarch64")]
+            if let Some(neon) = crate::cpu::isa().neon() {
+                let mut lanes = vec![T::default(); gate.len()];
+                neon::gated_by_table(neon, table, gate, up, &mut lanes);
+                assert_eq!(bits(&lanes), bits(&want), "neon");
             }
         }
     }

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! [`layer_norm_scalar`] is that sequence element by element (the definition of the bits);
-//! [`layer_norm`] gives the same bits over all cores, 8 rows per AVX2 vector where available.
+//! [`layer_norm`] gives the same bits over all cores, 8 rows per AVX2 vector (4 per NEON
+//! vector) where available: each row's sums stay in one lane, in index order.
 
 use crate::cpu::Isa;
 use crate::{Float, Result, parallel, rows};
@@ -82,6 +83,11 @@ fn rows_block<X: Float, T: Float>(
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
         avx2::rows(avx2, x, weight, bias, eps, dim, out);
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::rows(neon, x, weight, bias, eps, dim, out);
         return;
     }
     let _ = isa;
@@ -214,6 +220,91 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::affine;
+    use crate::lanes_neon::{load_at, round4, row_pointers, row_sums4, store_at, to_array};
+    use crate::{Float, rows};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`rows_tf`] behind the token that proves its target features.
+        pub(super) fn rows[X: Float, T: Float](
+            x: &[X],
+            weight: Option<&[T]>,
+            bias: Option<&[T]>,
+            eps: f32,
+            dim: usize,
+            out: &mut [T],
+        ) = rows_tf;
+    }
+
+    /// Groups of 4 rows: the 4 sums, then the 4 sums of centred squares in one vector each (a
+    /// row per lane), then each row normalised 4 columns at a time.
+    #[target_feature(enable = "neon")]
+    fn rows_tf<X: Float, T: Float>(
+        x: &[X],
+        weight: Option<&[T]>,
+        bias: Option<&[T]>,
+        eps: f32,
+        dim: usize,
+        out: &mut [T],
+    ) {
+        let count = x.len() / dim;
+        let inverse_dim = vdupq_n_f32(rows::inverse_count(dim));
+        for first in (0..count).step_by(4) {
+            let pointers = row_pointers(x, dim, first);
+            // SAFETY: each pointer starts a row of `dim` values of `x`.
+            let mean = vmulq_f32(unsafe { row_sums4(&pointers, dim, |f| f) }, inverse_dim);
+            // SAFETY: as above.
+            let squares = unsafe {
+                row_sums4(&pointers, dim, |f| {
+                    let centred = vsubq_f32(f, mean);
+                    vmulq_f32(centred, centred)
+                })
+            };
+            let variance = vmulq_f32(squares, inverse_dim);
+            let r = vdivq_f32(vdupq_n_f32(1.0), vsqrtq_f32(vaddq_f32(variance, vdupq_n_f32(eps))));
+            for ((row, r), mean) in (first..count).zip(to_array(r)).zip(to_array(mean)) {
+                let span = row * dim..(row + 1) * dim;
+                normalize_row(&x[span.clone()], mean, r, weight, bias, &mut out[span]);
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "neon")]
+    fn normalize_row<X: Float, T: Float>(
+        x: &[X],
+        mean: f32,
+        r: f32,
+        weight: Option<&[T]>,
+        bias: Option<&[T]>,
+        out: &mut [T],
+    ) {
+        let (mean_v, rv) = (vdupq_n_f32(mean), vdupq_n_f32(r));
+        let n =
+            x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len)).min(bias.map_or(usize::MAX, <[T]>::len));
+        let mut c = 0;
+        while c + 4 <= n {
+            let centred = vsubq_f32(load_at(x, c), mean_v);
+            let mut y = round4::<T>(vmulq_f32(centred, rv));
+            if let Some(w) = weight {
+                y = round4::<T>(vmulq_f32(y, load_at(w, c)));
+            }
+            if let Some(b) = bias {
+                y = vaddq_f32(y, load_at(b, c));
+            }
+            store_at(out, c, y);
+            c += 4;
+        }
+        for c in c..n {
+            out[c] = affine(x[c].to_f32() - mean, r, weight.map(|w| w[c]), bias.map(|b| b[c]));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +324,12 @@ mod tests {
             let mut lanes = vec![T::default(); x.len()];
             avx2::rows(avx2, x, weight, bias, eps, dim, &mut lanes);
             assert_eq!(bits(&lanes), bits(&want), "avx2");
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(neon) = crate::cpu::isa().neon() {
+            let mut lanes = vec![T::default(); x.len()];
+            neon::rows(neon, x, weight, bias, eps, dim, &mut lanes);
+            assert_eq!(bits(&lanes), bits(&want), "neon");
         }
     }
 

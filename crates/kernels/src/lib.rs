@@ -50,6 +50,8 @@ pub mod gelu;
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]
 mod lanes;
+#[cfg(target_arch = "aarch64")]
+mod lanes_neon;
 pub mod layer_norm;
 pub mod parallel;
 pub mod power;

@@ -198,6 +198,62 @@ pub(crate) mod avx2 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon {
+    //! [`square_as_pow`](super::square_as_pow) on 4 lanes.
+
+    use super::{HALF_ULP_LESS_MARGIN, LARGEST, SMALLEST, pow};
+    use crate::lanes_neon::{from_array, to_array};
+    use std::arch::aarch64::*;
+
+    /// `powf(x, 2)` of each lane: `x * x` where settled (as the scalar rule), `powf` for the
+    /// other lanes.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    pub(crate) fn square_as_pow4(x: float32x4_t) -> float32x4_t {
+        let rounded = vmulq_f32(x, x);
+        // `x · x − rounded` in one rounding, exact in the checked range: the error of a
+        // float32 product is a float32.
+        let error = vfmaq_f32(vnegq_f32(rounded), x, x);
+        let magnitude = vabsq_f32(x);
+        let in_range =
+            vandq_u32(vcgeq_f32(magnitude, vdupq_n_f32(SMALLEST)), vcleq_f32(magnitude, vdupq_n_f32(LARGEST)));
+        let bits = vreinterpretq_u32_f32(rounded);
+        let power_of_two = vreinterpretq_f32_u32(vandq_u32(bits, vdupq_n_u32(0x7F80_0000)));
+        let threshold = vmulq_f32(power_of_two, vdupq_n_f32(HALF_ULP_LESS_MARGIN));
+        let small_error = vcltq_f32(vabsq_f32(error), threshold);
+        let on_power_of_two = vceqq_u32(vandq_u32(bits, vdupq_n_u32(0x007F_FFFF)), vdupq_n_u32(0));
+        let rounded_up = vcltq_f32(error, vdupq_n_f32(0.0));
+        let settled = vbicq_u32(vandq_u32(in_range, small_error), vandq_u32(on_power_of_two, rounded_up));
+        let settled = vorrq_u32(settled, vceqq_f32(x, vdupq_n_f32(0.0)));
+        if vminvq_u32(settled) == u32::MAX {
+            return rounded;
+        }
+        let mut lanes = to_array(rounded);
+        let (inputs, settled) = (to_array(x), to_array(vreinterpretq_f32_u32(settled)));
+        for ((lane, &input), settled) in lanes.iter_mut().zip(&inputs).zip(settled) {
+            if settled.to_bits() == 0 {
+                *lane = pow(input, 2.0);
+            }
+        }
+        from_array(&lanes)
+    }
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`squares_tf`] behind the token that proves its target features.
+        #[cfg(test)]
+        pub(super) fn squares(x: &[f32; 4]) -> [f32; 4] = squares_tf;
+    }
+
+    /// [`square_as_pow4`] of one array (for the tests).
+    #[cfg(test)]
+    #[target_feature(enable = "neon")]
+    fn squares_tf(x: &[f32; 4]) -> [f32; 4] {
+        to_array(square_as_pow4(from_array(x)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,10 +292,25 @@ mod tests {
         xs.iter().filter(|&&x| scalar(x).to_bits() != pow(x, y).to_bits()).count() + lane_mismatches(xs, y)
     }
 
-    /// No 8-lane function off x86-64.
-    #[cfg(not(target_arch = "x86_64"))]
+    /// No vector function off x86-64 and aarch64.
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     fn lane_mismatches(_: &[f32], _: f32) -> usize {
         0
+    }
+
+    /// The 4-lane square (NEON) against `powf` on `xs` (there is no vector cube on aarch64:
+    /// for `y = 3` none), where NEON runs.
+    #[cfg(target_arch = "aarch64")]
+    fn lane_mismatches(xs: &[f32], y: f32) -> usize {
+        let Some(neon) = crate::cpu::isa().neon().filter(|_| y == 2.0) else { return 0 };
+        let mut off = 0;
+        for chunk in xs.chunks(4) {
+            let mut lanes = [1f32; 4];
+            lanes[..chunk.len()].copy_from_slice(chunk);
+            let out = neon::squares(neon, &lanes);
+            off += lanes.iter().zip(&out).filter(|(x, r)| r.to_bits() != pow(**x, y).to_bits()).count();
+        }
+        off
     }
 
     /// The 8-lane function of power `y` against `powf` on `xs`, where the CPU has AVX2.

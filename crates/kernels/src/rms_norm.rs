@@ -11,7 +11,8 @@
 //! ```
 //!
 //! [`rms_norm_scalar`] is that sequence element by element (the definition of the bits);
-//! [`rms_norm`] gives the same bits over all cores, 8 rows per AVX2 vector where available.
+//! [`rms_norm`] gives the same bits over all cores, 8 rows per AVX2 vector (4 per NEON vector)
+//! where available: each row's sum stays in one lane, in index order.
 
 use crate::cpu::Isa;
 use crate::{Float, Result, parallel, rows};
@@ -61,6 +62,11 @@ fn rows_block<X: Float, T: Float>(isa: Isa, x: &[X], weight: Option<&[T]>, eps: 
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
         avx2::rows(avx2, x, weight, eps, dim, out);
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::rows(neon, x, weight, eps, dim, out);
         return;
     }
     let _ = isa;
@@ -152,6 +158,65 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::scale;
+    use crate::lanes_neon::{load_at, round4, row_pointers, row_sums4, store_at, to_array};
+    use crate::{Float, rows};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`rows_tf`] behind the token that proves its target features.
+        pub(super) fn rows[X: Float, T: Float](
+            x: &[X],
+            weight: Option<&[T]>,
+            eps: f32,
+            dim: usize,
+            out: &mut [T],
+        ) = rows_tf;
+    }
+
+    /// Groups of 4 rows: the 4 sums of squares in one vector (a row per lane, `fmul` then
+    /// `fadd`, as the scalar loop), then each row scaled 4 columns at a time.
+    #[target_feature(enable = "neon")]
+    fn rows_tf<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+        let count = x.len() / dim;
+        let inverse_dim = vdupq_n_f32(rows::inverse_count(dim));
+        for first in (0..count).step_by(4) {
+            let pointers = row_pointers(x, dim, first);
+            // SAFETY: each pointer starts a row of `dim` values of `x`.
+            let sums = unsafe { row_sums4(&pointers, dim, |f| vmulq_f32(f, f)) };
+            let mean = vmulq_f32(sums, inverse_dim);
+            let r = vdivq_f32(vdupq_n_f32(1.0), vsqrtq_f32(vaddq_f32(mean, vdupq_n_f32(eps))));
+            for (row, r) in (first..count).zip(to_array(r)) {
+                let span = row * dim..(row + 1) * dim;
+                scale_row(&x[span.clone()], r, weight, &mut out[span]);
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "neon")]
+    fn scale_row<X: Float, T: Float>(x: &[X], r: f32, weight: Option<&[T]>, out: &mut [T]) {
+        let rv = vdupq_n_f32(r);
+        let n = x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len));
+        let mut c = 0;
+        while c + 4 <= n {
+            let y = round4::<T>(vmulq_f32(load_at(x, c), rv));
+            let y = match weight {
+                Some(w) => vmulq_f32(y, load_at(w, c)),
+                None => y,
+            };
+            store_at(out, c, y);
+            c += 4;
+        }
+        for c in c..n {
+            out[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +237,12 @@ mod tests {
             let mut lanes = vec![T::default(); x.len()];
             avx2::rows(avx2, x, weight, eps, dim, &mut lanes);
             assert_eq!(bits(&lanes), bits(&want), "avx2");
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(neon) = crate::cpu::isa().neon() {
+            let mut lanes = vec![T::default(); x.len()];
+            neon::rows(neon, x, weight, eps, dim, &mut lanes);
+            assert_eq!(bits(&lanes), bits(&want), "neon");
         }
     }
 

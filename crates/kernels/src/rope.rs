@@ -15,7 +15,7 @@
 //!
 //! [`rope_scalar`] is that sequence element by element (the definition of the bits);
 //! [`rope`] and [`rope_in_place`] give the same bits over all cores, 8 channels per AVX2
-//! vector where available.
+//! vector (4 per NEON vector) where available.
 
 use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel, rows};
@@ -139,6 +139,11 @@ pub(crate) fn rotate_head<T: Float>(isa: Isa, head: &mut [T], token: usize, part
         avx2::rotate_head(avx2, head, token, parts);
         return;
     }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::rotate_head(neon, head, token, parts);
+        return;
+    }
     let _ = isa;
     rotate_head_portable(head, token, parts);
 }
@@ -225,6 +230,47 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{RopePartition, partitions, rotate_pair};
+    use crate::Float;
+    use crate::lanes_neon::{load_at, round4, store_at};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`rotate_head_tf`] behind the token that proves its target features.
+        pub(super) fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopePartition<T>]) = rotate_head_tf;
+    }
+
+    /// One head: each partition's low and high halves 4 channels at a time, each product
+    /// rounded to `T` before the add (`fmul`, `fadd`), as the scalar pair.
+    #[target_feature(enable = "neon")]
+    fn rotate_head_tf<T: Float>(head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
+        for (u, cos, sin) in partitions(head, token, parts) {
+            let half = u.len() / 2;
+            let mut j = 0;
+            while j + 4 <= half {
+                // Channels `j..j+4` and `j+half..j+half+4` are in `u`, `cos` and `sin` (each of
+                // the partition's `2·half` values).
+                let a = load_at(u, j);
+                let b = load_at(u, j + half);
+                let (cos_low, cos_high) = (load_at(cos, j), load_at(cos, j + half));
+                let (sin_low, sin_high) = (load_at(sin, j), load_at(sin, j + half));
+                let minus_b = round4::<T>(vnegq_f32(b));
+                let low = vaddq_f32(round4::<T>(vmulq_f32(a, cos_low)), round4::<T>(vmulq_f32(minus_b, sin_low)));
+                let high = vaddq_f32(round4::<T>(vmulq_f32(b, cos_high)), round4::<T>(vmulq_f32(a, sin_high)));
+                store_at(u, j, low);
+                store_at(u, j + half, high);
+                j += 4;
+            }
+            for j in j..half {
+                (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +309,14 @@ mod tests {
                 avx2::rotate_head(avx2, head, row / heads, parts);
             }
             assert_eq!(bits(&lanes), bits(&want), "avx2");
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(neon) = crate::cpu::isa().neon() {
+            let mut lanes = x.to_vec();
+            for (row, head) in lanes.chunks_exact_mut(head_dim).enumerate() {
+                neon::rotate_head(neon, head, row / heads, parts);
+            }
+            assert_eq!(bits(&lanes), bits(&want), "neon");
         }
     }
 

@@ -13,7 +13,7 @@
 //! [`vision_rms_norm_scalar`] is that sequence element by element (the definition of the
 //! bits); [`vision_rms_norm`] gives the same bits over all cores, squaring with
 //! [`square_as_pow`] (exactly `powf(f, 2)`, without calling it
-//! for most values) and 8 rows per AVX2 vector where available. [`normalize_heads`] fuses the
+//! for most values) and 8 rows per AVX2 vector (4 per NEON vector) where available. [`normalize_heads`] fuses the
 //! norm of every head with the RoPE that follows it in the reference
 //! ([`rope`]), in place.
 
@@ -142,6 +142,11 @@ fn normalize_rows<T: Float>(isa: Isa, x: &mut [T], weight: Option<&[f32]>, eps: 
         avx2::normalize_rows(avx2, x, weight, eps, dim);
         return;
     }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::normalize_rows(neon, x, weight, eps, dim);
+        return;
+    }
     let _ = isa;
     normalize_rows_portable(x, weight, eps, dim);
 }
@@ -219,6 +224,64 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::scale;
+    use crate::lanes_neon::{load_at, row_pointers, row_sums4, store_at, to_array};
+    use crate::power::neon::square_as_pow4;
+    use crate::{Float, rows};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`normalize_rows_tf`] behind the token that proves its target features.
+        pub(super) fn normalize_rows[T: Float](
+            x: &mut [T],
+            weight: Option<&[f32]>,
+            eps: f32,
+            dim: usize,
+        ) = normalize_rows_tf;
+    }
+
+    /// Groups of 4 rows: the 4 sums of `powf(f, 2)` in one vector (a row per lane), then each
+    /// row scaled in place 4 columns at a time.
+    #[target_feature(enable = "neon")]
+    fn normalize_rows_tf<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
+        let count = x.len() / dim;
+        let inverse_dim = vdupq_n_f32(rows::inverse_count(dim));
+        for first in (0..count).step_by(4) {
+            let pointers = row_pointers(x, dim, first);
+            // SAFETY: each pointer starts a row of `dim` values of `x`, read before any write.
+            let sums = unsafe { row_sums4(&pointers, dim, |f| square_as_pow4(f)) };
+            let mean = vmulq_f32(sums, inverse_dim);
+            let r = vdivq_f32(vdupq_n_f32(1.0), vsqrtq_f32(vaddq_f32(mean, vdupq_n_f32(eps))));
+            for (row, r) in (first..count).zip(to_array(r)) {
+                scale_row(&mut x[row * dim..(row + 1) * dim], r, weight);
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "neon")]
+    fn scale_row<T: Float>(x: &mut [T], r: f32, weight: Option<&[f32]>) {
+        let rv = vdupq_n_f32(r);
+        let n = x.len().min(weight.map_or(usize::MAX, <[f32]>::len));
+        let mut c = 0;
+        while c + 4 <= n {
+            let y = vmulq_f32(load_at(x, c), rv);
+            let y = match weight {
+                Some(w) => vmulq_f32(y, load_at(w, c)),
+                None => y,
+            };
+            store_at(x, c, y);
+            c += 4;
+        }
+        for c in c..n {
+            x[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,6 +304,12 @@ mod tests {
             let mut lanes = x.to_vec();
             avx2::normalize_rows(avx2, &mut lanes, widen(weight).as_deref(), eps, dim);
             assert_eq!(bits(&lanes), bits(&want), "avx2");
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(neon) = crate::cpu::isa().neon() {
+            let mut lanes = x.to_vec();
+            neon::normalize_rows(neon, &mut lanes, widen(weight).as_deref(), eps, dim);
+            assert_eq!(bits(&lanes), bits(&want), "neon");
         }
     }
 

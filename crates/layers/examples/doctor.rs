@@ -1,6 +1,6 @@
 //! `cargo xtask doctor`: what this build computes on. The MLX library (its version and the
 //! libmlx file opened) and its backend, the
-//! BLAS libmlx resolved, how the host kernels run here (AVX-512F, AVX2+FMA or the portable loops,
+//! BLAS libmlx resolved, how the host kernels run here (AVX-512F, AVX2+FMA, NEON or the portable loops,
 //! how many threads), and one square matmul per dtype timed both ways: MLX's own op and the host kernel,
 //! with a check that the two give the same bits.
 

@@ -15,7 +15,6 @@
 use super::pack::{pack_keys, pack_queries, pack_values};
 use super::softmax::Lanes;
 use super::{AttentionInputs, AttentionShape, MaskRef};
-use crate::cpu::Isa;
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{Steps, TileKernel};
@@ -57,8 +56,8 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
     let keys_len = key_panels * head_dim * MR;
     let values_len = dim_panels * keys * MR;
     // bf16 operands: FMA gives the separate multiply-add's bits wherever the magnitudes make
-    // every product exact (see `gemm::magnitudes`).
-    let exact_possible = T::DTYPE == ElementType::Bf16 && isa != Isa::Portable;
+    // every product exact (see `gemm::magnitudes`), where the kernel has such an FMA.
+    let exact_possible = T::DTYPE == ElementType::Bf16 && tile.fma_when_exact();
     let groups = batch * kv_heads;
     with_shared(groups * (keys_len + values_len), |buffer| {
         let (packed_keys, packed_values) = buffer.split_at_mut(groups * keys_len);
@@ -106,7 +105,7 @@ struct Packed<'a> {
     /// Per (batch row, kv head) (empty where `exact_possible` is not).
     key_magnitudes: Vec<Magnitudes>,
     value_magnitudes: Vec<Magnitudes>,
-    /// Whether the operands hold bf16 values (and the AVX2 kernels run).
+    /// Whether the operands hold bf16 values (and the kernel has an FMA for exact products).
     exact_possible: bool,
 }
 

@@ -17,7 +17,8 @@ use crate::gemm::tile::NR;
 use crate::{ElementType, Float};
 
 /// Which code runs the lanes: the instruction set of the micro-kernel, AVX-512F (the 16 lanes
-/// in one register), AVX2 + FMA (MLX's `exp` polynomial uses `fma`) or portable.
+/// in one register), AVX2 + FMA (MLX's `exp` polynomial uses `fma`), NEON (four registers of
+/// 4 lanes) or portable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Lanes {
     isa: Isa,
@@ -56,6 +57,8 @@ impl Lanes {
             Isa::Avx512(avx512) => return avx512::scores::<T>(avx512, rows, mask, maximum),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(avx2) => return avx2::scores::<T>(avx2, rows, mask, maximum),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(neon) => return neon::scores::<T>(neon, rows, mask, maximum),
             Isa::Portable => {}
         }
         for (j, row) in rows.chunks_exact_mut(NR).enumerate() {
@@ -79,6 +82,8 @@ impl Lanes {
             Isa::Avx512(avx512) => return avx512::exponentials(avx512, scores, maximum),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(avx2) => return avx2::exponentials(avx2, scores, maximum),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(neon) => return neon::exponentials(neon, scores, maximum),
             Isa::Portable => {}
         }
         let mut sum = [0.0f32; NR];
@@ -104,6 +109,8 @@ impl Lanes {
             Isa::Avx512(avx512) => return avx512::normalize::<T>(avx512, rows, inverse),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(avx2) => return avx2::normalize::<T>(avx2, rows, inverse),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(neon) => return neon::normalize::<T>(neon, rows, inverse),
             Isa::Portable => {}
         }
         for row in rows.chunks_exact_mut(NR) {
@@ -393,3 +400,6 @@ mod avx512 {
         Magnitudes { max: 1.0, min }
     }
 }
+
+#[cfg(target_arch = "aarch64")]
+mod neon;

@@ -21,7 +21,6 @@ use super::microkernel::{MicroKernel, Steps, TileKernel};
 use super::pack::pack_a;
 use super::right_operand::RightOperand;
 use super::tile::{LINE, MR, NR, TILE};
-use crate::cpu::Isa;
 use crate::elementwise::clip_scalar;
 use crate::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
@@ -109,7 +108,7 @@ pub(crate) fn run<A: Float, R: RightOperand, O: Float>(
     let is_bf16 = |x: f32| x.to_bits() & 0xFFFF == 0;
     let a_bf16 = O::DTYPE == ElementType::Bf16
         || (A::DTYPE == ElementType::Bf16 && a_clip.is_none_or(|(lo, hi)| is_bf16(lo) && is_bf16(hi)));
-    let exact_possible = isa != Isa::Portable && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
+    let exact_possible = tile_kernel.fma_when_exact() && arithmetic == Arithmetic::F32 && a_bf16 && b.bf16_values();
     let steps = match arithmetic {
         Arithmetic::F32 => Steps::Mlx,
         Arithmetic::Bf16 => Steps::Bf16,

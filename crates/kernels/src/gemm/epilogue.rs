@@ -45,15 +45,23 @@ impl<O: Float> Epilogue<'_, O> {
             (BiasPlacement::AfterSum, Some(bias)) => Some(&bias[j0..j0 + cols]),
             _ => None,
         };
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
             let clip = self.out_clip.map(|(lo, hi)| (lo.to_f32(), hi.to_f32()));
             // (A NaN bound keeps its own bits in MLX's clip; the vector store would
             // canonicalise a bf16 one, so those rows take the scalar path.)
             let nan_bound = clip.is_some_and(|(lo, hi)| lo.is_nan() || hi.is_nan());
+            #[cfg(target_arch = "x86_64")]
             if let Some(avx2) = self.isa.avx2().filter(|_| cols == NR && !nan_bound) {
                 for (r, acc) in tile.chunks_exact(NR).take(rows).enumerate() {
                     avx2::store_row(avx2, acc, bias, clip, &mut out[r * ld..r * ld + NR]);
+                }
+                return;
+            }
+            #[cfg(target_arch = "aarch64")]
+            if let Some(neon) = self.isa.neon().filter(|_| cols == NR && !nan_bound) {
+                for (r, acc) in tile.chunks_exact(NR).take(rows).enumerate() {
+                    neon::store_row(neon, acc, bias, clip, &mut out[r * ld..r * ld + NR]);
                 }
                 return;
             }
@@ -133,6 +141,45 @@ mod avx2 {
             let out = &mut dst[at..at + 8];
             // SAFETY: `out` holds 8 writable values; `v` holds values of `O` (rounded above).
             unsafe { store8::<O>(out.as_mut_ptr(), v) };
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::NR;
+    use crate::Float;
+    use crate::lanes_neon::{clip4, load_at, round4, store_at};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`store_row_tf`] behind the token that proves its target features.
+        pub(super) fn store_row[O: Float](
+            acc: &[f32],
+            bias: Option<&[O]>,
+            clip: Option<(f32, f32)>,
+            dst: &mut [O],
+        ) = store_row_tf;
+    }
+
+    /// [`super::Epilogue::store_row`] for a full row of `NR` values, 4 at a time:
+    /// `O(acc [+ bias])`, then MLX's clip on the `O` values (a NaN kept; the bounds not NaN),
+    /// stored as `O`.
+    #[target_feature(enable = "neon")]
+    fn store_row_tf<O: Float>(acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
+        let (acc, dst) = (&acc[..NR], &mut dst[..NR]);
+        for at in (0..NR).step_by(4) {
+            let mut v = load_at(acc, at);
+            if let Some(bias) = bias {
+                v = vaddq_f32(v, load_at(bias, at));
+            }
+            v = round4::<O>(v);
+            if let Some(bounds) = clip {
+                v = clip4(v, bounds);
+            }
+            // `v` holds values of `O` (rounded above, or a bound of `O`): the store is exact.
+            store_at(dst, at, v);
         }
     }
 }

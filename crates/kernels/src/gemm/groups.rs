@@ -52,6 +52,11 @@ fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], i
         avx2::combine_bf16(avx2, tile, partial, scales);
         return;
     }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        neon::combine_bf16(neon, tile, partial, scales);
+        return;
+    }
     let _ = isa;
     for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
         for ((c, &p), &s) in c.iter_mut().zip(p).zip(scales) {
@@ -86,6 +91,38 @@ mod avx2 {
                 unsafe {
                     let scaled = round(_mm256_mul_ps(s, _mm256_loadu_ps(p.as_ptr())));
                     _mm256_storeu_ps(c.as_mut_ptr(), round(_mm256_add_ps(_mm256_loadu_ps(c.as_ptr()), scaled)));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{NR, TILE};
+    use crate::lanes_neon::round4_bf16_not_nan as round;
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`combine_bf16_tf`] behind the token that proves its target features.
+        pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) = combine_bf16_tf;
+    }
+
+    /// [`super::combine_bf16`] four columns at a time.
+    #[target_feature(enable = "neon")]
+    fn combine_bf16_tf(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
+        let scales = &scales[..NR];
+        for quarter in 0..NR / 4 {
+            let at = quarter * 4;
+            // SAFETY: `scales` holds `NR` floats.
+            let s = unsafe { vld1q_f32(scales.as_ptr().add(at)) };
+            for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
+                let (c, p) = (&mut c[at..at + 4], &p[at..at + 4]);
+                // SAFETY: `c` and `p` hold 4 floats each.
+                unsafe {
+                    let scaled = round(vmulq_f32(s, vld1q_f32(p.as_ptr())));
+                    vst1q_f32(c.as_mut_ptr(), round(vaddq_f32(vld1q_f32(c.as_ptr()), scaled)));
                 }
             }
         }

@@ -3,14 +3,17 @@
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` under
 //! the target's [`MultiplyAdd`](super::arithmetic::MultiplyAdd) rule (the product rounded first
-//! on x86-64, where the SIMD kernels live; fused on aarch64, where the portable kernel runs). `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of
-//! `kc × NR`. All kernels give the same bits (the fused variant only where every product is
-//! exact, see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
+//! on x86-64, where the AVX kernels live; fused on aarch64, where the NEON and portable kernels
+//! run). `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of `kc × NR`. All kernels of
+//! a target give the same bits (on x86-64 the FMA variant only where every product is exact,
+//! see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
 //! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
 //! bf16. Where two tiles share their panel of `b`, [`TileKernel::run_pair`] computes both at
 //! once (the AVX-512 kernel's twelve 16-lane accumulators), with the bits of two single tiles.
 
 use super::arithmetic::TargetMultiplyAdd;
+#[cfg(target_arch = "aarch64")]
+use super::microkernel_neon;
 use super::tile::{GroupedTileFn, MR, NR, PairTileFn, TILE, TileFn};
 #[cfg(target_arch = "x86_64")]
 use super::{microkernel_avx2, microkernel_avx512};
@@ -30,13 +33,17 @@ pub enum MicroKernel {
     Avx512,
     /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`, or FMA where exact).
     Avx2,
+    /// NEON intrinsics on aarch64 (`vfmaq_laneq_f32`: the fused step, aarch64's rule) for the
+    /// tiles of float32 and of bf16 arithmetic.
+    Neon,
     /// Plain Rust over fixed-size arrays (auto-vectorised at the baseline target).
     Portable,
 }
 
 impl MicroKernel {
     /// The micro-kernel of the instruction set [`cpu::isa`](crate::cpu::isa) resolved: AVX-512
-    /// where the CPU has it (and the environment allows it), else AVX2, else portable.
+    /// where the CPU has it (and the environment allows it), else AVX2; NEON on aarch64 (unless
+    /// the environment asks for the portable loops); else portable.
     pub fn detect() -> MicroKernel {
         Self::of(crate::cpu::isa())
     }
@@ -48,6 +55,8 @@ impl MicroKernel {
             Isa::Avx512(_) => MicroKernel::Avx512,
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(_) => MicroKernel::Avx2,
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(_) => MicroKernel::Neon,
             Isa::Portable => MicroKernel::Portable,
         }
     }
@@ -58,19 +67,23 @@ impl MicroKernel {
         match Self::detect() {
             MicroKernel::Avx512 => vec![MicroKernel::Portable, MicroKernel::Avx2, MicroKernel::Avx512],
             MicroKernel::Avx2 => vec![MicroKernel::Portable, MicroKernel::Avx2],
+            MicroKernel::Neon => vec![MicroKernel::Portable, MicroKernel::Neon],
             MicroKernel::Portable => vec![MicroKernel::Portable],
         }
     }
 
     /// The instruction set this kernel runs on this CPU, the vector helpers around its tiles
     /// (packing, stores, softmax lanes) included: its own, capped at what
-    /// [`cpu::isa`](crate::cpu::isa) resolved.
+    /// [`cpu::isa`](crate::cpu::isa) resolved (portable for a kernel of another architecture).
     pub(crate) fn isa(self) -> Isa {
-        let detected = crate::cpu::isa();
-        match self {
-            MicroKernel::Avx512 => detected,
-            MicroKernel::Avx2 => detected.at_most_avx2(),
-            MicroKernel::Portable => Isa::Portable,
+        match (self, crate::cpu::isa()) {
+            #[cfg(target_arch = "x86_64")]
+            (MicroKernel::Avx512, detected) => detected,
+            #[cfg(target_arch = "x86_64")]
+            (MicroKernel::Avx2, detected) => detected.at_most_avx2(),
+            #[cfg(target_arch = "aarch64")]
+            (MicroKernel::Neon, detected) => detected,
+            _ => Isa::Portable,
         }
     }
 
@@ -90,7 +103,8 @@ pub(crate) enum Steps {
     /// for [`Arithmetic::F32`](super::arithmetic::Arithmetic::F32).
     Mlx,
     /// `fma(a, b, acc)`: on x86-64, the same bits as [`Steps::Mlx`] only where every product is
-    /// exact (see [`magnitudes`](super::magnitudes)); on aarch64 the same step as it.
+    /// exact (see [`magnitudes`](super::magnitudes)); on aarch64 the same step as it (and the
+    /// same tile function, [`TileKernel::fma_when_exact`] is false).
     Fused,
     /// `bf16(acc + bf16(a · b))`: [`Arithmetic::Bf16`](super::arithmetic::Arithmetic::Bf16), on
     /// operands and a tile of bf16 values.
@@ -112,11 +126,14 @@ pub(crate) struct TileKernel {
     grouped_fused: GroupedTileFn,
     /// `(separate, fused)` pair-tile functions, where the kernel has them.
     pairs: Option<(PairTileFn, PairTileFn)>,
+    /// Whether `fused` is other code than `separate` (see [`TileKernel::fma_when_exact`]).
+    fma_when_exact: bool,
 }
 
 impl TileKernel {
     /// The tile functions of `isa`: for AVX-512, the AVX2 kernels for single tiles of float32
-    /// arithmetic beside the AVX-512 pair tiles and bf16 tiles.
+    /// arithmetic beside the AVX-512 pair tiles and bf16 tiles; for NEON, one fused tile for
+    /// both float32 roundings (aarch64's rule is the fused step).
     pub(crate) fn new(isa: Isa) -> TileKernel {
         match isa {
             #[cfg(target_arch = "x86_64")]
@@ -130,7 +147,20 @@ impl TileKernel {
                 let (separate, fused) = microkernel_avx2::tiles(avx2);
                 let (grouped_separate, grouped_fused) = microkernel_avx2::grouped_tiles(avx2);
                 let bf16 = microkernel_bf16::avx2(avx2);
-                TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None }
+                TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None, fma_when_exact: true }
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(neon) => {
+                let (tile, grouped) = (microkernel_neon::tile(neon), microkernel_neon::grouped_tile(neon));
+                TileKernel {
+                    separate: tile,
+                    fused: tile,
+                    bf16: microkernel_bf16::neon(neon),
+                    grouped_separate: grouped,
+                    grouped_fused: grouped,
+                    pairs: None,
+                    fma_when_exact: false,
+                }
             }
             Isa::Portable => TileKernel {
                 separate: microkernel_portable::tile::<TargetMultiplyAdd>,
@@ -139,8 +169,19 @@ impl TileKernel {
                 grouped_separate: microkernel_portable::tile_grouped::<TargetMultiplyAdd>,
                 grouped_fused: microkernel_portable::tile_grouped::<TargetMultiplyAdd>,
                 pairs: None,
+                fma_when_exact: false,
             },
         }
+    }
+
+    /// Whether [`Steps::Fused`] runs other tiles than [`Steps::Mlx`]: an FMA that gives the
+    /// separate rounding's bits where every product is exact, worth a scan of the operands'
+    /// [`Magnitudes`](super::magnitudes::Magnitudes) to find out (the x86 kernels). False where
+    /// both are one tile function: the portable kernel, and NEON, whose fused step is aarch64's
+    /// rule itself.
+    #[inline(always)]
+    pub(crate) fn fma_when_exact(self) -> bool {
+        self.fma_when_exact
     }
 
     /// `tile = (accumulate ? tile : 0) + a · b` over `kc` steps, each as [`Steps::Mlx`]; `a` holds at least `kc · MR` values, `b` at least `kc · NR`. With `exact`, the

@@ -13,7 +13,10 @@
 //! holds each row of the tile in one 16-lane accumulator and rounds in four operations (bit 16
 //! tested into a mask register, the add of `0x7FFF`, the add of 1 in the masked lanes, the
 //! and): ten vector operations per sixteen multiply-adds, the same integer rule lane by lane,
-//! so its bits are the other kernels'.
+//! so its bits are the other kernels'. The NEON kernel (aarch64) rounds with the AVX2 kernel's
+//! five integer operations on 4 lanes and runs the tile as the same two halves of three rows
+//! (twelve accumulators of the 32 registers); its multiply and add are separate instructions
+//! (`fmul`, `fadd`), never one `fmla`, as every rounding to bf16 between them requires.
 
 use super::arithmetic::round_bf16;
 use super::tile::{MR, NR, TILE};
@@ -66,6 +69,90 @@ pub(crate) fn avx2(_: crate::cpu::Avx2) -> super::tile::TileFn {
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn avx512(_: crate::cpu::Avx512) -> super::tile::TileFn {
     x86_avx512::tile_6x16
+}
+
+/// The NEON kernel, for the CPU the token vouches for.
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn neon(_: crate::cpu::Neon) -> super::tile::TileFn {
+    arm::tile_6x16
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::{MR, NR};
+    use crate::lanes_neon::round4_bf16_not_nan as round;
+    use std::arch::aarch64::*;
+
+    /// Rows per half of the tile.
+    const HALF: usize = MR / 2;
+    /// Vectors per row of the tile.
+    const Q: usize = NR / 4;
+
+    /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile in bf16
+    /// arithmetic: rows `0..3`, then rows `3..6`, each over all `kc` steps (the panel of `b`
+    /// is read twice, from L1).
+    ///
+    /// # Safety
+    /// NEON must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads,
+    /// `c` for `MR · NR` reads and writes. `next` is not used.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn tile_6x16(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        accumulate: bool,
+        _next: *const f32,
+        _next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: the halves read and write within the extents the caller guarantees (rows
+        // `3..6` start at `a + 3` and `c + 3 · NR`).
+        unsafe {
+            half(kc, a, b, c, accumulate);
+            half(kc, a.add(HALF), b, c.add(HALF * NR), accumulate);
+        }
+    }
+
+    /// Rows `0..3` of the tile at `a` (panel rows `MR` apart) and `c`, over `kc` steps.
+    ///
+    /// # Safety
+    /// As [`tile_6x16`]: `a` valid for reading `kc · MR` floats (3 of every `MR`), `b` for
+    /// `kc · NR`, `c` for `3 · NR` reads and writes.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn half(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
+        // SAFETY: every read and write below stays within the extents above.
+        unsafe {
+            let mut acc = [[vdupq_n_f32(0.0); Q]; HALF];
+            if accumulate {
+                for (i, row) in acc.iter_mut().enumerate() {
+                    for (q, v) in row.iter_mut().enumerate() {
+                        *v = vld1q_f32(c.add(i * NR + 4 * q));
+                    }
+                }
+            }
+            let (mut a, mut b) = (a, b);
+            let mut k = kc;
+            while k > 0 {
+                let bv: [float32x4_t; Q] = std::array::from_fn(|q| vld1q_f32(b.add(4 * q)));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let x = vld1q_dup_f32(a.add(i));
+                    for (v, &y) in row.iter_mut().zip(&bv) {
+                        *v = round(vaddq_f32(*v, round(vmulq_f32(x, y))));
+                    }
+                }
+                a = a.add(MR);
+                b = b.add(NR);
+                k -= 1;
+            }
+            for (i, row) in acc.iter().enumerate() {
+                for (q, v) in row.iter().enumerate() {
+                    vst1q_f32(c.add(i * NR + 4 * q), *v);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

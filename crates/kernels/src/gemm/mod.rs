@@ -35,6 +35,7 @@ pub(crate) mod microkernel;
 mod microkernel_avx2;
 mod microkernel_avx512;
 mod microkernel_bf16;
+mod microkernel_neon;
 mod microkernel_portable;
 mod pack;
 mod reference;

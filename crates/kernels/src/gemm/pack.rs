@@ -20,7 +20,7 @@ use crate::cpu::Isa;
 const K_CHUNK: usize = 128;
 
 /// Packs rows `i0..i0 + mc`, k `p0..p0 + kc` of `a` into `dst` (`⌈mc / MR⌉ · kc · MR` values),
-/// full panels of row-major rows with AVX2 where `isa` has it (the same values).
+/// full panels of row-major rows with AVX2 or NEON where `isa` has it (the same values).
 pub(crate) fn pack_a<A: Float, O: Float>(
     isa: Isa,
     a: &MatRef<'_, A>,
@@ -29,7 +29,7 @@ pub(crate) fn pack_a<A: Float, O: Float>(
     (p0, kc): (usize, usize),
     dst: &mut [f32],
 ) {
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = isa;
     for (panel, out) in dst.chunks_exact_mut(kc * MR).take(mc.div_ceil(MR)).enumerate() {
         let first = i0 + panel * MR;
@@ -47,6 +47,11 @@ pub(crate) fn pack_a<A: Float, O: Float>(
             #[cfg(target_arch = "x86_64")]
             if let Some(avx2) = isa.avx2() {
                 avx2::gather_rows::<A, O>(avx2, &src, out, clip);
+                continue;
+            }
+            #[cfg(target_arch = "aarch64")]
+            if let Some(neon) = isa.neon() {
+                neon::gather_rows::<A, O>(neon, &src, out, clip);
                 continue;
             }
             match clip {
@@ -94,8 +99,8 @@ fn gather_rows<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Opti
 
 /// Packs columns `j0..j0 + cols` (`cols ≤ NR`) of `b`, all of k, into one panel `dst`
 /// (`K · NR` values).
-/// A full panel of a column-contiguous `b` is transposed 8 × 8 at a time with AVX2 where
-/// `isa` has it (the same values).
+/// A full panel of a column-contiguous `b` is transposed 8 × 8 at a time with AVX2 (4 × 4 with
+/// NEON) where `isa` has it (the same values).
 pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, cols: usize, dst: &mut [f32], isa: Isa) {
     let k_len = b.rows();
     if cols < NR {
@@ -108,6 +113,15 @@ pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, col
             &b.data()[start..start + k_len]
         });
         avx2::pack_columns::<B, O>(avx2, &columns, &mut dst[..k_len * NR]);
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon().filter(|_| cols == NR && b.row_stride() == 1) {
+        let columns: [&[B]; NR] = std::array::from_fn(|c| {
+            let start = (j0 + c) * b.col_stride();
+            &b.data()[start..start + k_len]
+        });
+        neon::pack_columns::<B, O>(neon, &columns, &mut dst[..k_len * NR]);
         return;
     }
     let _ = isa;
@@ -235,6 +249,92 @@ mod avx2 {
                     let out = &mut dst[(k0 + i) * NR + group * 8..(k0 + i) * NR + group * 8 + 8];
                     // SAFETY: `out` holds 8 floats.
                     unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+                }
+            }
+        }
+        for k in full..k_len {
+            for (c, column) in columns.iter().enumerate() {
+                dst[k * NR + c] = operand::<B, O>(column[k], None);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{MR, NR, operand};
+    use crate::Float;
+    use crate::lanes_neon::{clip4, load_at, round4, transpose4};
+    use std::arch::aarch64::*;
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`gather_rows_tf`] behind the token that proves its target features.
+        pub(super) fn gather_rows[A: Float, O: Float](
+            src: &[&[A]; MR],
+            out: &mut [f32],
+            clip: Option<(f32, f32)>,
+        ) = gather_rows_tf;
+    }
+
+    /// [`super::gather_rows`] 4 k at a time: the `MR` rows' 4 values (clipped, cast to `O`,
+    /// widened: [`operand`]), rows 0..4 transposed 4 × 4 and rows 4, 5 interleaved in pairs,
+    /// each k's `MR` values stored as 4 + 2 lanes; the k past the last multiple of 4 one by one.
+    #[target_feature(enable = "neon")]
+    fn gather_rows_tf<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
+        const _: () = assert!(MR == 6);
+        let len = out.len() / MR;
+        let src = src.map(|row| &row[..len]);
+        let full = len / 4 * 4;
+        for k0 in (0..full).step_by(4) {
+            let mut rows = [vdupq_n_f32(0.0); MR];
+            for (row, values) in rows.iter_mut().zip(src) {
+                let v = load_at(values, k0);
+                *row = round4::<O>(match clip {
+                    Some(bounds) => clip4(v, bounds),
+                    None => v,
+                });
+            }
+            let columns = transpose4([rows[0], rows[1], rows[2], rows[3]]);
+            // (rows[4][k], rows[5][k]) for k = 0, 1, then for k = 2, 3.
+            let pairs = [vzip1q_f32(rows[4], rows[5]), vzip2q_f32(rows[4], rows[5])];
+            let chunk = &mut out[k0 * MR..(k0 + 4) * MR];
+            for (k, column) in columns.into_iter().enumerate() {
+                let dst = &mut chunk[k * MR..(k + 1) * MR];
+                let pair = if k % 2 == 0 { vget_low_f32(pairs[k / 2]) } else { vget_high_f32(pairs[k / 2]) };
+                // SAFETY: `dst` holds `MR` = 6 floats: 4 from the column, 2 from the pair.
+                unsafe {
+                    vst1q_f32(dst.as_mut_ptr(), column);
+                    vst1_f32(dst.as_mut_ptr().add(4), pair);
+                }
+            }
+        }
+        for k in full..len {
+            for (d, row) in out[k * MR..(k + 1) * MR].iter_mut().zip(src) {
+                *d = operand::<A, O>(row[k], clip);
+            }
+        }
+    }
+
+    crate::cpu::target_entry! {
+        Neon;
+        /// [`pack_columns_tf`] behind the token that proves its target features.
+        pub(super) fn pack_columns[B: Float, O: Float](columns: &[&[B]; NR], dst: &mut [f32]) = pack_columns_tf;
+    }
+
+    /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, 4 columns × 4 k
+    /// per transpose, the k past the last multiple of 4 one by one.
+    #[target_feature(enable = "neon")]
+    fn pack_columns_tf<B: Float, O: Float>(columns: &[&[B]; NR], dst: &mut [f32]) {
+        let k_len = dst.len() / NR;
+        let full = k_len / 4 * 4;
+        for k0 in (0..full).step_by(4) {
+            for group in 0..NR / 4 {
+                let rows = std::array::from_fn(|c| round4::<O>(load_at(columns[group * 4 + c], k0)));
+                for (i, v) in transpose4(rows).into_iter().enumerate() {
+                    let out = &mut dst[(k0 + i) * NR + group * 4..(k0 + i) * NR + group * 4 + 4];
+                    // SAFETY: `out` holds 4 floats.
+                    unsafe { vst1q_f32(out.as_mut_ptr(), v) };
                 }
             }
         }
