@@ -7,8 +7,8 @@
 //! Debian bookworm's arm64 CPython 3.11, all unpacked into `.deps/aarch64/` by
 //! `crates/parity/python/aarch64_sysroot.py` from the registries. Both sides evaluate
 //! `crates/parity/python/cpu_arithmetic.py`'s op list on the same input bytes, with MLX's CPU
-//! JIT off on both (no C++ compiler on `PATH`: the JIT compiles with the machine's `g++`,
-//! which this emulation does not provide for aarch64) and each its own JIT cache directory (MLX
+//! JIT off on both (no C++ compiler on `PATH`: the op list is the primitives run one by one;
+//! the encoder step below also runs with it on) and each its own JIT cache directory (MLX
 //! keys the cache by kernel name, not by architecture). The table says, per op and dtype,
 //! whether the bits agree; the run fails unless the arithmetic model the host kernels build on
 //! (a k-ordered sum with separate rounding on x86-64, with fused multiply-adds on aarch64)
