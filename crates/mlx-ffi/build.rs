@@ -309,7 +309,14 @@ fn build_mlx_c(out: &Path, mlx: &Mlx, mlx_c: &Path, compat: &Path, macos: bool) 
 /// bindgen over mlx-c's headers: its types, and a function table (`MlxC`) filled from the
 /// loaded library, every function required.
 fn generate_table(out: &Path, mlx_c: &Path) -> Result<(), String> {
-    bindgen::Builder::default()
+    let mut builder = bindgen::Builder::default();
+    if env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "aarch64") {
+        // mlx-c's `half.h` declares `__bf16` whenever `__aarch64__` is defined; libclang before
+        // 15 parses that type only with the target's bf16 feature on. Parsing only: nothing of
+        // the table depends on it, and no code is generated for the target by clang.
+        builder = builder.clang_args(["-Xclang", "-target-feature", "-Xclang", "+bf16"]);
+    }
+    builder
         .header(mlx_c.join("mlx/c/mlx.h").to_string_lossy())
         .clang_arg(format!("-I{}", mlx_c.display()))
         .allowlist_function("_?mlx_.*")

@@ -37,10 +37,11 @@ pub struct Platform<'a> {
     pub portable: bool,
 }
 
-/// The toolchain pieces the cross build needs, installed if missing.
+/// The toolchain pieces the cross builds need, installed if missing: the Rust target, and
+/// Debian's cross gcc (the linker) and g++ (mlx-c's compiler, MLX's emulated CPU JIT).
 pub fn ensure_toolchain() -> Result<()> {
     run(cmd("rustup", &["target", "add", TARGET]))?;
-    setup::debian_packages(&["gcc-aarch64-linux-gnu"])
+    setup::debian_packages(&["gcc-aarch64-linux-gnu", "g++-aarch64-linux-gnu"])
 }
 
 /// `cargo` for [`TARGET`]: release (the tests run under emulation), linked by the cross gcc,

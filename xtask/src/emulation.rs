@@ -1,13 +1,14 @@
 //! `cargo xtask emulate`: stock MLX's CPU arithmetic on aarch64 Linux, under `qemu-aarch64`
 //! user emulation, against the same release on this x86-64 machine.
 //!
-//! The aarch64 side is what a user there installs: the PyPI `manylinux_2_35_aarch64` wheels of
-//! the reference's MLX release and NumPy (the versions in `.deps/venv/reference.lock`), run by
+//! The aarch64 side is what a user there installs: the reference (`xtask/python-reference.txt`,
+//! mlx-vlm and the MLX wheels) as pip resolves it for aarch64 Linux, as wheels only, pinned to
+//! the versions of `.deps/venv/reference.lock` where an aarch64 wheel of them exists, run by
 //! Debian bookworm's arm64 CPython 3.11, all unpacked into `.deps/aarch64/` by
 //! `crates/parity/python/aarch64_sysroot.py` from the registries. Both sides evaluate
 //! `crates/parity/python/cpu_arithmetic.py`'s op list on the same input bytes, with MLX's CPU
-//! JIT off on both (no C++ compiler on `PATH`: the JIT compiles with the machine's `g++`,
-//! which this emulation does not provide for aarch64) and each its own JIT cache directory (MLX
+//! JIT off on both (no C++ compiler on `PATH`: the op list is the primitives run one by one;
+//! the encoder step below also runs with it on) and each its own JIT cache directory (MLX
 //! keys the cache by kernel name, not by architecture). The table says, per op and dtype,
 //! whether the bits agree; the run fails unless the arithmetic model the host kernels build on
 //! (a k-ordered sum with separate rounding on x86-64, with fused multiply-adds on aarch64)
@@ -19,17 +20,17 @@
 //! kernels run on the same op list natively and under emulation, each platform's bits against
 //! stock MLX's there, once with the CPU's SIMD path (AVX2 or AVX-512; NEON) and once with the
 //! portable loops (`KERNELS_PORTABLE`): a table; the run fails unless every row is identical.
-//! Only `kernels` is cross-built: the crates that open MLX (`mlx-ffi` and above) are not run
-//! under emulation.
+//!
+//! Last, both encoders ([`emulated_parity`]): the whole stack cross-built (mlx-c by Debian's
+//! `aarch64-linux-gnu-g++`), stock aarch64 mlx-vlm against it at small shapes, MLX's CPU JIT
+//! off and on, with MLX's ops and with the host kernels.
 
 use crate::cross_kernels::{self, Emulator, Platform};
+use crate::emulated_parity;
 use crate::project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
 use crate::setup;
 use std::path::Path;
 use std::time::Instant;
-
-/// The wheels the aarch64 side installs, pinned to what the x86-64 reference resolved.
-const PINNED: &[&str] = &["mlx", "mlx-cpu", "numpy"];
 
 pub fn main() -> Result<()> {
     let started = Instant::now();
@@ -39,7 +40,9 @@ pub fn main() -> Result<()> {
     let aarch64 = deps().join("aarch64");
     let script = |name: &str| root().join("crates/parity/python").join(name);
     let mut sysroot = oracle_python(&script("aarch64_sysroot.py"));
-    run(sysroot.arg("--root").arg(&aarch64).args(pins()?))?;
+    sysroot.arg("--root").arg(&aarch64);
+    sysroot.arg("--requirements").arg(root().join("xtask/python-reference.txt"));
+    run(sysroot.arg("--constraints").arg(setup::reference_lock()))?;
 
     let work = work_dir("emulation")?;
     let arithmetic = script("cpu_arithmetic.py");
@@ -83,22 +86,7 @@ pub fn main() -> Result<()> {
         Platform { label: "aarch64-portable", mlx: &arm, emulated: true, portable: true },
     ];
     cross_kernels::compare_op_list(&emulator, &inputs, &platforms, &work)?;
+    emulated_parity::main(&qemu, &aarch64)?;
     eprintln!("emulate: done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
-}
-
-/// `name==version` of each [`PINNED`] distribution in the reference's lock.
-fn pins() -> Result<Vec<String>> {
-    let lock =
-        std::fs::read_to_string(setup::reference_lock()).map_err(|e| format!("reading the reference lock: {e}"))?;
-    PINNED
-        .iter()
-        .map(|name| {
-            let prefix = format!("{name}==");
-            lock.lines()
-                .find(|line| line.to_ascii_lowercase().starts_with(&prefix))
-                .map(str::to_owned)
-                .ok_or_else(|| format!("{name} is not in the reference lock"))
-        })
-        .collect()
 }

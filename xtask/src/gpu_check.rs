@@ -67,6 +67,7 @@ pub fn main(args: &[String]) -> Result<()> {
         python,
         target_dir: target_dir().join("gpu-check"),
         device: Some("gpu"),
+        ..Stack::cpu()
     };
     let extra: Vec<String> = if args.full { Vec::new() } else { vec!["--quick".to_owned()] };
     let (exact, total) = parity::run_suites(&stack, &["ops", "vision"], &extra)?;

@@ -11,6 +11,7 @@ mod cross_kernels;
 mod cuda_build;
 mod cuda_wheel;
 mod downstream;
+mod emulated_parity;
 mod emulation;
 mod fuzz;
 mod gpu_check;
@@ -62,7 +63,9 @@ cargo xtask <command>
                 qemu-aarch64) against this machine's, op by op, and the arithmetic model that
                 reproduces both; then the kernels crate cross-built for aarch64: its tests
                 under qemu-aarch64, and its kernels on the op list against stock MLX on each
-                platform
+                platform; then both encoders cross-built for aarch64 against stock aarch64
+                mlx-vlm under qemu-aarch64 at small shapes (MLX's CPU JIT off: MLX's ops and
+                the host kernels; JIT on: MLX's ops)
   wheels        the Python package's wheel and source-install steps of `test`, alone
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS

@@ -20,10 +20,11 @@
 //! rerun computes only what changed; `--fresh` drops the kept outputs first.
 
 use crate::corpus;
-use crate::project::{Result, deps, root, run};
+use crate::project::{Result, root, run};
 use crate::setup;
 use crate::stack::Stack;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::Stdio;
 
 const SUITES: &[&str] = &["ops", "preprocess", "vision"];
@@ -36,10 +37,11 @@ pub fn main(args: &[String]) -> Result<()> {
     let fresh = extra.iter().any(|a| a == "--fresh");
     let extra: Vec<String> = extra.iter().filter(|a| *a != "--fresh").cloned().collect();
     setup::main()?;
+    let stack = Stack::cpu();
     if fresh {
-        let _ = std::fs::remove_dir_all(cache_dir());
+        let _ = std::fs::remove_dir_all(&stack.reference_cache);
     }
-    let (exact, total) = run_suites(&Stack::cpu(), &suites, &extra)?;
+    let (exact, total) = run_suites(&stack, &suites, &extra)?;
     println!("\nparity: {exact}/{total} stages bit-exact");
     if exact == total { Ok(()) } else { Err(format!("{} stages are not bit-exact", total - exact)) }
 }
@@ -61,23 +63,36 @@ pub fn run_suites(stack: &Stack, suites: &[&str], extra: &[String]) -> Result<(u
 /// Runs one suite; returns (bit-exact rows, rows).
 fn run_suite(stack: &Stack, suite: &str, extra: &[String]) -> Result<(usize, usize)> {
     let dir = stack.target_dir.join("parity").join(suite);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    reference_side(stack, suite, &dir, extra)?;
+    our_side(stack, &stack.release_binary(&format!("parity-{suite}")), suite, &dir, extra)
+}
+
+/// The reference side of `suite` (`crates/parity/python/<suite>.py` with the arguments
+/// `extra`) on `stack`, writing its inputs and outputs into `dir`; the vision suite keeps its
+/// reference outputs in the stack's cache.
+pub fn reference_side(stack: &Stack, suite: &str, dir: &Path, extra: &[String]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     eprintln!("parity {suite}: reference side");
     let script = root().join(format!("crates/parity/python/{suite}.py"));
     let mut reference = stack.reference(&script);
-    reference.arg("--out").arg(&dir).args(extra);
+    reference.arg("--out").arg(dir).args(extra);
     if suite == "vision" {
-        reference.arg("--cache").arg(cache_dir().join(suite));
+        reference.arg("--cache").arg(stack.reference_cache.join(suite));
     }
     if suite == "preprocess" {
         reference.arg("--corpus").arg(corpus::images());
     }
-    run(reference)?;
+    run(reference)
+}
+
+/// Our side of `suite`: `binary` (a `parity-<suite>` built for `stack`) on the reference's
+/// `dir` with the arguments `extra`, its table printed as it comes; returns (bit-exact rows,
+/// rows) from its summary line.
+pub fn our_side(stack: &Stack, binary: &Path, suite: &str, dir: &Path, extra: &[String]) -> Result<(usize, usize)> {
     eprintln!("parity {suite}: our side");
-    let binary = stack.release_binary(&format!("parity-{suite}"));
     let mut child = stack
-        .ours(&binary)
-        .arg(&dir)
+        .ours(binary)
+        .arg(dir)
         .args(extra)
         .stdout(Stdio::piped())
         .spawn()
@@ -96,11 +111,6 @@ fn run_suite(stack: &Stack, suite: &str, extra: &[String]) -> Result<(usize, usi
         Some(counts) => Ok(counts),
         None => Err(format!("parity-{suite} ended ({status}) without a summary line")),
     }
-}
-
-/// Where reference outputs are kept between runs.
-fn cache_dir() -> std::path::PathBuf {
-    deps().join("parity-cache")
 }
 
 fn parse_counts(text: &str) -> Option<(usize, usize)> {

@@ -2,8 +2,9 @@
 //! against MLX's CUDA wheel (`cuda_build`), the library crates' docs (warnings denied), every
 //! published crate packaged and a new crate outside the workspace built on the packages
 //! (`package`, `downstream`), stock MLX's arithmetic on aarch64 under emulation against this
-//! machine's (`emulation`), and the Python package's suite, then its wheels and its source
-//! install as users install them (`wheels`).
+//! machine's and both encoders cross-built for aarch64 against stock aarch64 mlx-vlm there
+//! (`emulation`), and the Python package's suite, then its wheels and its source install as
+//! users install them (`wheels`).
 
 use crate::project::{Result, cargo, cmd, python, run, target_dir};
 use crate::{cuda_build, downstream, emulation, package, setup, wheels};

@@ -1,16 +1,36 @@
 //! [`HostParity`]: whether the host kernels ([`Execution::Host`](crate::Execution::Host)) give
 //! the bits of the MLX this process runs on, judged from evidence, not assumed.
 //!
-//! The host kernels reproduce one arithmetic: MLX 0.32.4's CPU primitives as the x86-64 Linux
-//! PyPI wheel computes them (its netlib BLAS and `libmlx` contain no fused multiply-add, so
-//! every product and sum is rounded separately, in the k order the kernels keep). Another
-//! build computes other float32 bits: the aarch64 Linux wheel contracts `a*b+c` into `fmadd`
-//! (its BLAS and libmlx), macOS runs float32 matmuls through Accelerate, and a libmlx built
-//! from source may be compiled with other flags. So a libmlx counts as proven only when its
-//! architecture, OS, version and file digest are those of a build the parity suite
-//! (`cargo xtask parity`, every stage against stock mlx-vlm) was run on: [`PROVEN_MLX`].
+//! The host kernels reproduce MLX 0.32.4's CPU primitives as the stock Linux PyPI wheel of the
+//! target computes them: on x86-64 every float32 product and sum is rounded separately (that
+//! wheel's netlib BLAS and `libmlx` contain no fused multiply-add), on aarch64 each k step is
+//! one fused multiply-add (that wheel's BLAS and `libmlx` contract `a*b+c` into `fmadd`), in
+//! the k order the kernels keep (`kernels::gemm::TargetMultiplyAdd`). Other builds compute
+//! other float32 bits: macOS runs float32 matmuls through Accelerate, and a libmlx built from
+//! source may be compiled with other flags. So a libmlx counts as proven only when its
+//! architecture, OS, version and file digest are those of a build the parity suite was run on
+//! ([`PROVEN_MLX`]: every stage of both encoders against stock mlx-vlm, `cargo xtask parity`
+//! on x86-64, `cargo xtask emulate` under `qemu-aarch64`).
+//!
+//! One more condition comes from MLX's CPU JIT, which compiles the graphs mlx-vlm runs under
+//! `mx.compile` (the vision MLP's `gelu_approx`) into one kernel with the `g++` on `PATH`. On
+//! x86-64 that kernel gives the bits of the ops run one by one, which the host kernels
+//! reproduce; on aarch64 the compiler contracts it to fused multiply-adds and its float32
+//! results differ, so there the host kernels are proven only while the JIT is off
+//! ([`JitCondition`], [`mlx_cpu_jit`]). MLX's own ops, which compile that graph as the
+//! reference does, give the reference's bits either way.
 
 use std::sync::OnceLock;
+
+/// Whether a proof holds with MLX's CPU JIT on, or only with it off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitCondition {
+    /// Either way: the JIT's fused kernels give the bits of the ops run one by one.
+    Any,
+    /// Only while the JIT is off ([`mlx_cpu_jit`] is false): its fused float32 kernels
+    /// contract to fused multiply-adds, which the host kernels do not reproduce.
+    Off,
+}
 
 /// A libmlx build on which the host kernels were shown bit-identical to MLX's own ops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,16 +45,46 @@ pub struct ProvenMlx {
     pub libmlx_sha256: &'static str,
     /// Where that file comes from.
     pub build: &'static str,
+    /// Whether the proof needs MLX's CPU JIT off.
+    pub jit: JitCondition,
 }
 
 /// The builds the host kernels are proven on.
-pub const PROVEN_MLX: &[ProvenMlx] = &[ProvenMlx {
-    arch: "x86_64",
-    os: "linux",
-    version: "0.32.4",
-    libmlx_sha256: "20f8ff465a7bbc991e90d87776bc18ee3e0ee772c70e9a320c4f8f31cc614ab7",
-    build: "the x86-64 Linux PyPI wheel mlx-cpu 0.32.4",
-}];
+pub const PROVEN_MLX: &[ProvenMlx] = &[
+    ProvenMlx {
+        arch: "x86_64",
+        os: "linux",
+        version: "0.32.4",
+        libmlx_sha256: "20f8ff465a7bbc991e90d87776bc18ee3e0ee772c70e9a320c4f8f31cc614ab7",
+        build: "the x86-64 Linux PyPI wheel mlx-cpu 0.32.4",
+        jit: JitCondition::Any,
+    },
+    ProvenMlx {
+        arch: "aarch64",
+        os: "linux",
+        version: "0.32.4",
+        libmlx_sha256: "a8e2beb6cefe62f72c7865c0446d9c68d026f6c95e132d4c3bdde7c2da79f0d2",
+        build: "the aarch64 Linux PyPI wheel mlx-cpu 0.32.4",
+        jit: JitCondition::Off,
+    },
+];
+
+/// Whether MLX's CPU JIT compiles the `mx.compile`d graphs of this process, decided as
+/// libmlx 0.32.4 decides it: compilation is on unless `MLX_DISABLE_COMPILE` is set (to
+/// anything), and the JIT is available when `g++ --version > /dev/null 2>&1` succeeds through
+/// the shell, the command libmlx runs (on the process's `PATH`). Asked once per process, by
+/// running that command.
+pub fn mlx_cpu_jit() -> bool {
+    static JIT: OnceLock<bool> = OnceLock::new();
+    *JIT.get_or_init(|| {
+        std::env::var_os("MLX_DISABLE_COMPILE").is_none()
+            && std::process::Command::new("/bin/sh")
+                .args(["-c", "g++ --version > /dev/null 2>&1"])
+                .stdin(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success())
+    })
+}
 
 /// Whether this process's MLX is one the host kernels reproduce, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,24 +96,44 @@ pub enum HostParity {
 }
 
 impl HostParity {
-    /// The verdict for this process: its platform and the libmlx it opened (opening MLX if it is
-    /// not open yet; the file is hashed once per process).
+    /// The verdict for this process: its platform, the libmlx it opened (opening MLX if it is
+    /// not open yet; the file is hashed once per process) and, where a proof needs it,
+    /// [`mlx_cpu_jit`].
     pub fn here() -> &'static HostParity {
         static HERE: OnceLock<HostParity> = OnceLock::new();
         HERE.get_or_init(|| {
             let facts = tensor::info::mlx_version().and_then(|v| Ok((v, tensor::info::mlx_library_sha256()?)));
             match facts {
-                Ok((version, digest)) => Self::judge(std::env::consts::ARCH, std::env::consts::OS, &version, &digest),
+                Ok((version, digest)) => {
+                    Self::judge(std::env::consts::ARCH, std::env::consts::OS, &version, &digest, mlx_cpu_jit)
+                }
                 Err(e) => HostParity::Unproven { reason: format!("the MLX library could not be identified: {e}") },
             }
         })
     }
 
-    /// The verdict for a platform and a libmlx, against [`PROVEN_MLX`].
-    pub fn judge(arch: &str, os: &str, version: &str, libmlx_sha256: &str) -> HostParity {
+    /// The verdict for a platform and a libmlx, against [`PROVEN_MLX`]; `cpu_jit` says whether
+    /// MLX's CPU JIT is on (asked only when the proof depends on it).
+    pub fn judge(
+        arch: &str,
+        os: &str,
+        version: &str,
+        libmlx_sha256: &str,
+        cpu_jit: impl FnOnce() -> bool,
+    ) -> HostParity {
         let proven = PROVEN_MLX.iter().find(|p| p.libmlx_sha256 == libmlx_sha256);
         if let Some(proven) = proven.filter(|p| (p.arch, p.os, p.version) == (arch, os, version)) {
-            return HostParity::Proven(*proven);
+            return match proven.jit {
+                JitCondition::Off if cpu_jit() => HostParity::Unproven {
+                    reason: format!(
+                        "MLX's CPU JIT is on (a `g++` on PATH, MLX_DISABLE_COMPILE unset): its fused float32 kernels \
+                         contract to fused multiply-adds here, which the host kernels do not reproduce (they are proven \
+                         on {})",
+                        proven.build
+                    ),
+                },
+                _ => HostParity::Proven(*proven),
+            };
         }
         let platform = PROVEN_MLX.iter().find(|p| (p.arch, p.os) == (arch, os));
         let reason = match platform {
@@ -92,7 +162,10 @@ impl HostParity {
 impl std::fmt::Display for HostParity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HostParity::Proven(p) => write!(f, "proven bit-identical on {}", p.build),
+            HostParity::Proven(p) => match p.jit {
+                JitCondition::Any => write!(f, "proven bit-identical on {}", p.build),
+                JitCondition::Off => write!(f, "proven bit-identical on {} with MLX's CPU JIT off", p.build),
+            },
             HostParity::Unproven { reason } => f.write_str(reason),
         }
     }
@@ -103,17 +176,40 @@ mod tests {
     use super::*;
 
     const X86: ProvenMlx = PROVEN_MLX[0];
+    const AARCH64: ProvenMlx = PROVEN_MLX[1];
+
+    fn jit(on: bool) -> impl FnOnce() -> bool {
+        move || on
+    }
+
+    fn never_asked() -> bool {
+        panic!("the JIT was asked about where no proof depends on it")
+    }
 
     #[test]
     fn only_the_proven_file_on_its_own_platform_and_release_is_proven() {
-        assert_eq!(HostParity::judge("x86_64", "linux", "0.32.4", X86.libmlx_sha256), HostParity::Proven(X86));
-        let other_file = HostParity::judge("x86_64", "linux", "0.32.4", &"0".repeat(64));
+        let judge = |arch, version, digest: &str| HostParity::judge(arch, "linux", version, digest, never_asked);
+        assert_eq!(judge("x86_64", "0.32.4", X86.libmlx_sha256), HostParity::Proven(X86));
+        let other_file = judge("x86_64", "0.32.4", &"0".repeat(64));
         assert!(other_file.to_string().contains("is not the x86-64 Linux PyPI wheel mlx-cpu 0.32.4"), "{other_file}");
-        let other_release = HostParity::judge("x86_64", "linux", "0.33.0", X86.libmlx_sha256);
+        let other_release = judge("x86_64", "0.33.0", X86.libmlx_sha256);
         assert!(other_release.to_string().contains("MLX 0.33.0 is not the release"), "{other_release}");
-        let aarch64 = HostParity::judge("aarch64", "linux", "0.32.4", X86.libmlx_sha256);
-        assert!(aarch64.to_string().contains("no stock MLX build on aarch64 linux"), "{aarch64}");
-        let macos = HostParity::judge("aarch64", "macos", "0.32.4", "ab");
-        assert!(!macos.is_proven(), "{macos}");
+        let swapped = judge("aarch64", "0.32.4", X86.libmlx_sha256);
+        assert!(swapped.to_string().contains("is not the aarch64 Linux PyPI wheel"), "{swapped}");
+        let macos = HostParity::judge("aarch64", "macos", "0.32.4", "ab", never_asked);
+        assert!(macos.to_string().contains("no stock MLX build on aarch64 macos"), "{macos}");
+    }
+
+    #[test]
+    fn the_aarch64_wheel_is_proven_only_with_the_jit_off() {
+        let judge = |on| HostParity::judge("aarch64", "linux", "0.32.4", AARCH64.libmlx_sha256, jit(on));
+        assert_eq!(judge(false), HostParity::Proven(AARCH64));
+        let with_jit = judge(true);
+        assert!(with_jit.to_string().contains("MLX's CPU JIT is on"), "{with_jit}");
+        // x86-64's proof holds with the JIT on or off.
+        assert_eq!(
+            HostParity::judge("x86_64", "linux", "0.32.4", X86.libmlx_sha256, jit(true)),
+            HostParity::Proven(X86)
+        );
     }
 }

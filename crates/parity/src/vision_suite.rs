@@ -3,15 +3,15 @@
 //!
 //! Quantized cases add a row comparing the set of quantized vision modules with the
 //! reference's; `compute: "float32"` cases load with [`ComputeDtype::F32`], which is what
-//! mlx-vlm computes on the model cast to float32. Our side runs the encoder as a user gets it:
-//! on the CPU, every hot op in the host kernels; each run's `features` row names the kernels
-//! that ran.
+//! mlx-vlm computes on the model cast to float32. Our side runs the encoder with the
+//! [`Kernels`] it is given: as a user gets it ([`Kernels::Auto`]), or MLX's ops or the host
+//! kernels forced; each run's `features` row names the kernels that ran.
 
 use crate::{Table, compare_arrays, compare_bytes};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use vision::{ComputeDtype, EncoderOptions, PreparedImage, Trace, VisionEncoder};
+use vision::{ComputeDtype, EncoderOptions, Kernels, PreparedImage, Trace, VisionEncoder};
 
 /// Any failure of the suite itself (a missing file, a load error): not a parity row.
 pub type SuiteError = Box<dyn std::error::Error>;
@@ -47,11 +47,12 @@ struct Run {
     stages: Vec<String>,
 }
 
-/// Runs every case of `<dir>/manifest.json`: loads `<case>/model` with [`VisionEncoder`], runs
-/// each run's images through our full path (decode → preprocess → encoder; a video run's images
-/// as the frames of one video, through [`VisionEncoder::prepare_video`]) with a [`Trace`], and
-/// pushes one row per stage the reference recorded in `<case>/reference.safetensors`.
-pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
+/// Runs every case of `<dir>/manifest.json`: loads `<case>/model` with [`VisionEncoder`] and
+/// `kernels`, runs each run's images through our full path (decode → preprocess → encoder; a
+/// video run's images as the frames of one video, through [`VisionEncoder::prepare_video`])
+/// with a [`Trace`], and pushes one row per stage the reference recorded in
+/// `<case>/reference.safetensors`.
+pub fn run_manifest(dir: &Path, kernels: Kernels, table: &mut Table) -> Result<(), SuiteError> {
     let manifest: Manifest = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json"))?)?;
     for case in &manifest.cases {
         let case_dir = dir.join(&case.name);
@@ -59,7 +60,7 @@ pub fn run_manifest(dir: &Path, table: &mut Table) -> Result<(), SuiteError> {
             None => ComputeDtype::Native,
             Some(name) => name.parse().map_err(|e| format!("{}: {e}", case.name))?,
         };
-        let options = EncoderOptions { compute_dtype, ..Default::default() };
+        let options = EncoderOptions { compute_dtype, kernels, ..Default::default() };
         let encoder = VisionEncoder::load(case_dir.join("model"), options)?;
         let reference = tensor::load_safetensors(case_dir.join("reference.safetensors"))?;
         let label = match &case.compute {

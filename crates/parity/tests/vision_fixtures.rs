@@ -10,7 +10,7 @@ use std::path::Path;
 fn tiny_encoders_match_the_reference_at_every_stage() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vision/tests/fixtures");
     let mut table = Table::new("vision fixtures");
-    parity::vision_suite::run_manifest(&fixtures, &mut table).unwrap();
+    parity::vision_suite::run_manifest(&fixtures, vision::Kernels::Auto, &mut table).unwrap();
     assert!(table.rows().len() >= 25, "all fixture stages compared ({})", table.rows().len());
     // Every quantization mode on both encoders, and the float32 cast, is among the rows.
     for case in [

@@ -45,6 +45,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod array;
+mod compile;
 mod device;
 mod dtype;
 mod element;
@@ -65,6 +66,7 @@ pub mod testing;
 mod vector;
 
 pub use array::Array;
+pub use compile::{Compiled, TracedFn};
 pub use device::{Device, Stream, with_device};
 pub use dtype::Dtype;
 pub use element::Element;

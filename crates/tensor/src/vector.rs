@@ -50,16 +50,27 @@ impl VectorArray {
     /// The arrays, as owned handles.
     #[track_caller]
     pub(crate) fn to_arrays(&self) -> Result<Vec<Array>> {
-        // SAFETY: `self.raw` is live while `self` is borrowed; the call only reads the length.
-        let len = unsafe { api().mlx_vector_array_size(self.raw) };
-        (0..len)
-            .map(|i| {
-                // SAFETY: the op-call contract of `Array::from_op`, with the live `self.raw` as
-                // input; mlx-c bounds-checks `i` (`std::vector::at`) and copies the array out.
-                Array::from_op("vector_array_get", |out| unsafe { api().mlx_vector_array_get(out, self.raw, i) })
-            })
-            .collect()
+        // SAFETY: `self.raw` is live while `self` is borrowed.
+        unsafe { arrays_in(self.raw) }
     }
+}
+
+/// The arrays of the vector `raw`, as owned handles (reference-count copies).
+///
+/// # Safety
+/// `raw` must be a live `mlx_vector_array` for the duration of the call.
+#[track_caller]
+pub(crate) unsafe fn arrays_in(raw: ffi::mlx_vector_array) -> Result<Vec<Array>> {
+    init()?;
+    // SAFETY: the caller keeps `raw` live for the call; this only reads the length.
+    let len = unsafe { api().mlx_vector_array_size(raw) };
+    (0..len)
+        .map(|i| {
+            // SAFETY: the op-call contract of `Array::from_op`, with the live `raw` as input;
+            // mlx-c bounds-checks `i` (`std::vector::at`) and copies the array out.
+            Array::from_op("vector_array_get", |out| unsafe { api().mlx_vector_array_get(out, raw, i) })
+        })
+        .collect()
 }
 
 impl Drop for VectorArray {

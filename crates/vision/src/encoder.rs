@@ -1,8 +1,9 @@
 //! [`VisionEncoder`]: a checkpoint directory in, language-space soft tokens out.
 
 use crate::family::{Family, FamilyModel, load_model};
+use crate::kernels::execution;
 use crate::trace::Trace;
-use crate::{Checkpoint, ComputeDtype, Error, ModelConfig, PreparedImage, Result};
+use crate::{Checkpoint, ComputeDtype, Error, Kernels, ModelConfig, PreparedImage, Result};
 use layers::{WeightStore, Weights};
 use preprocess::{
     Preprocessor, ProcessorConfig, RgbImage, SettingsFile, SoftTokenBudget, VideoPreprocessor, VideoProcessorConfig,
@@ -10,21 +11,6 @@ use preprocess::{
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tensor::Array;
-
-/// Who runs the encoder's ops. Both choices give the reference's bits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Kernels {
-    /// On MLX's CPU backend, the `kernels` crate's host kernels for every hot op (matmuls,
-    /// quantized matmuls, attention, norms, GELU: [`layers::Execution::Host`]), over every
-    /// core, when [`layers::HostParity::here`] finds this MLX build among those the kernels are
-    /// proven to reproduce; on an unproven CPU build (aarch64, macOS, a libmlx built from
-    /// source) and on other backends (Metal, CUDA), MLX's own ops. Chosen once, when the
-    /// encoder is loaded.
-    #[default]
-    Auto,
-    /// MLX's ops everywhere ([`layers::Execution::Mlx`]), the reference's op graph as is.
-    Mlx,
-}
 
 /// How an encoder is loaded and what its output means.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,23 +36,6 @@ pub struct Features {
     pub features: Array,
     /// Soft tokens per image, in input order (they sum to `features`' first extent).
     pub soft_tokens: Vec<usize>,
-}
-
-/// Who runs the ops under `options` ([`Kernels`]), and why, in words (`inspect` shows it).
-pub(crate) fn execution(options: &EncoderOptions) -> Result<(layers::Execution, String)> {
-    if options.kernels == Kernels::Mlx {
-        return Ok((layers::Execution::Mlx, "MLX's ops, as asked".to_owned()));
-    }
-    let device = tensor::Device::default_device()?;
-    if device != tensor::Device::Cpu {
-        return Ok((layers::Execution::Mlx, format!("MLX's ops on MLX's default device ({device:?})")));
-    }
-    let parity = layers::HostParity::here();
-    Ok(if parity.is_proven() {
-        (layers::Execution::Host, format!("the host kernels, {parity}"))
-    } else {
-        (layers::Execution::Mlx, format!("MLX's ops: {parity}"))
-    })
 }
 
 /// A loaded Gemma 4 vision encoder of either family, with its image processor settings: the
@@ -113,7 +82,7 @@ impl VisionEncoder {
         let compute = options.compute_dtype.weight_dtype();
         let weights = Weights::new(store as Arc<dyn WeightStore>)
             .with_compute_dtype(compute)
-            .with_execution(execution(&options)?.0)
+            .with_execution(execution(options.kernels)?.0)
             .with_quantization(checkpoint.quantization());
         let model = load_model(&config, &weights).map_err(|e| checkpoint.locate(e))?;
         weights.ensure_all_used()?;

@@ -199,7 +199,7 @@ impl Inspection {
             tensors: TensorCounts { read: encoder.used_keys().len(), bytes_read, ignored },
             cache_identity: encoder.cache_identity()?,
             mlx: MlxLibrary::current()?,
-            kernels: crate::encoder::execution(encoder.options())?.1,
+            kernels: crate::kernels::execution(encoder.options().kernels)?.1,
         })
     }
 }
