@@ -17,11 +17,12 @@
 //!   proof behind the aarch64 entry of `layers::PROVEN_MLX`); `ops.py --small` and
 //!   `parity-ops`, whose rows cover both executions.
 //! - MLX's CPU JIT on (`g++` on `PATH` is Debian's `aarch64-linux-gnu-g++`, the GCC release an
-//!   arm64 bookworm machine's `g++` is, so the JIT builds the kernels an aarch64 user's builds):
-//!   `vision.py --quick` and `parity-vision --kernels auto`, which runs MLX's ops there, its
-//!   GELU compiled as the reference's is (the JIT's fused float32 GELU contracts to a fused
-//!   multiply-add, which the host kernels do not reproduce, so `HostParity` finds the JIT on
-//!   and leaves them off).
+//!   arm64 bookworm machine's `g++` is, so the JIT builds the kernels an aarch64 user's builds,
+//!   its float32 GELU with the cubic term contracted to one fused multiply-add):
+//!   `vision.py --quick`, then `parity-vision` with `--kernels auto` (the host kernels where
+//!   `layers::HostParity` proves them) and with `--kernels host` (forced: the proof that the
+//!   aarch64 entry of `layers::PROVEN_MLX` holds with the JIT on, the host GELU following
+//!   `layers::gelu_cubic_term`).
 //!
 //! The summary line gives each run's rows and seconds, the reference sides' and the cross
 //! build's seconds, and the step's.
@@ -106,6 +107,7 @@ pub fn main(qemu: &Path, aarch64: &Path) -> Result<()> {
     let dir = work.join("vision-jit");
     reference(&jit_on, "vision", &dir, &["--quick"])?;
     ours("vision --quick, JIT on, Kernels::Auto", &jit_on, &vision, "vision", &dir, &["--kernels", "auto"])?;
+    ours("vision --quick, JIT on, host kernels", &jit_on, &vision, "vision", &dir, &["--kernels", "host"])?;
 
     let rows: Vec<String> =
         outcomes.iter().map(|o| format!("{}: {}/{} ({:.1} s)", o.label, o.counts.0, o.counts.1, o.seconds)).collect();

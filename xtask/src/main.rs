@@ -65,7 +65,7 @@ cargo xtask <command>
                 under qemu-aarch64, and its kernels on the op list against stock MLX on each
                 platform; then both encoders cross-built for aarch64 against stock aarch64
                 mlx-vlm under qemu-aarch64 at small shapes (MLX's CPU JIT off: MLX's ops and
-                the host kernels; JIT on: MLX's ops)
+                the host kernels; JIT on: Kernels::Auto and the host kernels)
   wheels        the Python package's wheel and source-install steps of `test`, alone
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS

@@ -20,28 +20,48 @@
 //! [`tanh_slice`](crate::tanh::tanh_slice) (the C library's `tanhf` bits, 8 lanes at a time
 //! where that is glibc's fdlibm `tanhf`; on aarch64 one `tanhf` call per value, which leaves
 //! the float32 sequence to the portable loop there).
+//!
+//! In float32 the tanh argument has two forms, one per [`CubicTerm`]: the ops run one by one
+//! (above), or `fma(cube, 0.044715, x) · sqrt(2/π)`, the kernel MLX's CPU JIT builds for the
+//! `mx.compile`d graph where its compiler contracts `x + 0.044715·cube` into one fused
+//! multiply-add (GCC on aarch64; the cube comes from a separate, unfused `power` kernel, and the
+//! rest of the sequence is unchanged). In bf16 every op rounds to bf16, so both forms are one.
 
 use crate::cpu::Isa;
 use crate::power::{cube_as_pow_slice, pow};
 use crate::tanh::{tanh, tanh_slice_with};
-use crate::{Error, Float, Result, parallel, rows};
+use crate::{ElementType, Error, Float, Result, parallel, rows};
 use half::bf16;
 use std::any::TypeId;
 use std::sync::OnceLock;
 
 const KERNEL: &str = "gelu_approx";
 
+/// How the float32 GELU forms `x + 0.044715 · cube`, the cubic term of its tanh argument; bf16
+/// rounds each op to bf16 under either choice, so its bits do not depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CubicTerm {
+    /// `x + round(0.044715 · cube)`: two roundings, MLX's ops run one by one (its CPU JIT off),
+    /// and the kernel the JIT builds where its compiler does not contract (x86-64).
+    #[default]
+    Separate,
+    /// `fma(cube, 0.044715, x)`: one rounding, the kernel MLX's CPU JIT builds on aarch64, where
+    /// GCC contracts the multiply and the add into one `fmadd`.
+    Fused,
+}
+
 /// `gelu_approx(x)` for one value of dtype `T`, op by op as MLX computes it (see the module
-/// documentation): the definition of the bits of this module's kernels.
-pub fn gelu_approx_scalar<T: Float>(x: T) -> T {
+/// documentation), the float32 cubic term formed as `cubic` says: the definition of the bits
+/// of this module's kernels.
+pub fn gelu_approx_scalar<T: Float>(cubic: CubicTerm, x: T) -> T {
     let f = x.to_f32();
-    gelu_approx_from_cube(x, pow(f, T::from_f32(3.0).to_f32()))
+    gelu_approx_from_cube(cubic, x, pow(f, T::from_f32(3.0).to_f32()))
 }
 
 /// The GELU of `x` given `cube = powf(f32(x), 3)`, the rest of the op sequence.
 #[inline(always)]
-fn gelu_approx_from_cube<T: Float>(x: T, cube: f32) -> T {
-    gelu_approx_from_tanh(x, tanh(tanh_argument(x, cube)))
+fn gelu_approx_from_cube<T: Float>(cubic: CubicTerm, x: T, cube: f32) -> T {
+    gelu_approx_from_tanh(x, tanh(tanh_argument(cubic, x, cube)))
 }
 
 /// Each op's result rounded to `T`.
@@ -51,14 +71,19 @@ fn round<T: Float>(v: f32) -> f32 {
 }
 
 /// The argument of the GELU's `tanh` given `cube = powf(f32(x), 3)`:
-/// `(x + 0.044715 · cube) · sqrt(2/π)`, each op rounded to `T`.
+/// `(x + 0.044715 · cube) · sqrt(2/π)`, each op rounded to `T`; in float32 the cubic term
+/// formed as `cubic` says.
 #[inline(always)]
-fn tanh_argument<T: Float>(x: T, cube: f32) -> f32 {
+fn tanh_argument<T: Float>(cubic: CubicTerm, x: T, cube: f32) -> f32 {
     // Python floats become float32 (then T) weak scalars, as MLX makes `array(0.044715, T)`.
     let cubic_coefficient = round::<T>(0.044715f64 as f32);
     let scale = round::<T>((2.0 / std::f64::consts::PI).sqrt() as f32);
-    let cubic = round::<T>(round::<T>(cube) * cubic_coefficient);
-    round::<T>(round::<T>(x.to_f32() + cubic) * scale)
+    let cube = round::<T>(cube);
+    let sum = match (T::DTYPE, cubic) {
+        (ElementType::F32, CubicTerm::Fused) => cube.mul_add(cubic_coefficient, x.to_f32()),
+        _ => round::<T>(x.to_f32() + round::<T>(cube * cubic_coefficient)),
+    };
+    round::<T>(sum * scale)
 }
 
 /// The GELU of `x` given the C library's `tanh` of its [`tanh_argument`]:
@@ -69,9 +94,9 @@ fn gelu_approx_from_tanh<T: Float>(x: T, tanh: f32) -> T {
     T::from_f32(round::<T>(x.to_f32() * round::<T>(0.5)) * gate)
 }
 
-/// `out[i] = gelu_approx(x[i])` in `T` (float32 or bf16): MLX 0.32's CPU bits. `x` and `out`
-/// have one length, else [`Error::Shape`].
-pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
+/// `out[i] = gelu_approx(x[i])` in `T` (float32 or bf16): MLX 0.32's CPU bits, the float32
+/// cubic term formed as `cubic` says. `x` and `out` have one length, else [`Error::Shape`].
+pub fn gelu_approx<T: Float>(cubic: CubicTerm, x: &[T], out: &mut [T]) -> Result<()> {
     if x.len() != out.len() {
         return Err(Error::shape(KERNEL, format!("input of {} values, output of {}", x.len(), out.len())));
     }
@@ -85,7 +110,7 @@ pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
                     *o = T::from_f32(lookup(table, v));
                 }
             }
-            None => by_sequence(isa, x, block, |_, g| g),
+            None => by_sequence(isa, cubic, x, block, |_, g| g),
         }
     });
     Ok(())
@@ -93,9 +118,10 @@ pub fn gelu_approx<T: Float>(x: &[T], out: &mut [T]) -> Result<()> {
 
 /// `out[i] = gelu_approx(gate[i]) * up[i]` in `T` (float32 or bf16), the gated activation of
 /// gemma4's vision MLP: MLX 0.32's CPU bits (the product rounded to `T`; bf16 NaNs `0x7FC0`,
-/// a float32 NaN's payload is not specified). The three slices have one length, else
-/// [`Error::Shape`]. Over all cores; bf16 through a table of the GELU of every bf16 value.
-pub fn gelu_approx_mul<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
+/// a float32 NaN's payload is not specified), the float32 cubic term formed as `cubic` says.
+/// The three slices have one length, else [`Error::Shape`]. Over all cores; bf16 through a
+/// table of the GELU of every bf16 value.
+pub fn gelu_approx_mul<T: Float>(cubic: CubicTerm, gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
     check(gate.len(), up.len(), out.len())?;
     let table = bf16_table_for::<T>();
     let isa = crate::cpu::isa();
@@ -104,7 +130,7 @@ pub fn gelu_approx_mul<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<
         let (gate, up) = (&gate[span.clone()], &up[span]);
         match table {
             Some(table) => gated_by_table(isa, table, gate, up, block),
-            None => by_sequence(isa, gate, block, |i, g| T::from_f32(g.to_f32() * up[i].to_f32())),
+            None => by_sequence(isa, cubic, gate, block, |i, g| T::from_f32(g.to_f32() * up[i].to_f32())),
         }
     });
     Ok(())
@@ -112,17 +138,17 @@ pub fn gelu_approx_mul<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<
 
 /// [`gelu_approx_mul`] by the scalar sequence, one element at a time on this thread (no
 /// table): the definition of the bits. Same arguments and errors.
-pub fn gelu_approx_mul_scalar<T: Float>(gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
+pub fn gelu_approx_mul_scalar<T: Float>(cubic: CubicTerm, gate: &[T], up: &[T], out: &mut [T]) -> Result<()> {
     check(gate.len(), up.len(), out.len())?;
     for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
-        *o = T::from_f32(gelu_approx_scalar(g).to_f32() * u.to_f32());
+        *o = T::from_f32(gelu_approx_scalar(cubic, g).to_f32() * u.to_f32());
     }
     Ok(())
 }
 
 /// `out[i] = then(i, gelu_approx(x[i]))` by the op sequence, 256 values at a time: the cubes
 /// by [`cube_as_pow_slice`] (`powf`'s bits), the `tanh`s by [`tanh_slice`](crate::tanh::tanh_slice) (`tanhf`'s).
-fn by_sequence<T: Float>(isa: Isa, x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
+fn by_sequence<T: Float>(isa: Isa, cubic: CubicTerm, x: &[T], out: &mut [T], then: impl Fn(usize, T) -> T) {
     const CHUNK: usize = 256;
     let mut widened = [0f32; CHUNK];
     let mut cubes = [0f32; CHUNK];
@@ -134,7 +160,7 @@ fn by_sequence<T: Float>(isa: Isa, x: &[T], out: &mut [T], then: impl Fn(usize, 
         }
         cube_as_pow_slice(isa, &widened[..n], &mut cubes[..n]);
         for (cube, &v) in cubes.iter_mut().zip(x) {
-            *cube = tanh_argument(v, *cube);
+            *cube = tanh_argument(cubic, v, *cube);
         }
         tanh_slice_with(isa, &cubes[..n], &mut tanhs[..n]);
         for (i, ((o, &v), &t)) in out.iter_mut().zip(x).zip(&tanhs[..n]).enumerate() {
@@ -163,7 +189,7 @@ fn bf16_table() -> &'static Table {
     TABLE.get_or_init(|| {
         let mut table = Box::new([0u16; 1 << 16]);
         for (bits, entry) in (0..=u16::MAX).zip(table.iter_mut()) {
-            *entry = gelu_approx_scalar(bf16::from_bits(bits)).to_bits();
+            *entry = gelu_approx_scalar(CubicTerm::Separate, bf16::from_bits(bits)).to_bits();
         }
         table
     })
@@ -265,6 +291,8 @@ mod tests {
     use crate::testing::{bits, floats};
     use proptest::prelude::*;
 
+    const CUBIC_TERMS: [CubicTerm; 2] = [CubicTerm::Separate, CubicTerm::Fused];
+
     #[test]
     fn bf16_constants_are_the_weak_scalars() {
         let round = |v: f32| bf16::from_f32(v).to_f32();
@@ -280,12 +308,43 @@ mod tests {
                 * f64::from(x)
                 * (1.0
                     + ((2.0 / std::f64::consts::PI).sqrt() * (f64::from(x) + 0.044715 * f64::from(x).powi(3))).tanh());
-            let got = f64::from(gelu_approx_scalar(x));
-            assert!((got - exact).abs() < 1e-6 * (1.0 + exact.abs()), "gelu({x}) = {got}, want {exact}");
+            for cubic in CUBIC_TERMS {
+                let got = f64::from(gelu_approx_scalar(cubic, x));
+                assert!(
+                    (got - exact).abs() < 1e-6 * (1.0 + exact.abs()),
+                    "gelu({x}) = {got}, want {exact} ({cubic:?})"
+                );
+            }
         }
-        assert_eq!(gelu_approx_scalar(f32::INFINITY), f32::INFINITY);
-        assert_eq!(gelu_approx_scalar(-0.0f32).to_bits(), 0x8000_0000);
-        assert!(gelu_approx_scalar(f32::NAN).is_nan());
+        for cubic in CUBIC_TERMS {
+            assert_eq!(gelu_approx_scalar(cubic, f32::INFINITY), f32::INFINITY);
+            assert_eq!(gelu_approx_scalar(cubic, -0.0f32).to_bits(), 0x8000_0000);
+            assert!(gelu_approx_scalar(cubic, f32::NAN).is_nan());
+        }
+    }
+
+    #[test]
+    fn the_fused_cubic_term_is_one_fma_in_float32_and_nothing_in_bf16() {
+        let (c, scale) = (0.044715f64 as f32, (2.0 / std::f64::consts::PI).sqrt() as f32);
+        let mut differ = 0;
+        for i in -40_000..40_000 {
+            let x = i as f32 / 4_000.0 + 1.0 / 3.0;
+            let cube = pow(x, 3.0);
+            let fused = tanh_argument(CubicTerm::Fused, x, cube);
+            assert_eq!(fused.to_bits(), (cube.mul_add(c, x) * scale).to_bits(), "x = {x}");
+            let separate = tanh_argument(CubicTerm::Separate, x, cube);
+            assert_eq!(separate.to_bits(), ((x + cube * c) * scale).to_bits(), "x = {x}");
+            differ += usize::from(fused.to_bits() != separate.to_bits());
+        }
+        // The choice matters in float32 (for a few percent of these values)...
+        assert!(differ > 100, "{differ} values differ");
+        // ...and never in bf16, where every op rounds to bf16.
+        for bits in 0..=u16::MAX {
+            let x = bf16::from_bits(bits);
+            let (fused, separate) =
+                (gelu_approx_scalar(CubicTerm::Fused, x), gelu_approx_scalar(CubicTerm::Separate, x));
+            assert_eq!(fused.to_bits(), separate.to_bits(), "gelu(bf16 {bits:#06x})");
+        }
     }
 
     #[test]
@@ -293,28 +352,40 @@ mod tests {
         let table = bf16_table();
         for bits in 0..=u16::MAX {
             let x = bf16::from_bits(bits);
-            assert_eq!(table[usize::from(bits)], gelu_approx_scalar(x).to_bits(), "gelu(bf16 {bits:#06x})");
+            assert_eq!(
+                table[usize::from(bits)],
+                gelu_approx_scalar(CubicTerm::Separate, x).to_bits(),
+                "gelu(bf16 {bits:#06x})"
+            );
         }
         let xs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
-        let mut out = vec![bf16::ZERO; xs.len()];
-        gelu_approx(&xs, &mut out).unwrap();
-        assert!(xs.iter().zip(&out).all(|(&x, y)| gelu_approx_scalar(x).to_bits() == y.to_bits()));
+        for cubic in CUBIC_TERMS {
+            let mut out = vec![bf16::ZERO; xs.len()];
+            gelu_approx(cubic, &xs, &mut out).unwrap();
+            assert!(xs.iter().zip(&out).all(|(&x, y)| gelu_approx_scalar(cubic, x).to_bits() == y.to_bits()));
+        }
     }
 
     #[test]
     fn rejects_bad_extents() {
         let mut out = [0f32; 4];
-        assert!(matches!(gelu_approx_mul(&[1f32; 4], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
-        assert!(matches!(gelu_approx_mul(&[1f32; 3], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
-        assert!(matches!(gelu_approx(&[1f32; 3], &mut out), Err(Error::Shape { .. })));
+        let cubic = CubicTerm::Separate;
+        assert!(matches!(gelu_approx_mul(cubic, &[1f32; 4], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(gelu_approx_mul(cubic, &[1f32; 3], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(gelu_approx_mul_scalar(cubic, &[1f32; 3], &[1f32; 3], &mut out), Err(Error::Shape { .. })));
+        assert!(matches!(gelu_approx(cubic, &[1f32; 3], &mut out), Err(Error::Shape { .. })));
     }
 
-    fn check_paths<T: Float>(gate: &[T], up: &[T]) {
+    fn check_paths<T: Float>(cubic: CubicTerm, gate: &[T], up: &[T]) {
         let mut want = vec![T::default(); gate.len()];
-        gelu_approx_mul_scalar(gate, up, &mut want).unwrap();
+        gelu_approx_mul_scalar(cubic, gate, up, &mut want).unwrap();
         let mut got = vec![T::default(); gate.len()];
-        gelu_approx_mul(gate, up, &mut got).unwrap();
-        assert_eq!(bits(&got), bits(&want));
+        gelu_approx_mul(cubic, gate, up, &mut got).unwrap();
+        assert_eq!(bits(&got), bits(&want), "{cubic:?}");
+        let mut alone = vec![T::default(); gate.len()];
+        gelu_approx(cubic, gate, &mut alone).unwrap();
+        let twin: Vec<T> = gate.iter().map(|&g| gelu_approx_scalar(cubic, g)).collect();
+        assert_eq!(bits(&alone), bits(&twin), "gelu_approx {cubic:?}");
         if let Some(table) = bf16_table_for::<T>() {
             let mut portable = vec![T::default(); gate.len()];
             gated_by_table_portable(table, gate, up, &mut portable);
@@ -345,10 +416,12 @@ mod tests {
             ), 0..300),
         ) {
             let (gate, up): (Vec<f32>, Vec<f32>) = pairs.into_iter().unzip();
-            check_paths(&gate, &up);
             let gb: Vec<bf16> = gate.iter().map(|&v| crate::bf16_from_f32(v)).collect();
             let ub: Vec<bf16> = up.iter().map(|&v| crate::bf16_from_f32(v)).collect();
-            check_paths(&gb, &ub);
+            for cubic in CUBIC_TERMS {
+                check_paths(cubic, &gate, &up);
+                check_paths(cubic, &gb, &ub);
+            }
         }
     }
 }

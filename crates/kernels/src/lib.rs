@@ -19,14 +19,16 @@
 //!
 //! # Example
 //!
-//! mlx-vlm's `gelu_approx` over a row, then MLX's `fast.rms_norm` of it (no weight), in float32:
+//! mlx-vlm's `gelu_approx` over a row (its ops run one by one), then MLX's `fast.rms_norm` of
+//! it (no weight), in float32:
 //!
 //! ```
-//! use gemma_vision_kernels::{gelu::gelu_approx, rms_norm::rms_norm};
+//! use gemma_vision_kernels::gelu::{CubicTerm, gelu_approx};
+//! use gemma_vision_kernels::rms_norm::rms_norm;
 //!
 //! let x = [-2.0f32, -0.5, 0.0, 0.5, 2.0, 3.0];
 //! let mut gelu = [0.0f32; 6];
-//! gelu_approx(&x, &mut gelu)?;
+//! gelu_approx(CubicTerm::Separate, &x, &mut gelu)?;
 //! assert_eq!(gelu[2], 0.0);
 //! assert!(gelu[0] < 0.0 && gelu[4] > 1.9);
 //!

@@ -12,23 +12,25 @@
 //! ([`PROVEN_MLX`]: every stage of both encoders against stock mlx-vlm, `cargo xtask parity`
 //! on x86-64, `cargo xtask emulate` under `qemu-aarch64`).
 //!
-//! One more condition comes from MLX's CPU JIT, which compiles the graphs mlx-vlm runs under
-//! `mx.compile` (the vision MLP's `gelu_approx`) into one kernel with the `g++` on `PATH`. On
-//! x86-64 that kernel gives the bits of the ops run one by one, which the host kernels
-//! reproduce; on aarch64 the compiler contracts it to fused multiply-adds and its float32
-//! results differ, so there the host kernels are proven only while the JIT is off
-//! ([`JitCondition`], [`mlx_cpu_jit`]). MLX's own ops, which compile that graph as the
-//! reference does, give the reference's bits either way.
+//! MLX's CPU JIT compiles the graphs mlx-vlm runs under `mx.compile` (the vision MLP's
+//! `gelu_approx`) into one kernel with the `g++` on `PATH`. On x86-64 that kernel gives the bits
+//! of the ops run one by one; on aarch64 Linux GCC contracts its float32 `x + 0.044715·x³` into
+//! one fused multiply-add. The host kernels compute whichever of the two this process's MLX
+//! computes ([`gelu_cubic_term`], decided once per process from [`mlx_cpu_jit`]), so a proof
+//! may hold with the JIT on or off; [`JitCondition`] records which a proof covered. MLX's own
+//! ops, which compile that graph as the reference does, give the reference's bits either way.
 
+use kernels::gelu::CubicTerm;
 use std::sync::OnceLock;
 
 /// Whether a proof holds with MLX's CPU JIT on, or only with it off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JitCondition {
-    /// Either way: the JIT's fused kernels give the bits of the ops run one by one.
+    /// Either way: the parity suite was run with the JIT on and with it off, the host kernels'
+    /// GELU following [`gelu_cubic_term`].
     Any,
-    /// Only while the JIT is off ([`mlx_cpu_jit`] is false): its fused float32 kernels
-    /// contract to fused multiply-adds, which the host kernels do not reproduce.
+    /// Only while the JIT is off ([`mlx_cpu_jit`] is false): the JIT's fused kernels were not
+    /// shown to give the host kernels' bits.
     Off,
 }
 
@@ -65,7 +67,7 @@ pub const PROVEN_MLX: &[ProvenMlx] = &[
         version: "0.32.4",
         libmlx_sha256: "a8e2beb6cefe62f72c7865c0446d9c68d026f6c95e132d4c3bdde7c2da79f0d2",
         build: "the aarch64 Linux PyPI wheel mlx-cpu 0.32.4",
-        jit: JitCondition::Off,
+        jit: JitCondition::Any,
     },
 ];
 
@@ -84,6 +86,22 @@ pub fn mlx_cpu_jit() -> bool {
                 .status()
                 .is_ok_and(|status| status.success())
     })
+}
+
+/// The float32 cubic term of mlx-vlm's `mx.compile`d `gelu_approx` as this process's MLX
+/// computes it, which the host kernels' GELU (`kernels::gelu::gelu_approx_mul`) follows:
+/// [`CubicTerm::Fused`] on aarch64 Linux while MLX's CPU JIT is on ([`mlx_cpu_jit`]), where the
+/// JIT's kernel is built by GCC, which contracts `x + 0.044715·cube` into one `fmadd`;
+/// [`CubicTerm::Separate`] otherwise (the ops run one by one with the JIT off; x86-64's JIT
+/// kernel does not contract). Decided once per process. bf16 does not depend on it.
+pub fn gelu_cubic_term() -> CubicTerm {
+    static TERM: OnceLock<CubicTerm> = OnceLock::new();
+    *TERM.get_or_init(|| cubic_term_for(std::env::consts::ARCH, std::env::consts::OS, mlx_cpu_jit))
+}
+
+/// [`gelu_cubic_term`] for a platform; `cpu_jit` is asked only where the answer depends on it.
+fn cubic_term_for(arch: &str, os: &str, cpu_jit: impl FnOnce() -> bool) -> CubicTerm {
+    if (arch, os) == ("aarch64", "linux") && cpu_jit() { CubicTerm::Fused } else { CubicTerm::Separate }
 }
 
 /// Whether this process's MLX is one the host kernels reproduce, and why.
@@ -126,9 +144,8 @@ impl HostParity {
             return match proven.jit {
                 JitCondition::Off if cpu_jit() => HostParity::Unproven {
                     reason: format!(
-                        "MLX's CPU JIT is on (a `g++` on PATH, MLX_DISABLE_COMPILE unset): its fused float32 kernels \
-                         contract to fused multiply-adds here, which the host kernels do not reproduce (they are proven \
-                         on {})",
+                        "MLX's CPU JIT is on (a `g++` on PATH, MLX_DISABLE_COMPILE unset): the host kernels are proven \
+                         on {} only with it off",
                         proven.build
                     ),
                 },
@@ -201,15 +218,24 @@ mod tests {
     }
 
     #[test]
-    fn the_aarch64_wheel_is_proven_only_with_the_jit_off() {
-        let judge = |on| HostParity::judge("aarch64", "linux", "0.32.4", AARCH64.libmlx_sha256, jit(on));
-        assert_eq!(judge(false), HostParity::Proven(AARCH64));
-        let with_jit = judge(true);
-        assert!(with_jit.to_string().contains("MLX's CPU JIT is on"), "{with_jit}");
-        // x86-64's proof holds with the JIT on or off.
-        assert_eq!(
-            HostParity::judge("x86_64", "linux", "0.32.4", X86.libmlx_sha256, jit(true)),
-            HostParity::Proven(X86)
-        );
+    fn both_wheels_are_proven_with_the_jit_on_or_off() {
+        for proven in [X86, AARCH64] {
+            assert_eq!(proven.jit, JitCondition::Any);
+            let judge = |cpu_jit| HostParity::judge(proven.arch, "linux", "0.32.4", proven.libmlx_sha256, cpu_jit);
+            assert_eq!(judge(never_asked), HostParity::Proven(proven));
+        }
+    }
+
+    #[test]
+    fn the_gelu_fuses_its_cubic_term_only_where_gcc_builds_the_jit_kernel_for_aarch64() {
+        assert_eq!(cubic_term_for("aarch64", "linux", jit(true)), CubicTerm::Fused);
+        assert_eq!(cubic_term_for("aarch64", "linux", jit(false)), CubicTerm::Separate);
+        assert_eq!(cubic_term_for("x86_64", "linux", never_asked), CubicTerm::Separate);
+        assert_eq!(cubic_term_for("aarch64", "macos", never_asked), CubicTerm::Separate);
+        let here = gelu_cubic_term();
+        if !cfg!(all(target_arch = "aarch64", target_os = "linux")) {
+            assert_eq!(here, CubicTerm::Separate);
+        }
+        assert_eq!(gelu_cubic_term(), here);
     }
 }

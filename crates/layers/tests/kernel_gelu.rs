@@ -1,6 +1,7 @@
-//! `kernels::gelu` against [`layers::gelu_approx`] (mlx's `nn.gelu_approx` op by op with MLX
-//! ops, stock CPU build) times `up`, bit for bit: the GELU of every bf16 value, the gated
-//! product in bf16 and float32 on a float32 sweep and random slices with special values.
+//! `kernels::gelu` against [`layers::gelu_approx`] (mlx's `nn.gelu_approx` compiled by MLX as
+//! the reference compiles it, stock CPU build) times `up`, bit for bit, the kernels' float32
+//! cubic term this process's ([`layers::gelu_cubic_term`]): the GELU of every bf16 value, the
+//! gated product in bf16 and float32 on a float32 sweep and random slices with special values.
 
 extern crate gemma_vision_layers as layers;
 
@@ -23,10 +24,10 @@ fn compare<T: Float + tensor::Element>(gate: &[f32], up: &[f32]) {
     let (gate, up): (Vec<T>, Vec<T>) = (cast(gate), cast(up));
     let want = mlx_gated(&gate, &up);
     let mut got = vec![T::default(); gate.len()];
-    gelu_approx_mul(&gate, &up, &mut got).unwrap();
+    gelu_approx_mul(layers::gelu_cubic_term(), &gate, &up, &mut got).unwrap();
     assert_eq!(bits(&got), bits(&want), "kernel vs MLX");
     let mut twin = vec![T::default(); gate.len()];
-    gelu_approx_mul_scalar(&gate, &up, &mut twin).unwrap();
+    gelu_approx_mul_scalar(layers::gelu_cubic_term(), &gate, &up, &mut twin).unwrap();
     assert_eq!(bits(&twin), bits(&want), "twin vs MLX");
 }
 
@@ -35,10 +36,10 @@ fn the_gelu_of_every_bf16_matches_mlx() {
     let xs: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
     let want: Vec<bf16> = layers::gelu_approx(&array(&xs)).unwrap().to_vec().unwrap();
     let mut got = vec![bf16::ZERO; xs.len()];
-    gelu_approx(&xs, &mut got).unwrap();
+    gelu_approx(layers::gelu_cubic_term(), &xs, &mut got).unwrap();
     for ((x, g), w) in xs.iter().zip(&got).zip(&want) {
         assert_eq!(g.to_bits(), w.to_bits(), "gelu(bf16 {:#06x})", x.to_bits());
-        assert_eq!(gelu_approx_scalar(*x).to_bits(), w.to_bits());
+        assert_eq!(gelu_approx_scalar(layers::gelu_cubic_term(), *x).to_bits(), w.to_bits());
     }
 }
 
@@ -52,7 +53,7 @@ fn a_float32_sweep_matches_mlx() {
     let xs: Vec<f32> = gate.clone();
     let want: Vec<f32> = layers::gelu_approx(&array(&xs)).unwrap().to_vec().unwrap();
     let mut got = vec![0f32; xs.len()];
-    gelu_approx(&xs, &mut got).unwrap();
+    gelu_approx(layers::gelu_cubic_term(), &xs, &mut got).unwrap();
     assert_eq!(bits(&got), bits(&want), "gelu_approx float32");
 }
 

@@ -15,8 +15,8 @@ pub enum Kernels {
     /// On MLX's CPU backend, the `kernels` crate's host kernels for every hot op (matmuls,
     /// quantized matmuls, attention, norms, GELU: [`layers::Execution::Host`]), over every
     /// core, when [`layers::HostParity::here`] finds this MLX build among those the kernels are
-    /// proven to reproduce; on an unproven CPU build (macOS, a libmlx built from source, an
-    /// aarch64 one with MLX's CPU JIT on) and on other backends (Metal, CUDA), MLX's own ops.
+    /// proven to reproduce; on an unproven CPU build (macOS, a libmlx built from source) and on
+    /// other backends (Metal, CUDA), MLX's own ops.
     /// Either way the reference's bits.
     #[default]
     Auto,

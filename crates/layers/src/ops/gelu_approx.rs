@@ -15,9 +15,9 @@ use tensor::{Array, Compiled};
 /// and the exponent 3), each binary op with the array first, as MLX's Python operators build
 /// the graph. Like the reference (`@partial(mx.compile, shapeless=True)`), the graph goes
 /// through MLX's compile ([`Compiled`]), so it is computed as the reference's is: one fused
-/// kernel where MLX's CPU JIT is on (a `g++` on `PATH`; on aarch64 that kernel contracts to
-/// fused multiply-adds, and float32 results differ from the ops run one by one), the ops one
-/// by one where it is off.
+/// kernel where MLX's CPU JIT is on (a `g++` on `PATH`; on aarch64 Linux that kernel's float32
+/// cubic term is one fused multiply-add, [`gelu_cubic_term`](crate::gelu_cubic_term)), the ops
+/// one by one where it is off.
 pub fn gelu_approx(x: &Array) -> Result<Array> {
     static COMPILED: OnceLock<Compiled> = OnceLock::new();
     let compiled = match COMPILED.get() {

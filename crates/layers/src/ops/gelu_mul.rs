@@ -8,9 +8,11 @@ use tensor::Array;
 
 const OP: &str = "gelu mul";
 
-/// `gelu_approx(gate) * up` for `gate` and `up` of one shape ([`gelu_approx`]'s op sequence,
-/// then MLX's `multiply`). On the host, `kernels::gelu::gelu_approx_mul` when both have one
-/// dtype; otherwise MLX's ops.
+/// `gelu_approx(gate) * up` for `gate` and `up` of one shape ([`gelu_approx`], compiled as the
+/// reference compiles it, then MLX's `multiply`). On the host, `kernels::gelu::gelu_approx_mul`
+/// when both have one dtype, its float32 cubic term the one this process's MLX computes
+/// ([`gelu_cubic_term`](crate::gelu_cubic_term): fused where MLX's CPU JIT contracts it);
+/// otherwise MLX's ops.
 pub fn gelu_mul(execution: Execution, gate: &Array, up: &Array) -> Result<Array> {
     dispatch::run(execution, GeluMul { gate, up })
 }
@@ -40,7 +42,7 @@ impl Op for GeluMul<'_> {
         with_host_dtype!(dtype, T => {
             let mut out = host::output::<T>(self.gate.size());
             host::with_two::<T, T, _>(self.gate, self.up, |g, u| {
-                Ok(kernels::gelu::gelu_approx_mul(g, u, &mut out)?)
+                Ok(kernels::gelu::gelu_approx_mul(crate::gelu_cubic_term(), g, u, &mut out)?)
             })?;
             host::from_host(out, &self.gate.shape())
         })
