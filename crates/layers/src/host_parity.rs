@@ -16,25 +16,15 @@
 //! `gelu_approx`) into one kernel with the `g++` on `PATH`. On x86-64 that kernel gives the bits
 //! of the ops run one by one; on aarch64 Linux GCC contracts its float32 `x + 0.044715·x³` into
 //! one fused multiply-add. The host kernels compute whichever of the two this process's MLX
-//! computes ([`gelu_cubic_term`], decided once per process from [`mlx_cpu_jit`]), so a proof
-//! may hold with the JIT on or off; [`JitCondition`] records which a proof covered. MLX's own
-//! ops, which compile that graph as the reference does, give the reference's bits either way.
+//! computes ([`gelu_cubic_term`], decided once per process from [`mlx_cpu_jit`]), so every
+//! build of [`PROVEN_MLX`] was proven with the JIT on and with it off. MLX's own ops, which
+//! compile that graph as the reference does, give the reference's bits either way.
 
 use kernels::gelu::CubicTerm;
 use std::sync::OnceLock;
 
-/// Whether a proof holds with MLX's CPU JIT on, or only with it off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JitCondition {
-    /// Either way: the parity suite was run with the JIT on and with it off, the host kernels'
-    /// GELU following [`gelu_cubic_term`].
-    Any,
-    /// Only while the JIT is off ([`mlx_cpu_jit`] is false): the JIT's fused kernels were not
-    /// shown to give the host kernels' bits.
-    Off,
-}
-
-/// A libmlx build on which the host kernels were shown bit-identical to MLX's own ops.
+/// A libmlx build on which the host kernels were shown bit-identical to MLX's own ops, with
+/// MLX's CPU JIT on and with it off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProvenMlx {
     /// `std::env::consts::ARCH` of the platform.
@@ -47,8 +37,6 @@ pub struct ProvenMlx {
     pub libmlx_sha256: &'static str,
     /// Where that file comes from.
     pub build: &'static str,
-    /// Whether the proof needs MLX's CPU JIT off.
-    pub jit: JitCondition,
 }
 
 /// The builds the host kernels are proven on.
@@ -59,7 +47,6 @@ pub const PROVEN_MLX: &[ProvenMlx] = &[
         version: "0.32.4",
         libmlx_sha256: "20f8ff465a7bbc991e90d87776bc18ee3e0ee772c70e9a320c4f8f31cc614ab7",
         build: "the x86-64 Linux PyPI wheel mlx-cpu 0.32.4",
-        jit: JitCondition::Any,
     },
     ProvenMlx {
         arch: "aarch64",
@@ -67,7 +54,6 @@ pub const PROVEN_MLX: &[ProvenMlx] = &[
         version: "0.32.4",
         libmlx_sha256: "a8e2beb6cefe62f72c7865c0446d9c68d026f6c95e132d4c3bdde7c2da79f0d2",
         build: "the aarch64 Linux PyPI wheel mlx-cpu 0.32.4",
-        jit: JitCondition::Any,
     },
 ];
 
@@ -114,43 +100,24 @@ pub enum HostParity {
 }
 
 impl HostParity {
-    /// The verdict for this process: its platform, the libmlx it opened (opening MLX if it is
-    /// not open yet; the file is hashed once per process) and, where a proof needs it,
-    /// [`mlx_cpu_jit`].
+    /// The verdict for this process: its platform and the libmlx it opened (opening MLX if it is
+    /// not open yet; the file is hashed once per process).
     pub fn here() -> &'static HostParity {
         static HERE: OnceLock<HostParity> = OnceLock::new();
         HERE.get_or_init(|| {
             let facts = tensor::info::mlx_version().and_then(|v| Ok((v, tensor::info::mlx_library_sha256()?)));
             match facts {
-                Ok((version, digest)) => {
-                    Self::judge(std::env::consts::ARCH, std::env::consts::OS, &version, &digest, mlx_cpu_jit)
-                }
+                Ok((version, digest)) => Self::judge(std::env::consts::ARCH, std::env::consts::OS, &version, &digest),
                 Err(e) => HostParity::Unproven { reason: format!("the MLX library could not be identified: {e}") },
             }
         })
     }
 
-    /// The verdict for a platform and a libmlx, against [`PROVEN_MLX`]; `cpu_jit` says whether
-    /// MLX's CPU JIT is on (asked only when the proof depends on it).
-    pub fn judge(
-        arch: &str,
-        os: &str,
-        version: &str,
-        libmlx_sha256: &str,
-        cpu_jit: impl FnOnce() -> bool,
-    ) -> HostParity {
+    /// The verdict for a platform and a libmlx, against [`PROVEN_MLX`].
+    pub fn judge(arch: &str, os: &str, version: &str, libmlx_sha256: &str) -> HostParity {
         let proven = PROVEN_MLX.iter().find(|p| p.libmlx_sha256 == libmlx_sha256);
         if let Some(proven) = proven.filter(|p| (p.arch, p.os, p.version) == (arch, os, version)) {
-            return match proven.jit {
-                JitCondition::Off if cpu_jit() => HostParity::Unproven {
-                    reason: format!(
-                        "MLX's CPU JIT is on (a `g++` on PATH, MLX_DISABLE_COMPILE unset): the host kernels are proven \
-                         on {} only with it off",
-                        proven.build
-                    ),
-                },
-                _ => HostParity::Proven(*proven),
-            };
+            return HostParity::Proven(*proven);
         }
         let platform = PROVEN_MLX.iter().find(|p| (p.arch, p.os) == (arch, os));
         let reason = match platform {
@@ -179,10 +146,7 @@ impl HostParity {
 impl std::fmt::Display for HostParity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HostParity::Proven(p) => match p.jit {
-                JitCondition::Any => write!(f, "proven bit-identical on {}", p.build),
-                JitCondition::Off => write!(f, "proven bit-identical on {} with MLX's CPU JIT off", p.build),
-            },
+            HostParity::Proven(p) => write!(f, "proven bit-identical on {}", p.build),
             HostParity::Unproven { reason } => f.write_str(reason),
         }
     }
@@ -205,7 +169,7 @@ mod tests {
 
     #[test]
     fn only_the_proven_file_on_its_own_platform_and_release_is_proven() {
-        let judge = |arch, version, digest: &str| HostParity::judge(arch, "linux", version, digest, never_asked);
+        let judge = |arch, version, digest: &str| HostParity::judge(arch, "linux", version, digest);
         assert_eq!(judge("x86_64", "0.32.4", X86.libmlx_sha256), HostParity::Proven(X86));
         let other_file = judge("x86_64", "0.32.4", &"0".repeat(64));
         assert!(other_file.to_string().contains("is not the x86-64 Linux PyPI wheel mlx-cpu 0.32.4"), "{other_file}");
@@ -213,16 +177,16 @@ mod tests {
         assert!(other_release.to_string().contains("MLX 0.33.0 is not the release"), "{other_release}");
         let swapped = judge("aarch64", "0.32.4", X86.libmlx_sha256);
         assert!(swapped.to_string().contains("is not the aarch64 Linux PyPI wheel"), "{swapped}");
-        let macos = HostParity::judge("aarch64", "macos", "0.32.4", "ab", never_asked);
+        let macos = HostParity::judge("aarch64", "macos", "0.32.4", "ab");
         assert!(macos.to_string().contains("no stock MLX build on aarch64 macos"), "{macos}");
     }
 
     #[test]
-    fn both_wheels_are_proven_with_the_jit_on_or_off() {
+    fn both_linux_wheels_are_proven() {
         for proven in [X86, AARCH64] {
-            assert_eq!(proven.jit, JitCondition::Any);
-            let judge = |cpu_jit| HostParity::judge(proven.arch, "linux", "0.32.4", proven.libmlx_sha256, cpu_jit);
-            assert_eq!(judge(never_asked), HostParity::Proven(proven));
+            let verdict = HostParity::judge(proven.arch, "linux", "0.32.4", proven.libmlx_sha256);
+            assert_eq!(verdict, HostParity::Proven(proven));
+            assert!(verdict.is_proven());
         }
     }
 

@@ -86,7 +86,7 @@ pub use clippable_linear::ClippableLinear;
 pub use error::{Error, Result};
 pub use execution::Execution;
 pub use geglu_mlp::GegluMlp;
-pub use host_parity::{HostParity, JitCondition, PROVEN_MLX, ProvenMlx, gelu_cubic_term, mlx_cpu_jit};
+pub use host_parity::{HostParity, PROVEN_MLX, ProvenMlx, gelu_cubic_term, mlx_cpu_jit};
 pub use layer_norm::{LAYER_NORM_EPS, LayerNorm};
 pub use linear::Linear;
 pub use memory_store::MemoryStore;
