@@ -1,6 +1,7 @@
 //! [`Float`]: the element types the kernels read and write, converted as MLX converts them.
 
 use half::bf16;
+use std::any::TypeId;
 use std::fmt;
 
 /// Which [`Float`] a kernel computes on: `f32` or `bf16`, the element types of the kernels'
@@ -60,6 +61,19 @@ pub fn bf16_from_f32(x: f32) -> bf16 {
     let u = x.to_bits();
     let rounded = u.wrapping_add(((u >> 16) & 1) + 0x7FFF);
     bf16::from_bits((rounded >> 16) as u16)
+}
+
+/// Whether `T` is `U` (a compile-time constant after monomorphisation).
+#[inline(always)]
+pub(crate) fn is<T: 'static, U: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<U>()
+}
+
+/// Whether `T` is `f32` or `bf16`, the types whose bits the vector code (`lanes`,
+/// `lanes_neon`) moves without going through [`Float`]'s conversions.
+#[inline(always)]
+pub(crate) fn native<T: 'static>() -> bool {
+    is::<T, f32>() || is::<T, bf16>()
 }
 
 #[cfg(test)]

@@ -208,14 +208,14 @@ fn binary_portable<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
 fn clip_block<T: Float>(isa: Isa, x: &mut [T], low: Option<T>, high: Option<T>) {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2()
-        && crate::lanes::native::<T>()
+        && crate::element::native::<T>()
     {
         avx2::clip_in_place(avx2, x, low, high);
         return;
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(neon) = isa.neon()
-        && native::<T>()
+        && crate::element::native::<T>()
     {
         neon::clip_in_place(neon, x, low, high);
         return;
@@ -288,13 +288,6 @@ mod avx2 {
             *v = clip_scalar(*v, low, high);
         }
     }
-}
-
-/// Whether `T` is `f32` or `bf16`, whose lanes the vector clips store back bit for bit.
-#[cfg(target_arch = "aarch64")]
-fn native<T: 'static>() -> bool {
-    use std::any::TypeId;
-    TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<half::bf16>()
 }
 
 #[cfg(target_arch = "aarch64")]

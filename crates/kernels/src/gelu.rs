@@ -28,11 +28,11 @@
 //! rest of the sequence is unchanged). In bf16 every op rounds to bf16, so both forms are one.
 
 use crate::cpu::Isa;
+use crate::element::is;
 use crate::power::{cube_as_pow_slice, pow};
 use crate::tanh::{tanh, tanh_slice_with};
 use crate::{ElementType, Error, Float, Result, parallel, rows};
 use half::bf16;
-use std::any::TypeId;
 use std::sync::OnceLock;
 
 const KERNEL: &str = "gelu_approx";
@@ -181,7 +181,7 @@ type Table = [u16; 1 << 16];
 
 /// The table when `T` is bf16.
 fn bf16_table_for<T: Float>() -> Option<&'static Table> {
-    (TypeId::of::<T>() == TypeId::of::<bf16>()).then(bf16_table)
+    is::<T, bf16>().then(bf16_table)
 }
 
 fn bf16_table() -> &'static Table {

@@ -3,22 +3,9 @@
 //! [`bf16_from_f32`](crate::bf16_from_f32) does. Shared by the element-wise and row kernels.
 
 use crate::Float;
+use crate::element::is;
 use half::bf16;
-use std::any::TypeId;
 use std::arch::x86_64::*;
-
-/// Whether `T` is `U` (a compile-time constant after monomorphisation).
-#[inline(always)]
-fn is<T: 'static, U: 'static>() -> bool {
-    TypeId::of::<T>() == TypeId::of::<U>()
-}
-
-/// Whether `T` is `f32` or `bf16`, the types whose lanes this module moves without going
-/// through [`Float`]'s conversions.
-#[inline(always)]
-pub(crate) fn native<T: 'static>() -> bool {
-    is::<T, f32>() || is::<T, bf16>()
-}
 
 /// The 8 values at `p` widened to float32.
 ///
@@ -106,7 +93,7 @@ pub(crate) unsafe fn store8<T: Float>(p: *mut T, v: __m256) {
 
 /// Stores 8 lanes that are exact widenings of `T` values (loaded by [`load8`], or selected
 /// among such) back to those values, bit for bit: no rounding, NaN payloads kept (for the
-/// [`native`] types; others go through [`Float::from_f32`]).
+/// [`native`](crate::element::native) types; others go through [`Float::from_f32`]).
 ///
 /// # Safety
 /// `p` is valid for writing 8 consecutive `T`.

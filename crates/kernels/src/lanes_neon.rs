@@ -4,15 +4,9 @@
 //! by the matrix products' store, the softmax and the row kernels.
 
 use crate::Float;
+use crate::element::is;
 use half::bf16;
-use std::any::TypeId;
 use std::arch::aarch64::*;
-
-/// Whether `T` is `U` (a compile-time constant after monomorphisation).
-#[inline(always)]
-fn is<T: 'static, U: 'static>() -> bool {
-    TypeId::of::<T>() == TypeId::of::<U>()
-}
 
 /// The 4 values at `p` widened to float32.
 ///
