@@ -7,6 +7,19 @@ use crate::element::is;
 use half::bf16;
 use std::arch::x86_64::*;
 
+/// MLX's `clip(v, lo, hi)` per lane ([`clip_scalar`](crate::elementwise::clip_scalar) on
+/// float32 values): `maximum(v, lo)` then `minimum(·, hi)`, a NaN lane kept, a NaN bound taken
+/// (with its bits: a caller storing bf16 leaves NaN bounds to the scalar clip). The AVX2 twin of
+/// `lanes_neon::clip4`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn clip8(v: __m256, (lo, hi): (f32, f32)) -> __m256 {
+    let keep = |take: __m256, v: __m256| _mm256_or_ps(take, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+    let (lo, hi) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
+    let v = _mm256_blendv_ps(lo, v, keep(_mm256_cmp_ps::<_CMP_GT_OQ>(v, lo), v));
+    _mm256_blendv_ps(hi, v, keep(_mm256_cmp_ps::<_CMP_LT_OQ>(v, hi), v))
+}
+
 /// The 8 values at `p` widened to float32.
 ///
 /// # Safety

@@ -102,7 +102,7 @@ impl<O: Float> Epilogue<'_, O> {
 mod avx2 {
     use super::NR;
     use crate::Float;
-    use crate::lanes::{load8, round8, store8};
+    use crate::lanes::{clip8, load8, round8, store8};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -131,12 +131,8 @@ mod avx2 {
                 v = _mm256_add_ps(v, unsafe { load8::<O>(bias.as_ptr()) });
             }
             v = round8::<O>(v);
-            if let Some((lo, hi)) = clip {
-                let keep = |take: __m256, v: __m256| _mm256_or_ps(take, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
-                let above = keep(_mm256_cmp_ps::<_CMP_GT_OQ>(v, _mm256_set1_ps(lo)), v);
-                v = _mm256_blendv_ps(_mm256_set1_ps(lo), v, above);
-                let below = keep(_mm256_cmp_ps::<_CMP_LT_OQ>(v, _mm256_set1_ps(hi)), v);
-                v = _mm256_blendv_ps(_mm256_set1_ps(hi), v, below);
+            if let Some(bounds) = clip {
+                v = clip8(v, bounds);
             }
             let out = &mut dst[at..at + 8];
             // SAFETY: `out` holds 8 writable values; `v` holds values of `O` (rounded above).

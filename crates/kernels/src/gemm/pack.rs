@@ -160,7 +160,7 @@ pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, col
 mod avx2 {
     use super::{MR, NR, operand};
     use crate::Float;
-    use crate::lanes::{load8, round8, transpose8};
+    use crate::lanes::{clip8, load8, round8, transpose8};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {
@@ -183,14 +183,6 @@ mod avx2 {
         let len = out.len() / MR;
         let src = src.map(|row| &row[..len]);
         let full = len / 8 * 8;
-        // MLX's clip (`maximum` then `minimum`, a NaN kept, a NaN bound taken), as `clip_scalar`.
-        let clip8 = |v: __m256, (lo, hi): (f32, f32)| {
-            let keep = |take: __m256| _mm256_or_ps(take, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
-            let v = _mm256_blendv_ps(_mm256_set1_ps(lo), v, keep(_mm256_cmp_ps::<_CMP_GT_OQ>(v, _mm256_set1_ps(lo))));
-            let keep =
-                _mm256_or_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(v, _mm256_set1_ps(hi)), _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
-            _mm256_blendv_ps(_mm256_set1_ps(hi), v, keep)
-        };
         for k0 in (0..full).step_by(8) {
             let mut rows = [_mm256_setzero_ps(); 8];
             for (row, values) in rows.iter_mut().zip(src) {
