@@ -79,6 +79,7 @@ pub(crate) fn neon(_: crate::cpu::Neon) -> super::tile::TileFn {
 
 #[cfg(target_arch = "aarch64")]
 mod arm {
+    use super::super::microkernel_neon::{load_rows, store_rows};
     use super::{MR, NR};
     use crate::lanes_neon::round4_bf16_not_nan as round;
     use std::arch::aarch64::*;
@@ -124,14 +125,7 @@ mod arm {
     unsafe fn half(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
         // SAFETY: every read and write below stays within the extents above.
         unsafe {
-            let mut acc = [[vdupq_n_f32(0.0); Q]; HALF];
-            if accumulate {
-                for (i, row) in acc.iter_mut().enumerate() {
-                    for (q, v) in row.iter_mut().enumerate() {
-                        *v = vld1q_f32(c.add(i * NR + 4 * q));
-                    }
-                }
-            }
+            let mut acc = load_rows::<HALF>(c, accumulate);
             let (mut a, mut b) = (a, b);
             let mut k = kc;
             while k > 0 {
@@ -146,11 +140,7 @@ mod arm {
                 b = b.add(NR);
                 k -= 1;
             }
-            for (i, row) in acc.iter().enumerate() {
-                for (q, v) in row.iter().enumerate() {
-                    vst1q_f32(c.add(i * NR + 4 * q), *v);
-                }
-            }
+            store_rows(c, &acc);
         }
     }
 }

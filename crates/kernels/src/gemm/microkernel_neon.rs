@@ -29,12 +29,50 @@ pub(crate) fn grouped_tile(_: Neon) -> GroupedTileFn {
     arm::grouped_6x16
 }
 
+pub(super) use arm::{load_rows, store_rows};
+
 mod arm {
     use super::super::tile::{MR, NR};
     use std::arch::aarch64::*;
 
     /// Vectors per row of the tile.
     const Q: usize = NR / 4;
+
+    /// `R` rows of a tile at `c` (`NR` floats each, consecutive) as accumulators: loaded when
+    /// `accumulate`, zeros otherwise.
+    ///
+    /// # Safety
+    /// NEON must be available; with `accumulate`, `c` must be valid for `R · NR` reads.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    pub(in crate::gemm) unsafe fn load_rows<const R: usize>(c: *const f32, accumulate: bool) -> [[float32x4_t; Q]; R] {
+        let mut acc = [[vdupq_n_f32(0.0); Q]; R];
+        if accumulate {
+            for (i, row) in acc.iter_mut().enumerate() {
+                for (q, v) in row.iter_mut().enumerate() {
+                    // SAFETY: `i · NR + 4q + 4 ≤ R · NR`, within what the caller guarantees.
+                    *v = unsafe { vld1q_f32(c.add(i * NR + 4 * q)) };
+                }
+            }
+        }
+        acc
+    }
+
+    /// Stores the accumulators `acc` as `R` rows of a tile at `c` (`NR` floats each,
+    /// consecutive).
+    ///
+    /// # Safety
+    /// NEON must be available; `c` must be valid for `R · NR` writes.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    pub(in crate::gemm) unsafe fn store_rows<const R: usize>(c: *mut f32, acc: &[[float32x4_t; Q]; R]) {
+        for (i, row) in acc.iter().enumerate() {
+            for (q, v) in row.iter().enumerate() {
+                // SAFETY: `i · NR + 4q + 4 ≤ R · NR`, within what the caller guarantees.
+                unsafe { vst1q_f32(c.add(i * NR + 4 * q), *v) };
+            }
+        }
+    }
 
     /// One k step on the accumulators `$acc` (`[[float32x4_t; Q]; MR]`): row `i` gets
     /// `fma(a[i], b[·], acc)`, `$a` and `$b` pointing at the step's `MR` and `NR` values.
@@ -77,14 +115,7 @@ mod arm {
         // SAFETY: every pointer offset below stays within the extents the caller guarantees
         // (`a` below `kc · MR`, `b` below `kc · NR`, `c` below `MR · NR`).
         unsafe {
-            let mut acc = [[vdupq_n_f32(0.0); Q]; MR];
-            if accumulate {
-                for (i, row) in acc.iter_mut().enumerate() {
-                    for (q, v) in row.iter_mut().enumerate() {
-                        *v = vld1q_f32(c.add(i * NR + 4 * q));
-                    }
-                }
-            }
+            let mut acc = load_rows::<MR>(c, accumulate);
             let (mut a, mut b) = (a, b);
             let mut k = kc;
             while k >= 2 {
@@ -97,11 +128,7 @@ mod arm {
             if k > 0 {
                 step!(acc, a, b);
             }
-            for (i, row) in acc.iter().enumerate() {
-                for (q, v) in row.iter().enumerate() {
-                    vst1q_f32(c.add(i * NR + 4 * q), *v);
-                }
-            }
+            store_rows(c, &acc);
         }
     }
 
