@@ -2,10 +2,12 @@
 // reference's image processor produced, for `cargo xtask bench e2e`.
 //
 //   encode_image --mmproj FILE.gguf --pixels FILE [--pixels FILE]... [--threads N] [--runs N]
-//                [--out FILE.safetensors]
+//                [--image-max-tokens N] [--source-size WxH]... [--out FILE.safetensors]
 //
 // Loading (timed as `load_seconds`): `clip_init` on the GGUF mmproj with mtmd's default context
-// settings (CPU, flash attention `auto`, warm-up on). Each run (timed): `clip_image_encode` of
+// settings (CPU, flash attention `auto`, warm-up on), except --image-max-tokens, which sets
+// mtmd's own soft-token limit (`image_max_tokens`, as `llama-mtmd-cli --image-max-tokens` does;
+// the gemma4 default is 1120, the minimum stays 70). Each run (timed): `clip_image_encode` of
 // every image, one call per image, on --threads threads: the image encode alone, without
 // decoding or resizing (the pixels are given, so that every side encodes the same values).
 //
@@ -14,6 +16,12 @@
 // RGB interleaved: what clip's `clip_image_f32` holds after llama.cpp's own preprocessing with
 // the checkpoint's mean 0 and std 1 (the gemma4 graphs map them to [-1, 1] themselves).
 //
+// --source-size, once per --pixels: the size of the image file those pixels were made from.
+// For each, llama.cpp's own gemma4 preprocessing (mtmd's dynamic-size resize under the limits
+// above, run on a placeholder image of that size: sizes only, no pixels) gives the soft tokens
+// llama.cpp itself would encode that file into, printed as `own_soft_tokens` beside the
+// `soft_tokens` of the given pixels.
+//
 // Prints one JSON line in the format of our `bench_encode` example: load seconds, per-run
 // seconds, their median, output tokens per image, the features' shape, the peak RSS (VmHWM).
 // --out saves the last run's features (`features`, float32 [Σ tokens, projection width]) as
@@ -21,6 +29,7 @@
 
 #include "clip.h"
 #include "clip-impl.h"
+#include "mtmd-image.h"
 
 #include <algorithm>
 #include <chrono>
@@ -37,13 +46,15 @@ namespace {
 
 const char * const USAGE =
     "usage: encode_image --mmproj FILE.gguf --pixels FILE [--pixels FILE]... [--threads N] [--runs N] "
-    "[--out FILE.safetensors]";
+    "[--image-max-tokens N] [--source-size WxH]... [--out FILE.safetensors]";
 
 struct Args {
     std::string mmproj;
     std::vector<std::string> pixels;
     int threads = 1;
     int runs = 3;
+    int image_max_tokens = -1;
+    std::vector<clip_image_size> source_sizes;
     std::string out;
 };
 
@@ -54,6 +65,15 @@ int positive(const std::string & flag, const std::string & text) {
         throw std::runtime_error(flag + ": `" + text + "` is not a positive integer");
     }
     return static_cast<int>(n);
+}
+
+// `WxH`, each a positive integer.
+clip_image_size image_size(const std::string & flag, const std::string & text) {
+    const size_t x = text.find('x');
+    if (x == std::string::npos) {
+        throw std::runtime_error(flag + ": `" + text + "` is not WIDTHxHEIGHT");
+    }
+    return {positive(flag, text.substr(0, x)), positive(flag, text.substr(x + 1))};
 }
 
 Args parse(int argc, char ** argv) {
@@ -74,6 +94,10 @@ Args parse(int argc, char ** argv) {
             args.threads = positive(flag, value());
         } else if (flag == "--runs") {
             args.runs = positive(flag, value());
+        } else if (flag == "--image-max-tokens") {
+            args.image_max_tokens = positive(flag, value());
+        } else if (flag == "--source-size") {
+            args.source_sizes.push_back(image_size(flag, value()));
         } else if (flag == "--out") {
             args.out = value();
         } else {
@@ -82,6 +106,9 @@ Args parse(int argc, char ** argv) {
     }
     if (args.mmproj.empty() || args.pixels.empty()) {
         throw std::runtime_error(std::string("--mmproj and at least one --pixels are required\n") + USAGE);
+    }
+    if (!args.source_sizes.empty() && args.source_sizes.size() != args.pixels.size()) {
+        throw std::runtime_error("--source-size: give one per --pixels, or none");
     }
     return args;
 }
@@ -141,6 +168,18 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The soft tokens llama.cpp's own preprocessing makes of an image of `size` (a placeholder: the
+// resize computes the target size and touches no pixels).
+int own_soft_tokens(clip_ctx * ctx, clip_image_size size) {
+    clip_image_u8 placeholder;
+    placeholder.set_size(size, true);
+    const mtmd_image_preproc_out out = mtmd_image_preprocessor_dyn_size(ctx).preprocess(placeholder);
+    if (out.entries.size() != 1) {
+        throw std::runtime_error("llama.cpp's preprocessing made " + std::to_string(out.entries.size()) + " images");
+    }
+    return clip_n_output_tokens(ctx, &out.entries[0]);
+}
+
 template <typename T> std::string join(const std::vector<T> & values) {
     std::ostringstream out;
     out.precision(6);
@@ -162,7 +201,7 @@ void bench(const Args & args) {
     params.device = nullptr;
     params.flash_attn_type = CLIP_FLASH_ATTN_TYPE_AUTO;
     params.image_min_tokens = -1;
-    params.image_max_tokens = -1;
+    params.image_max_tokens = args.image_max_tokens;
     params.warmup = true;
     const clip_init_result loaded = clip_init(args.mmproj.c_str(), params);
     if (loaded.ctx_v == nullptr) {
@@ -175,6 +214,10 @@ void bench(const Args & args) {
     std::vector<int> tokens;
     for (const auto & image : images) {
         tokens.push_back(clip_n_output_tokens(ctx, &image));
+    }
+    std::vector<int> own_tokens;
+    for (const auto & size : args.source_sizes) {
+        own_tokens.push_back(own_soft_tokens(ctx, size));
     }
     std::vector<double> seconds;
     std::vector<float> features;
@@ -198,9 +241,10 @@ void bench(const Args & args) {
     std::sort(sorted.begin(), sorted.end());
     std::printf(
         "{\"side\": \"llama.cpp\", \"load_seconds\": %.6f, \"seconds\": [%s], \"median\": %.6f, "
-        "\"soft_tokens\": [%s], \"features_shape\": [%zu, %zu], \"threads\": %d, \"peak_rss_bytes\": %lld}\n",
-        load_seconds, join(seconds).c_str(), sorted[sorted.size() / 2], join(tokens).c_str(), rows, width,
-        args.threads, peak_rss_bytes());
+        "\"soft_tokens\": [%s], \"own_soft_tokens\": [%s], \"image_max_tokens\": %d, "
+        "\"features_shape\": [%zu, %zu], \"threads\": %d, \"peak_rss_bytes\": %lld}\n",
+        load_seconds, join(seconds).c_str(), sorted[sorted.size() / 2], join(tokens).c_str(),
+        join(own_tokens).c_str(), args.image_max_tokens, rows, width, args.threads, peak_rss_bytes());
     clip_free(ctx);
 }
 

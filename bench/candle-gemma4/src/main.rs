@@ -26,7 +26,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::gemma4::config::Gemma4VisionConfig;
 use candle_transformers::models::gemma4::multimodal_embedding::MultimodalEmbedder;
 use candle_transformers::models::gemma4::vision::VisionTower;
-use preprocess::{Limits, ModelType, Preprocessor, ProcessorConfig, SoftTokenBudget};
+use preprocess::{Limits, Preprocessor, ProcessorConfig, SettingsLayout, SoftTokenBudget};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -195,8 +195,15 @@ fn load(dir: &Path, device: &Device) -> Result<Encoder> {
     let tower = VisionTower::new(&vision, vb.pp("vision_tower")).map_err(candle)?;
     let embedder = MultimodalEmbedder::new(vision.hidden_size, text_hidden, vision.rms_norm_eps, vb.pp("embed_vision"))
         .map_err(candle)?;
-    let processor = ProcessorConfig::from_checkpoint_dir(dir, ModelType::Gemma4)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    // gemma4's layout, as `vision::Gemma4::settings_layout` gives it (this crate stays off
+    // MLX, so it does not depend on `vision`): a flat `processor_config.json` holds the image
+    // settings at its top level. A drift would show as candle's features disagreeing.
+    let layout = SettingsLayout {
+        flat_image_settings: true,
+        num_soft_tokens_alias: false,
+        video_inherits_image_settings: false,
+    };
+    let processor = ProcessorConfig::from_checkpoint_dir(dir, layout).map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(Encoder { tower, embedder, processor })
 }
 

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p gemma-vision-kernels --example throughput -- [--reps N] [--filter TEXT] [--images N] [--tokens N]
+//!     [--blocking MC,KC,NC]
 //! RAYON_NUM_THREADS=1 cargo run --release -p gemma-vision-kernels --example throughput
 //! ```
 //!
@@ -16,7 +17,9 @@
 //! image (zeros) and, `/padded`, of a batch whose last 100 tokens are padding (flops:
 //! `4·Hq·L²·D`, the two products); `quantized/{unified,e2b}/…` (`quantized_matmul`, affine 4
 //! bits with groups of 64 or mxfp4, at the unified embedder's and e2b's projections and an
-//! e2b tower linear) beside `gemm` with dense bf16 weights at the same shapes.
+//! e2b tower linear) beside `gemm` with dense bf16 weights at the same shapes. `--blocking`
+//! runs the `gemm` cases with that cache blocking (`Blocking::new`) instead of the one `gemm`
+//! chooses for the shape (the bits are the same).
 
 #![allow(unsafe_code, reason = "clock_gettime, the process CPU clock")]
 
@@ -25,7 +28,7 @@ extern crate gemma_vision_kernels as kernels;
 use half::bf16;
 use kernels::Float;
 use kernels::attention::{AttentionInputs, AttentionShape, MaskRef, attention};
-use kernels::gemm::{GemmOptions, MatRef, gemm};
+use kernels::gemm::{Blocking, GemmOptions, MatRef, MicroKernel, gemm_with};
 use kernels::quantized::{Quantization, QuantizationMode, QuantizedMatrix, Scales, quantized_matmul};
 use kernels::testing::{lcg_values, tower_mask};
 use std::time::Instant;
@@ -50,7 +53,15 @@ struct Case {
     wall: Vec<f64>,
 }
 
-fn gemm_case<X: Float, W: Float, O: Float>(group: &str, label: &str, m: usize, k: usize, n: usize) -> Case {
+/// The blocking of an `m × k` by `k × n` product: `--blocking`'s, else `gemm`'s own.
+type BlockingChoice = Option<(usize, usize, usize)>;
+
+fn gemm_case<X: Float, W: Float, O: Float>(
+    group: &str,
+    label: &str,
+    (m, k, n): (usize, usize, usize),
+    blocking: BlockingChoice,
+) -> Case {
     let x = lcg_values::<X>(m * k, 1, 1.0);
     let w = lcg_values::<W>(n * k, 2, 1.0);
     let mut out = vec![O::default(); m * n];
@@ -60,7 +71,8 @@ fn gemm_case<X: Float, W: Float, O: Float>(group: &str, label: &str, m: usize, k
         run: Box::new(move || {
             let a = MatRef::row_major(&x, m, k).unwrap();
             let b = MatRef::row_major(&w, n, k).unwrap().t();
-            gemm(a, b, &mut out, &GemmOptions::default()).unwrap();
+            let blocking = blocking.map_or(Blocking::for_shape(m, k, n), |(mc, kc, nc)| Blocking::new(mc, kc, nc));
+            gemm_with(MicroKernel::detect(), blocking, a, b, &mut out, &GemmOptions::default()).unwrap();
         }),
         cpu: Vec::new(),
         wall: Vec::new(),
@@ -120,25 +132,26 @@ fn attention_case<T: Float>(
     }
 }
 
-fn all_cases(images: usize, tokens: usize) -> Vec<Case> {
+fn all_cases(images: usize, tokens: usize, blocking: BlockingChoice) -> Vec<Case> {
     let mut cases = Vec::new();
     for (group, shapes) in
         [("e2b", [(768, 768), (768, 3072), (3072, 768)]), ("31b", [(1152, 1152), (1152, 4304), (4304, 1152)])]
     {
         for (k, n) in shapes {
-            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", images * tokens, k, n));
-            cases.push(gemm_case::<f32, f32, f32>(group, "f32", images * tokens, k, n));
-            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", images * tokens, k, n));
+            let extents = (images * tokens, k, n);
+            cases.push(gemm_case::<bf16, bf16, bf16>(group, "bf16", extents, blocking));
+            cases.push(gemm_case::<f32, f32, f32>(group, "f32", extents, blocking));
+            cases.push(gemm_case::<f32, bf16, f32>(group, "f32+bf16w", extents, blocking));
         }
     }
     let affine = Quantization::affine(4, 64).expect("affine 4 bits, groups of 64");
     cases.push(quantized_case::<f32>("unified", "affine4g64-f32", affine, 280, 6912, 3840));
-    cases.push(gemm_case::<f32, bf16, f32>("unified", "f32+bf16w", 280, 6912, 3840));
+    cases.push(gemm_case::<f32, bf16, f32>("unified", "f32+bf16w", (280, 6912, 3840), blocking));
     cases.push(quantized_case::<f32>("unified", "mxfp4-f32", Quantization::MXFP4, 280, 3840, 3840));
-    cases.push(gemm_case::<f32, bf16, f32>("unified", "f32+bf16w", 280, 3840, 3840));
+    cases.push(gemm_case::<f32, bf16, f32>("unified", "f32+bf16w", (280, 3840, 3840), blocking));
     cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, 266, 768, 1536));
     cases.push(quantized_case::<bf16>("e2b", "mxfp4-bf16", Quantization::MXFP4, 266, 768, 1536));
-    cases.push(gemm_case::<bf16, bf16, bf16>("e2b", "bf16", 266, 768, 1536));
+    cases.push(gemm_case::<bf16, bf16, bf16>("e2b", "bf16", (266, 768, 1536), blocking));
     cases.push(quantized_case::<bf16>("e2b", "affine4g64-bf16", affine, images * tokens, 768, 3072));
     for (group, heads, head_dim) in [("e2b", 12, 64), ("31b", 16, 72)] {
         let shape = (tokens, heads, head_dim);
@@ -160,6 +173,7 @@ fn main() {
     let mut filter = String::new();
     let mut images = 1;
     let mut tokens = TOKENS;
+    let mut blocking = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -167,10 +181,17 @@ fn main() {
             "--filter" => filter = args.next().expect("--filter TEXT"),
             "--images" => images = args.next().and_then(|s| s.parse().ok()).expect("--images N"),
             "--tokens" => tokens = args.next().and_then(|s| s.parse().ok()).expect("--tokens N"),
+            "--blocking" => {
+                let text = args.next().expect("--blocking MC,KC,NC");
+                let n: Vec<usize> = text.split(',').map(|x| x.parse().expect("--blocking MC,KC,NC")).collect();
+                let [mc, kc, nc] = n[..] else { panic!("--blocking MC,KC,NC: three numbers") };
+                blocking = Some((mc, kc, nc));
+            }
             other => panic!("unknown argument {other}"),
         }
     }
-    let mut cases: Vec<Case> = all_cases(images, tokens).into_iter().filter(|c| c.name.contains(&filter)).collect();
+    let mut cases: Vec<Case> =
+        all_cases(images, tokens, blocking).into_iter().filter(|c| c.name.contains(&filter)).collect();
     println!(
         "{} on {}, threads {}, load average before: {}",
         kernels::cpu::isa(),

@@ -48,7 +48,7 @@ pub fn run(stack: &Stack) -> Result<(Vec<String>, bool)> {
             lines.push(line(&model.name, o, r, versus.as_ref()));
         }
     }
-    store.save(&dir)?;
+    store.save(&dir, case.table.store_file())?;
     Ok((lines, bf16_exact))
 }
 

@@ -15,14 +15,17 @@
 //! Measurements are kept in `target/bench/e2e/measurements.json`, so that a run of some sides or
 //! cases adds to (or replaces rows of) the earlier ones and the table in BENCHMARKS.md is
 //! rendered from all of them, each row naming the run that measured it (`--fresh` starts over).
+//! The high-budget cases (560, 1120: [`case::Table::HighBudget`]) have their own store and
+//! section, `e2e-high-budget` ([`high_budget`]); a run measures the cases of one table.
 //! The modules: [`side`], [`case`] and [`model`] say what runs, [`run`] runs it and compares
 //! the features, [`flops`] counts matmul FLOPs, [`render`] fills `bench/templates/e2e.md`,
-//! [`store`] keeps the measurements, [`llama`] builds llama.cpp and writes its GGUF files;
+//! [`high_budget`] fills `bench/templates/e2e-high-budget.md`, [`store`] keeps the measurements, [`llama`] builds llama.cpp and writes its GGUF files;
 //! [`gpu`] is the bench `cargo xtask gpu-check` runs, ours and mlx-vlm on a GPU.
 
 mod case;
 mod flops;
 pub mod gpu;
+mod high_budget;
 mod llama;
 mod model;
 mod render;
@@ -36,10 +39,10 @@ pub use side::{SIDES, Side};
 
 use crate::bench::gemm_peak::GemmPeak;
 use crate::bench::machine::{Load, Machine};
-use crate::bench::write_section;
+use crate::bench::write_section_made_by;
 use crate::project::{Result, output, work_dir};
 use crate::stack::Stack;
-use case::parse_case;
+use case::{Table, parse_case};
 
 /// What the command line selects.
 #[derive(Debug, clap::Args)]
@@ -47,8 +50,10 @@ pub struct Args {
     /// Sides to run, in table order whatever the order given [default: all]
     #[arg(long, value_enum, value_delimiter = ',')]
     sides: Vec<Side>,
-    /// Cases to run [default: all]: photo_640x480@70, photo_640x480@280, photo_4000x3000@280,
-    /// photo_640x480x8@280 (throughput: 8 same-size images per call)
+    /// Cases to run [default: those of section `e2e`]: photo_640x480@70, photo_640x480@280,
+    /// photo_4000x3000@280, photo_640x480x8@280 (throughput: 8 same-size images per call); or
+    /// those of section `e2e-high-budget`, which run apart and without mlx-vlm:
+    /// photo_4000x3000@560, photo_4000x3000@1120
     #[arg(long, value_delimiter = ',', value_parser = parse_case)]
     cases: Vec<&'static Case>,
     /// Only the budget-70 case (same as `--cases photo_640x480@70`)
@@ -81,10 +86,20 @@ impl Args {
                 if self.quick {
                     c.id == "photo_640x480@70"
                 } else {
-                    self.cases.is_empty() || self.cases.iter().any(|s| s.id == c.id)
+                    self.cases.iter().any(|s| s.id == c.id) || (self.cases.is_empty() && c.table == Table::Standard)
                 }
             })
             .collect()
+    }
+
+    /// The table the selected cases belong to: a run measures one table's cases.
+    fn table(&self) -> Result<Table> {
+        let cases = self.cases();
+        let table = cases.first().map_or(Table::Standard, |c| c.table);
+        if cases.iter().any(|c| c.table != table) {
+            return Err("--cases: the high-budget cases (section e2e-high-budget) run apart from the others".to_owned());
+        }
+        Ok(table)
     }
 
     /// "models …; sides …; cases …" as the run list states it.
@@ -92,17 +107,23 @@ impl Args {
         let list = |items: Vec<&str>, all: usize| if items.len() == all { "all".to_owned() } else { items.join(", ") };
         let models = if self.models.is_empty() { "all".to_owned() } else { self.models.join(", ") };
         let sides = list(self.sides().iter().map(|s| s.id()).collect(), SIDES.len());
-        let cases = list(self.cases().iter().map(|c| c.id).collect(), CASES.len());
+        let table = self.cases().first().map_or(Table::Standard, |c| c.table);
+        let cases =
+            list(self.cases().iter().map(|c| c.id).collect(), CASES.iter().filter(|c| c.table == table).count());
         format!("models {models}; sides {sides}; cases {cases}")
     }
 }
 
 pub fn main(args: &Args) -> Result<()> {
-    let sides = args.sides();
+    let table = args.table()?;
+    let sides: Vec<Side> = args.sides().into_iter().filter(|s| table == Table::Standard || !s.is_mlx_vlm()).collect();
+    if sides.is_empty() {
+        return Err("--sides: no side runs the high-budget cases (mlx-vlm's take hours there)".to_owned());
+    }
     let cases = args.cases();
     crate::setup::main()?;
     let dir = work_dir("bench/e2e")?;
-    let mut store = if args.fresh { store::Store::default() } else { store::Store::load(&dir)? };
+    let mut store = if args.fresh { store::Store::default() } else { store::Store::load(&dir, table.store_file())? };
     let load = Load::start();
     let tools = run::Tools::build(&Stack::cpu(), &sides)?;
 
@@ -138,10 +159,10 @@ pub fn main(args: &Args) -> Result<()> {
                 sides.iter().copied().filter(|s| s.supports(model) && (!case.is_throughput() || s.batches()));
             for side in row_sides {
                 store.insert(runner.measure(model, case, side)?);
-                store.save(&dir)?;
+                store.save(&dir, table.store_file())?;
             }
             runner.compare_row(&mut store, model, case)?;
-            store.save(&dir)?;
+            store.save(&dir, table.store_file())?;
         }
     }
     eprintln!("bench e2e: float32 GEMM peak again");
@@ -149,11 +170,14 @@ pub fn main(args: &Args) -> Result<()> {
     info.load_after = Some(load.finish().after);
     info.mlx = runner.mlx_version().unwrap_or_else(|| "?".to_owned());
     store.put_run(info);
-    store.save(&dir)?;
-    let section = render::section(&store, &model_order, &render::Quantized::of(&all_models))?;
+    store.save(&dir, table.store_file())?;
+    let section = match table {
+        Table::Standard => render::section(&store, &model_order, &render::Quantized::of(&all_models))?,
+        Table::HighBudget => high_budget::section(&store, &model_order)?,
+    };
     println!("{section}");
-    write_section("e2e", &section)?;
-    eprintln!("bench e2e: wrote the `e2e` section of BENCHMARKS.md");
+    write_section_made_by(table.section(), &table.command(), &section)?;
+    eprintln!("bench e2e: wrote the `{}` section of BENCHMARKS.md", table.section());
     Ok(())
 }
 
@@ -177,6 +201,12 @@ mod tests {
         assert!(parse(&["--cases", "photo@1"]).is_err());
         assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--quick", "--cases", "photo_640x480@70"]).is_err());
+        assert!(parse(&[]).unwrap().cases().iter().all(|c| c.table == Table::Standard));
+        let high = parse(&["--cases", "photo_4000x3000@1120,photo_4000x3000@560"]).unwrap();
+        assert_eq!(high.cases().iter().map(|c| c.budget).collect::<Vec<_>>(), [560, 1120]);
+        assert_eq!(high.table(), Ok(Table::HighBudget));
+        assert!(high.describe().ends_with("cases all"), "{}", high.describe());
+        assert!(parse(&["--cases", "photo_4000x3000@280,photo_4000x3000@560"]).unwrap().table().is_err());
     }
 
     #[test]

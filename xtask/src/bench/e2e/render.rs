@@ -34,18 +34,11 @@ impl Quantized {
 /// The filled template; models appear in `model_order`, then any other stored model;
 /// `quantized` lists the quantized models, each compared with its bf16 model.
 pub fn section(store: &Store, model_order: &[String], quantized: &[Quantized]) -> Result<String> {
-    let mut models: Vec<String> = model_order.to_vec();
-    for m in &store.measurements {
-        if !models.contains(&m.model) {
-            models.push(m.model.clone());
-        }
-    }
-    let mlx = store.runs.iter().rev().map(|r| r.mlx.as_str()).find(|v| *v != "?").unwrap_or("?");
-    let machine = store.runs.last().map_or("?".to_owned(), |r| format!("{}; MLX {mlx} (CPU backend)", r.machine));
+    let models = models(store, model_order);
     template::render(
         "e2e",
         &[
-            ("machine", machine),
+            ("machine", machine(store)),
             ("runs", runs(store)),
             ("flops_gemma4", flops::describe(false)),
             ("flops_unified", flops::describe(true)),
@@ -58,8 +51,25 @@ pub fn section(store: &Store, model_order: &[String], quantized: &[Quantized]) -
     )
 }
 
+/// The models of `model_order`, then any other model `store` holds.
+pub(super) fn models(store: &Store, model_order: &[String]) -> Vec<String> {
+    let mut models: Vec<String> = model_order.to_vec();
+    for m in &store.measurements {
+        if !models.contains(&m.model) {
+            models.push(m.model.clone());
+        }
+    }
+    models
+}
+
+/// The machine of the latest run, and the MLX the runs reported.
+pub(super) fn machine(store: &Store) -> String {
+    let mlx = store.runs.iter().rev().map(|r| r.mlx.as_str()).find(|v| *v != "?").unwrap_or("?");
+    store.runs.last().map_or("?".to_owned(), |r| format!("{}; MLX {mlx} (CPU backend)", r.machine))
+}
+
 /// One line per run: when, what, the load and the GEMM peak.
-fn runs(store: &Store) -> String {
+pub(super) fn runs(store: &Store) -> String {
     let mut out = String::new();
     for run in &store.runs {
         let after =
@@ -85,27 +95,27 @@ fn runs(store: &Store) -> String {
 }
 
 /// The measurements of `model` and `case`, in table order.
-fn row<'a>(store: &'a Store, model: &str, case: &str) -> Vec<&'a Measurement> {
+pub(super) fn row<'a>(store: &'a Store, model: &str, case: &str) -> Vec<&'a Measurement> {
     SIDES.iter().filter_map(|&side| store.find(model, case, side)).collect()
 }
 
-fn peak(store: &Store, m: &Measurement) -> Option<f64> {
+pub(super) fn peak(store: &Store, m: &Measurement) -> Option<f64> {
     store.run(m.run).map(RunInfo::peak).filter(|p| *p > 0.0)
 }
 
-fn gflops(m: &Measurement) -> Option<f64> {
+pub(super) fn gflops(m: &Measurement) -> Option<f64> {
     m.flops.map(|f| f / m.median / 1e9)
 }
 
-fn mib(bytes: Option<f64>) -> String {
+pub(super) fn mib(bytes: Option<f64>) -> String {
     bytes.map_or("—".to_owned(), |b| format!("{:.0}", b / MIB))
 }
 
-fn optional(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
+pub(super) fn optional(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
     value.map_or("—".to_owned(), format)
 }
 
-fn comparison(c: Option<&Comparison>) -> String {
+pub(super) fn comparison(c: Option<&Comparison>) -> String {
     match c {
         Some(Comparison::Reference) => "reference".to_owned(),
         Some(Comparison::Exact) => "exact".to_owned(),

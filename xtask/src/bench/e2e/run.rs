@@ -2,7 +2,7 @@
 //! once and times `--runs` encodes, and comparing every side's features with mlx-vlm's.
 
 use super::store::{Comparison, Measurement, Store};
-use super::{Case, Model, Side, flops, llama};
+use super::{Case, Model, Side, Table, flops, llama};
 use crate::bench::machine::{cores, load_average_1min};
 use crate::project::{Result, output, root, run};
 use crate::stack::Stack;
@@ -115,8 +115,12 @@ impl<'a> Runner<'a> {
                 let gguf = llama.mmproj(model, gguf_type, &self.dir.join("gguf"))?;
                 let mut c = Command::new(llama.driver());
                 c.arg("--mmproj").arg(gguf).args(["--threads", &cores().to_string()]).arg("--out").arg(&features);
+                // llama.cpp's own token limit at the budget; its preprocessing of each file's size
+                // is reported beside the tokens of the reference's pixels it encodes.
+                c.args(["--image-max-tokens", &budget]);
                 for image in &images {
                     c.arg("--pixels").arg(self.pixels(model, image, case.budget)?);
+                    c.args(["--source-size", &case.size_arg()]);
                 }
                 c
             }
@@ -142,6 +146,17 @@ impl<'a> Runner<'a> {
             self.mlx_version = Some(version.to_owned());
         }
         let measurement = parse_measurement(&json, side, model, case, features, self.run_id, load_average)?;
+        // Above the image's own size's budget, llama.cpp's resize under its token limit must
+        // land on the reference's grid, or its rows would not be the same work.
+        if let Some(own) = measurement.own_soft_tokens.filter(|_| case.table == Table::HighBudget)
+            && own != measurement.soft_tokens
+        {
+            return Err(format!(
+                "{} {}: llama.cpp's own preprocessing at --image-max-tokens {} makes {own} soft tokens, the \
+                 reference's {}",
+                model.name, case.id, case.budget, measurement.soft_tokens
+            ));
+        }
         eprintln!(
             "bench e2e:   median {:.3} s, load {:.3} s, peak RSS {} MiB",
             measurement.median,
@@ -162,10 +177,16 @@ impl<'a> Runner<'a> {
         Ok(path)
     }
 
-    /// Compares the features of every side of a row with mlx-vlm bf16's and with mlx-vlm f32's
-    /// (those present), recording the result in each measurement.
+    /// Compares the features of every side of a row with the bf16 reference's and with the
+    /// float32 reference's (those present), recording the result in each measurement: mlx-vlm
+    /// bf16 and f32, or in the high-budget table, where mlx-vlm does not run, ours native and
+    /// f32 (bit-exact with them: parity's `long-1120` rows).
     pub fn compare_row(&self, store: &mut Store, model: &Model, case: &Case) -> Result<()> {
-        for reference in [Side::MlxBf16, Side::MlxF32] {
+        let references = match case.table {
+            Table::Standard => [Side::MlxBf16, Side::MlxF32],
+            Table::HighBudget => [Side::OursNative, Side::OursF32],
+        };
+        for (index, reference) in references.into_iter().enumerate() {
             let results = match store.find(&model.name, case.id, reference) {
                 Some(found) if found.features.is_file() => {
                     let others: Vec<PathBuf> = store
@@ -185,7 +206,7 @@ impl<'a> Runner<'a> {
             };
             for m in store.measurements.iter_mut().filter(|m| m.model == model.name && m.case == case.id) {
                 let result = results.iter().find(|(f, _)| *f == m.features).map(|(_, c)| c.clone());
-                if reference == Side::MlxBf16 {
+                if index == 0 {
                     m.versus_bf16 = result;
                 } else {
                     m.versus_f32 = result;
@@ -236,6 +257,7 @@ fn parse_measurement(
     };
     let seconds = numbers("seconds");
     let soft_tokens: f64 = numbers("soft_tokens").iter().sum();
+    let own_soft_tokens = numbers("own_soft_tokens");
     Ok(Measurement {
         run,
         model: model.name.clone(),
@@ -249,6 +271,7 @@ fn parse_measurement(
         peak_rss_bytes: json["peak_rss_bytes"].as_f64().filter(|bytes| *bytes >= 0.0),
         mlx_peak_bytes: json["mlx_peak_bytes"].as_f64(),
         soft_tokens,
+        own_soft_tokens: (!own_soft_tokens.is_empty()).then(|| own_soft_tokens.iter().sum()),
         images: case.images.len(),
         flops: Some(flops::count(model, soft_tokens, case.images.len(), case.budget)?),
         load_average,
@@ -270,11 +293,16 @@ mod tests {
         .unwrap()
         .remove(0);
         let case = &super::super::CASES[0];
-        let line = r#"{"side": "ours", "load_seconds": 0.5, "seconds": [3.0, 1.0, 2.0], "median": 2.0, "soft_tokens": [63, 7], "peak_rss_bytes": 1048576, "mlx_peak_bytes": 2097152}"#;
+        let line = r#"{"side": "ours", "load_seconds": 0.5, "seconds": [3.0, 1.0, 2.0], "median": 2.0, "soft_tokens": [63, 7], "own_soft_tokens": [], "peak_rss_bytes": 1048576, "mlx_peak_bytes": 2097152}"#;
         let json: Value = serde_json::from_str(line).unwrap();
         let m = parse_measurement(&json, Side::OursF32, &model, case, PathBuf::from("f"), 4, 1.5).unwrap();
         assert_eq!((m.runs, m.median, m.load_seconds, m.soft_tokens, m.first), (3, 2.0, 0.5, 70.0, 3.0));
         assert_eq!((m.peak_rss_bytes, m.mlx_peak_bytes, m.run), (Some(1048576.0), Some(2097152.0), 4));
+        assert_eq!(m.own_soft_tokens, None);
+        let llama = r#"{"load_seconds": 0.1, "seconds": [1.0], "median": 1.0, "soft_tokens": [1064], "own_soft_tokens": [1064]}"#;
+        let json: Value = serde_json::from_str(llama).unwrap();
+        let m = parse_measurement(&json, Side::LlamaF16, &model, case, PathBuf::from("f"), 4, 1.5).unwrap();
+        assert_eq!((m.soft_tokens, m.own_soft_tokens, m.peak_rss_bytes), (1064.0, Some(1064.0), None));
         assert_eq!(m.flops, Some(2.0 * 70.0 * 4.0 * 2.0 + 2.0 * 70.0 * 2.0 * 8.0));
         let json: Value = serde_json::from_str(r#"{"side": "candle"}"#).unwrap();
         assert!(parse_measurement(&json, Side::Candle, &model, case, PathBuf::from("f"), 1, 1.0).is_err());

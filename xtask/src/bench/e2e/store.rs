@@ -1,6 +1,7 @@
-//! The e2e measurements kept between runs (`target/bench/e2e/measurements.json`): one per
-//! (model, case, side), the latest replacing earlier ones, and the runs that took them (when,
-//! what was selected, the machine's load and GEMM peak).
+//! The e2e measurements kept between runs (`target/bench/e2e/measurements.json`, and
+//! `measurements-high-budget.json` for the high-budget table): one per (model, case, side), the
+//! latest replacing earlier ones, and the runs that took them (when, what was selected, the
+//! machine's load and GEMM peak).
 
 use super::Side;
 use crate::bench::gemm_peak::GemmPeak;
@@ -8,8 +9,6 @@ use crate::project::Result;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
-
-const FILE: &str = "measurements.json";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Store {
@@ -58,6 +57,10 @@ pub struct Measurement {
     pub mlx_peak_bytes: Option<f64>,
     /// Soft tokens of all the case's images.
     pub soft_tokens: f64,
+    /// llama.cpp's sides: the soft tokens its own preprocessing makes of the case's image files
+    /// under `image_max_tokens` = the budget (the encode itself runs on the reference's pixels).
+    #[serde(default)]
+    pub own_soft_tokens: Option<f64>,
     pub images: usize,
     /// Matmul FLOPs of one call ([`super::flops`]).
     pub flops: Option<f64>,
@@ -84,8 +87,9 @@ pub enum Comparison {
 }
 
 impl Store {
-    pub fn load(dir: &Path) -> Result<Store> {
-        let path = dir.join(FILE);
+    /// The store kept in `dir/file`, or an empty one.
+    pub fn load(dir: &Path, file: &str) -> Result<Store> {
+        let path = dir.join(file);
         match fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map_err(|e| format!("{}: {e} (run with --fresh to start over)", path.display())),
@@ -93,8 +97,8 @@ impl Store {
         }
     }
 
-    pub fn save(&self, dir: &Path) -> Result<()> {
-        let path = dir.join(FILE);
+    pub fn save(&self, dir: &Path, file: &str) -> Result<()> {
+        let path = dir.join(file);
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
     }
@@ -147,6 +151,7 @@ pub mod tests {
             peak_rss_bytes: Some(1024.0 * 1024.0 * 700.0),
             mlx_peak_bytes: None,
             soft_tokens: 266.0,
+            own_soft_tokens: None,
             images: 1,
             flops: Some(1.0e12),
             load_average: 1.5,
