@@ -2,12 +2,14 @@
 // reference's image processor produced, for `cargo xtask bench e2e`.
 //
 //   encode_image --mmproj FILE.gguf --pixels FILE [--pixels FILE]... [--threads N] [--runs N]
-//                [--image-max-tokens N] [--source-size WxH]... [--out FILE.safetensors]
+//                [--image-max-tokens N] [--image-min-tokens N] [--source-size WxH]...
+//                [--out FILE.safetensors]
 //
 // Loading (timed as `load_seconds`): `clip_init` on the GGUF mmproj with mtmd's default context
-// settings (CPU, flash attention `auto`, warm-up on), except --image-max-tokens, which sets
-// mtmd's own soft-token limit (`image_max_tokens`, as `llama-mtmd-cli --image-max-tokens` does;
-// the gemma4 default is 1120, the minimum stays 70). Each run (timed): `clip_image_encode` of
+// settings (CPU, flash attention `auto`, warm-up on), except --image-max-tokens and
+// --image-min-tokens, which set mtmd's own soft-token limits (`image_max_tokens`,
+// `image_min_tokens`, as `llama-mtmd-cli --image-max-tokens` and `--image-min-tokens` do; the
+// gemma4 defaults are 1120 and 70). Each run (timed): `clip_image_encode` of
 // every image, one call per image, on --threads threads: the image encode alone, without
 // decoding or resizing (the pixels are given, so that every side encodes the same values).
 //
@@ -46,7 +48,7 @@ namespace {
 
 const char * const USAGE =
     "usage: encode_image --mmproj FILE.gguf --pixels FILE [--pixels FILE]... [--threads N] [--runs N] "
-    "[--image-max-tokens N] [--source-size WxH]... [--out FILE.safetensors]";
+    "[--image-max-tokens N] [--image-min-tokens N] [--source-size WxH]... [--out FILE.safetensors]";
 
 struct Args {
     std::string mmproj;
@@ -54,6 +56,7 @@ struct Args {
     int threads = 1;
     int runs = 3;
     int image_max_tokens = -1;
+    int image_min_tokens = -1;
     std::vector<clip_image_size> source_sizes;
     std::string out;
 };
@@ -96,6 +99,8 @@ Args parse(int argc, char ** argv) {
             args.runs = positive(flag, value());
         } else if (flag == "--image-max-tokens") {
             args.image_max_tokens = positive(flag, value());
+        } else if (flag == "--image-min-tokens") {
+            args.image_min_tokens = positive(flag, value());
         } else if (flag == "--source-size") {
             args.source_sizes.push_back(image_size(flag, value()));
         } else if (flag == "--out") {
@@ -200,7 +205,7 @@ void bench(const Args & args) {
     params.use_gpu = false;
     params.device = nullptr;
     params.flash_attn_type = CLIP_FLASH_ATTN_TYPE_AUTO;
-    params.image_min_tokens = -1;
+    params.image_min_tokens = args.image_min_tokens;
     params.image_max_tokens = args.image_max_tokens;
     params.warmup = true;
     const clip_init_result loaded = clip_init(args.mmproj.c_str(), params);

@@ -1,12 +1,13 @@
-//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, the build
-//! against MLX's CUDA wheel (`cuda_build`), the library crates' docs (warnings denied), every
-//! published crate packaged and a new crate outside the workspace built on the packages
+//! `cargo xtask test`: setup, then formatting, lints, every test in the workspace, a check that
+//! the bench's candle crate (`bench/candle-gemma4`, its own workspace) still builds on our
+//! crates, the build against MLX's CUDA wheel (`cuda_build`), the library crates' docs
+//! (warnings denied), every published crate packaged and a new crate outside the workspace built on the packages
 //! (`package`, `downstream`), stock MLX's arithmetic on aarch64 under emulation against this
 //! machine's and both encoders cross-built for aarch64 against stock aarch64 mlx-vlm there
 //! (`emulation`), and the Python package's suite, then its wheels and its source install as
 //! users install them (`wheels`).
 
-use crate::project::{Result, cargo, cmd, python, run, target_dir};
+use crate::project::{Result, cargo, cmd, python, root, run, target_dir};
 use crate::{cuda_build, downstream, emulation, package, setup, wheels};
 use std::path::PathBuf;
 
@@ -15,6 +16,8 @@ pub fn main(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;
+    let candle = root().join("bench/candle-gemma4/Cargo.toml");
+    run(cargo().args(["check", "--locked", "--manifest-path"]).arg(candle).arg("--target-dir").arg(target_dir()))?;
     cuda_build::check()?;
     package::docs()?;
     let packaged = package::package()?;
