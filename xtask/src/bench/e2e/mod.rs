@@ -18,9 +18,10 @@
 //! The high-budget cases (560, 1120: [`case::Table::HighBudget`]) have their own store and
 //! section, `e2e-high-budget` ([`high_budget`]); a run measures the cases of one table.
 //! The modules: [`side`], [`case`] and [`model`] say what runs, [`run`] runs it and compares
-//! the features, [`flops`] counts matmul FLOPs, [`render`] fills `bench/templates/e2e.md`,
-//! [`high_budget`] fills `bench/templates/e2e-high-budget.md`, [`store`] keeps the measurements, [`llama`] builds llama.cpp and writes its GGUF files;
-//! [`gpu`] is the bench `cargo xtask gpu-check` runs, ours and mlx-vlm on a GPU.
+//! the features, [`flops`] counts matmul FLOPs, [`render`] fills `bench/templates/e2e.md` and
+//! [`high_budget`] `bench/templates/e2e-high-budget.md`, [`store`] keeps the measurements,
+//! [`llama`] builds llama.cpp and writes its GGUF files; [`gpu`] is the bench
+//! `cargo xtask gpu-check` runs, ours and mlx-vlm on a GPU.
 
 mod case;
 mod flops;
@@ -107,7 +108,7 @@ impl Args {
         let list = |items: Vec<&str>, all: usize| if items.len() == all { "all".to_owned() } else { items.join(", ") };
         let models = if self.models.is_empty() { "all".to_owned() } else { self.models.join(", ") };
         let sides = list(self.sides().iter().map(|s| s.id()).collect(), SIDES.len());
-        let table = self.cases().first().map_or(Table::Standard, |c| c.table);
+        let table = self.table().unwrap_or(Table::Standard);
         let cases =
             list(self.cases().iter().map(|c| c.id).collect(), CASES.iter().filter(|c| c.table == table).count());
         format!("models {models}; sides {sides}; cases {cases}")

@@ -146,8 +146,9 @@ impl<'a> Runner<'a> {
             self.mlx_version = Some(version.to_owned());
         }
         let measurement = parse_measurement(&json, side, model, case, features, self.run_id, load_average)?;
-        // Above the image's own size's budget, llama.cpp's resize under its token limit must
-        // land on the reference's grid, or its rows would not be the same work.
+        // For an image larger than its budget (the high-budget cases), llama.cpp's own resize
+        // under its token limit lands on the reference's grid; if it did not, its rows would
+        // not be the work a llama.cpp user gets at that budget.
         if let Some(own) = measurement.own_soft_tokens.filter(|_| case.table == Table::HighBudget)
             && own != measurement.soft_tokens
         {
