@@ -24,6 +24,7 @@ const CRATES: &[&str] = &[
     "gemma-vision-kernels",
     "gemma-vision-layers",
     "gemma-vision-preprocess",
+    "gemma-vision-hub",
     "gemma-vision-encoder",
 ];
 const MODEL: &str = "crates/vision/tests/fixtures/tiny-clipped/model";

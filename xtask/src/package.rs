@@ -20,6 +20,7 @@ pub const PUBLISHED: &[(&str, &str)] = &[
     ("tensor", "gemma-vision-tensor"),
     ("layers", "gemma-vision-layers"),
     ("preprocess", "gemma-vision-preprocess"),
+    ("hub", "gemma-vision-hub"),
     ("vision", "gemma-vision-encoder"),
     ("embed", "gemma-vision-embed"),
     ("cli", "gemma-vision"),
@@ -32,6 +33,7 @@ pub const LIBRARIES: &[&str] = &[
     "gemma-vision-tensor",
     "gemma-vision-layers",
     "gemma-vision-preprocess",
+    "gemma-vision-hub",
     "gemma-vision-encoder",
     "gemma-vision-embed",
 ];

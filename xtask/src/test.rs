@@ -30,7 +30,7 @@ pub fn main(extra: &[String]) -> Result<()> {
 
 /// Builds the `gemma-vision` wheel (the dev profile, which reuses what `cargo test` built),
 /// installs it into `.deps/venv` and runs its pytest suite (`crates/python/tests`) against the
-/// `gemma-vision` command `cargo test` built; the suite also installs the wheel beside mlx-vlm
+/// `gemma-vision` command `cargo test` built and the Hub stand-in (`hub_stand_in`); the suite also installs the wheel beside mlx-vlm
 /// into a fresh environment of its own (`GEMMA_VISION_WHEEL`). Returns the wheel.
 fn python_package() -> Result<PathBuf> {
     let wheel = wheels::build(&python(), &target_dir().join("python-wheels"))?;
@@ -40,8 +40,11 @@ fn python_package() -> Result<PathBuf> {
     )
     .arg(&wheel))?;
     let binary = target_dir().join("debug").join("gemma-vision");
+    run(cargo().args(["build", "-p", "gemma-vision-hub", "--features", "stand-in", "--example", "hub_stand_in"]))?;
+    let stand_in = target_dir().join("debug").join("examples").join("hub_stand_in");
     run(cmd(python(), &["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/python/tests"])
         .env("GEMMA_VISION", binary)
+        .env("HUB_STAND_IN", stand_in)
         .env("GEMMA_VISION_WHEEL", &wheel))?;
     Ok(wheel)
 }

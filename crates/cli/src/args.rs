@@ -1,19 +1,25 @@
 //! Arguments shared by several subcommands.
 
 use clap::Args;
-use std::path::PathBuf;
-use vision::{ComputeDtype, SoftTokenBudget};
+use vision::{ComputeDtype, ModelSource, SoftTokenBudget};
 
 /// The checkpoint and the soft-token budget.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The model directory: config.json, model.safetensors (or shards with an index),
-    /// optionally processor_config.json.
-    #[arg(long, value_name = "DIR")]
-    pub model: PathBuf,
+    /// The model: a directory (config.json, model.safetensors or shards with an index,
+    /// optionally processor_config.json), or a Hugging Face Hub repository, ORG/NAME[@REVISION]
+    /// (found in the Hugging Face cache, else only its vision tensors fetched; HF_ENDPOINT,
+    /// HF_HOME, HF_TOKEN and HF_HUB_OFFLINE apply). An existing path is a directory.
+    #[arg(long, value_name = "DIR|ORG/NAME[@REV]", value_parser = model_source)]
+    pub model: ModelSource,
     /// The soft-token budget per image [default: processor_config.json's, else 280].
     #[arg(long, value_name = "N", value_parser = budget, allow_negative_numbers = true)]
     pub max_soft_tokens: Option<SoftTokenBudget>,
+}
+
+/// `--model`: a [`ModelSource`] ([`ModelSource::parse`]).
+fn model_source(text: &str) -> Result<ModelSource, String> {
+    Ok(ModelSource::parse(text))
 }
 
 /// `--dtype`: a [`ComputeDtype`] by its name (`native`, `f32`; `float32` too).

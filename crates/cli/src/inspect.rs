@@ -6,7 +6,8 @@ use vision::{EncoderOptions, Inspection, VisionConfig, VisionEncoder};
 
 /// Describe a checkpoint as the encoder loads it.
 ///
-/// Prints the model type and vision dimensions, the features' width and dtype, each quantized
+/// Prints where the checkpoint came from (a directory, the Hugging Face cache, or fetched by
+/// name: how many of its bytes), the model type and vision dimensions, the features' width and dtype, each quantized
 /// module, the soft-token budget and where it comes from (and, with --image-size, what an
 /// image of that size becomes), the tensors read and ignored, the cache identity and the MLX it
 /// runs on. A
@@ -38,6 +39,7 @@ pub fn run(args: &InspectArgs) -> Result<(), crate::Error> {
 fn text(i: &Inspection) -> String {
     let mut lines: Vec<(&str, String)> = Vec::new();
     lines.push(("model", format!("{} ({})", i.model_dir.display(), i.model_type.as_str())));
+    lines.push(("source", i.origin.to_string()));
     lines.push((
         "vision",
         match &i.vision {

@@ -146,15 +146,15 @@ fn a_refused_checkpoint_is_one_error_line_saying_why() {
     }
 }
 
-/// The README shows `inspect`'s output on a test checkpoint; it must stay what the command prints
-/// (the libmlx path up to the environment's `site-packages/` shown as `…/`).
+/// docs/USAGE.md shows `inspect`'s output on a test checkpoint; it must stay what the command
+/// prints (the libmlx path up to the environment's `site-packages/` shown as `…/`).
 #[test]
-fn the_readme_shows_what_the_command_prints() {
+fn the_usage_guide_shows_what_the_command_prints() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = fs::read_to_string(root.join("docs/USAGE.md")).unwrap();
     let command =
         "$ gemma-vision inspect --model crates/vision/tests/fixtures/q-legacy-affine4/model --image-size 640x480\n";
-    let start = readme.find(command).expect("the README's inspect example") + command.len();
+    let start = readme.find(command).expect("docs/USAGE.md's inspect example") + command.len();
     let shown = &readme[start..start + readme[start..].find("```").unwrap()];
     let out = Command::new(env!("CARGO_BIN_EXE_gemma-vision"))
         .current_dir(&root)
@@ -168,5 +168,5 @@ fn the_readme_shows_what_the_command_prints() {
         Some(at) => format!("…/{}", &library[at..]),
         None => library.clone(),
     };
-    assert_eq!(printed.replace(&library, &elided), shown, "update the README's inspect example");
+    assert_eq!(printed.replace(&library, &elided), shown, "update docs/USAGE.md's inspect example");
 }

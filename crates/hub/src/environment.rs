@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 ///
 /// and one of this project's own: the vision-only checkpoints it fetched live in
 /// `GEMMA_VISION_CACHE`, by default `$HF_HOME/gemma-vision`.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct HubEnvironment {
     /// The Hub's base URL, without a trailing `/`.
     pub endpoint: String,

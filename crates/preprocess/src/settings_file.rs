@@ -16,11 +16,14 @@ pub struct SettingsFile {
 }
 
 impl SettingsFile {
+    /// The files looked for, in order.
+    pub const CANDIDATES: [BudgetSource; 2] = [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig];
+
     /// The settings file of `dir`, read; `None` when neither file exists (the reference then
     /// uses its defaults). An unreadable file is [`Error::Io`] naming it.
     pub fn find(dir: impl AsRef<Path>) -> Result<Option<SettingsFile>> {
         let dir = dir.as_ref();
-        for source in [BudgetSource::ProcessorConfig, BudgetSource::PreprocessorConfig] {
+        for source in SettingsFile::CANDIDATES {
             let path = dir.join(source.as_str());
             match std::fs::read_to_string(&path) {
                 Ok(text) => return Ok(Some(SettingsFile { path, source, text })),

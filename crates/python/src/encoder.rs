@@ -8,7 +8,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
-use vision::{CacheIdentity, Checkpoint, ComputeDtype, EncoderOptions, MlxVlmModel, SoftTokenBudget, VisionEncoder};
+use vision::{
+    CacheIdentity, Checkpoint, ComputeDtype, EncoderOptions, MlxVlmModel, ModelSource, SoftTokenBudget, VisionEncoder,
+};
 
 /// A Gemma 4 vision encoder loaded once from a model directory.
 ///
@@ -26,24 +28,29 @@ pub struct Encoder {
 
 #[pymethods]
 impl Encoder {
-    /// Loads the encoder of `model_dir` (config.json, model.safetensors or shards with an
-    /// index, optionally processor_config.json). `dtype`: "native" (the checkpoint's dtype,
-    /// bit-exact with mlx-vlm) or "f32". `max_soft_tokens`: the default budget of `encode`
-    /// (else processor_config.json's, else 280).
+    /// Loads the encoder of `model`: a model directory (os.PathLike, or a str naming an
+    /// existing path: config.json, model.safetensors or shards with an index, optionally
+    /// processor_config.json), or a Hugging Face Hub repository as a str, "org/name" or
+    /// "org/name@revision" (found in the Hugging Face cache as mlx-vlm leaves it, else only its
+    /// vision tensors fetched; HF_ENDPOINT, HF_HOME, HF_TOKEN and HF_HUB_OFFLINE apply).
+    /// `dtype`: "native" (the checkpoint's dtype, bit-exact with mlx-vlm) or "f32".
+    /// `max_soft_tokens`: the default budget of `encode` (else processor_config.json's, else 280).
     #[new]
-    #[pyo3(signature = (model_dir, dtype = "native", max_soft_tokens = None))]
-    fn new(py: Python<'_>, model_dir: PathBuf, dtype: &str, max_soft_tokens: Option<i64>) -> PyResult<Encoder> {
+    #[pyo3(signature = (model, dtype = "native", max_soft_tokens = None))]
+    fn new(py: Python<'_>, model: &Bound<'_, PyAny>, dtype: &str, max_soft_tokens: Option<i64>) -> PyResult<Encoder> {
         crate::errors::catching_panics(|| {
+            let source = model_source(model)?;
             let dtype = compute_dtype(dtype)?;
             let budget = budget(max_soft_tokens)?;
             let options = EncoderOptions { compute_dtype: dtype, ..EncoderOptions::default() };
             let inner = py
                 .detach(|| {
-                    let encoder = VisionEncoder::load(&model_dir, options)?;
+                    let encoder = VisionEncoder::load(source, options)?;
                     encoder.preprocessor(budget)?;
                     Ok(encoder)
                 })
                 .map_err(to_python)?;
+            let model_dir = inner.checkpoint().dir().to_path_buf();
             Ok(Encoder { inner, model_dir, dtype, budget })
         })
     }
@@ -276,6 +283,18 @@ pub(crate) fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<SoftTokenB
         .map(SoftTokenBudget::try_from)
         .transpose()
         .map_err(|e| PyValueError::new_err(format!("max_soft_tokens: {e}")))
+}
+
+/// A model as Python names it: a str is parsed as a user types it ([`ModelSource::parse`]: an
+/// existing path, else `org/name[@revision]`), an os.PathLike is a directory.
+fn model_source(model: &Bound<'_, PyAny>) -> PyResult<ModelSource> {
+    if let Ok(text) = model.cast::<PyString>() {
+        return Ok(ModelSource::parse(text.to_str()?));
+    }
+    if model.hasattr("__fspath__")? {
+        return Ok(ModelSource::Directory(model.extract::<PathBuf>()?));
+    }
+    Err(PyTypeError::new_err("model: expected a str (a directory or \"org/name[@revision]\") or an os.PathLike"))
 }
 
 /// `dtype=` as a [`ComputeDtype`] by its name (`native`, `f32`; `float32` too).

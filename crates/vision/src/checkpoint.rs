@@ -1,15 +1,17 @@
-//! A model directory as published: `config.json`, weight files, optional processor config.
+//! A model directory as published: `config.json`, weight files, optional processor config;
+//! found from a [`ModelSource`] (a directory, or a Hub repository by name).
 
+use crate::model_source::encoder_selection;
 use crate::quantization;
 use crate::sanitized_store::SanitizedStore;
 use crate::{Error, ModelConfig, Result, VisionConfig};
 use layers::QuantizationPlan;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use hub::{HubEnvironment, ModelSource, Origin};
 use tensor::ShardedSafetensors;
 
-/// The index of a sharded checkpoint.
-pub const INDEX_FILE: &str = "model.safetensors.index.json";
+pub use hub::INDEX_FILE;
 
 /// An opened model directory: the validated config, the weight files, a view of its vision
 /// tensors, and which of them are quantized.
@@ -21,9 +23,30 @@ pub struct Checkpoint {
     weight_files: Vec<PathBuf>,
     store: Arc<SanitizedStore>,
     quantization: Arc<QuantizationPlan>,
+    origin: Origin,
 }
 
 impl Checkpoint {
+    /// Finds `source` on this machine and opens it ([`Checkpoint::open`]): a directory as it
+    /// is; a Hub repository (`org/name@revision`) from a complete snapshot in the Hugging Face
+    /// cache, else from what was fetched before, else by fetching only what the encoders read
+    /// ([`encoder_selection`]: the configs, the index, each shard's header and the vision
+    /// tensors' bytes); see [`hub::resolve_hub`]. `environment` gives the endpoint, caches,
+    /// token and offline mode; `None` reads them from this process's variables
+    /// ([`HubEnvironment::from_env`]).
+    pub fn resolve(source: &ModelSource, environment: Option<&HubEnvironment>) -> Result<Checkpoint> {
+        let resolved = match (source, environment) {
+            (ModelSource::Directory(dir), _) => return Checkpoint::open(dir),
+            (ModelSource::Hub(model), Some(environment)) => hub::resolve_hub(model, &encoder_selection(), environment)?,
+            (ModelSource::Hub(model), None) => {
+                hub::resolve_hub(model, &encoder_selection(), &HubEnvironment::from_env()?)?
+            }
+        };
+        let mut checkpoint = Checkpoint::open(&resolved.dir)?;
+        checkpoint.origin = resolved.origin;
+        Ok(checkpoint)
+    }
+
     /// Reads `dir/config.json` (validated), finds the weight files as mlx-vlm 0.7.10's
     /// `load_model` does ([`Checkpoint::find_weight_files`]), reads their headers, and decides which
     /// vision modules are quantized (see [`QuantizationPlan`]). No tensor data is read.
@@ -68,43 +91,36 @@ impl Checkpoint {
             });
         }
         let plan = quantization::plan(family, config.quantization.as_ref(), config.skip_vision, &store)?;
-        Ok(Checkpoint { dir, config, index, weight_files, store, quantization: Arc::new(plan) })
+        let quantization = Arc::new(plan);
+        Ok(Checkpoint { dir, config, index, weight_files, store, quantization, origin: Origin::Directory })
     }
 
-    /// The weight files of `dir`, as mlx-vlm 0.7.10's `load_model` finds them:
-    /// - `model.safetensors.index.json`: the shards its `weight_map` names that exist, sorted
-    ///   (the index is then returned too);
-    /// - otherwise, or when the index names no existing shard or is not readable JSON: every
-    ///   `*.safetensors` file of the directory (hidden files excepted, as `glob` skips them) but
-    ///   those ending in `consolidated.safetensors`, sorted.
+    /// The weight files of `dir`, as mlx-vlm 0.7.10's `load_model` finds them
+    /// ([`hub::weight_files`]): the shards the index (`model.safetensors.index.json`) names that
+    /// exist, sorted (the index is then returned too); otherwise, or when the index names no
+    /// existing shard or is not readable JSON, every `*.safetensors` file of the directory
+    /// (hidden files excepted, as `glob` skips them) but those ending in
+    /// `consolidated.safetensors`, sorted.
     ///
     /// Every tensor of every file is part of the checkpoint, whether the index lists it or not.
     pub fn find_weight_files(dir: &Path) -> Result<(Option<PathBuf>, Vec<PathBuf>)> {
         let index = dir.join(INDEX_FILE);
-        if let Some(shards) = indexed_shards(&index)? {
-            let existing: Vec<PathBuf> = shards.into_iter().map(|s| dir.join(s)).filter(|p| p.is_file()).collect();
-            if !existing.is_empty() {
-                return Ok((Some(index), existing));
-            }
-        }
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| Error::Checkpoint { path: dir.to_path_buf(), detail: format!("cannot list: {e}") })?;
-        let mut files = Vec::new();
-        for entry in entries {
-            let entry = entry
-                .map_err(|e| Error::Checkpoint { path: dir.to_path_buf(), detail: format!("cannot list: {e}") })?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            if name.ends_with(".safetensors")
-                && !name.starts_with('.')
-                && !name.ends_with("consolidated.safetensors")
-                && path.is_file()
+        let indexed = match std::fs::read(&index) {
+            Ok(text) => hub::indexed_shards(&text).map_err(|detail| Error::Checkpoint { path: index.clone(), detail })?,
+            Err(_) => None,
+        };
+        let cannot_list = |e: std::io::Error| Error::Checkpoint { path: dir.to_path_buf(), detail: format!("cannot list: {e}") };
+        let mut present = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(cannot_list)? {
+            let entry = entry.map_err(cannot_list)?;
+            if entry.path().is_file()
+                && let Ok(name) = entry.file_name().into_string()
             {
-                files.push(path);
+                present.push(name);
             }
         }
-        files.sort();
-        if files.is_empty() {
+        let files = hub::weight_files(indexed.as_ref(), present.iter().map(String::as_str));
+        let Some(first) = files.first() else {
             return Err(Error::Checkpoint {
                 path: dir.to_path_buf(),
                 detail: format!(
@@ -112,13 +128,20 @@ impl Checkpoint {
                      (consolidated.safetensors is not read)"
                 ),
             });
-        }
-        Ok((None, files))
+        };
+        let through_index = indexed.as_ref().is_some_and(|shards| shards.contains(first));
+        Ok((through_index.then_some(index), files.iter().map(|f| dir.join(f)).collect()))
     }
 
     /// The model directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where the directory came from: a directory named as such, the Hugging Face cache, or
+    /// the store of what was fetched by name (with what was fetched).
+    pub fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// The validated configuration.
@@ -162,28 +185,6 @@ impl Checkpoint {
         };
         Error::Weight { files, source }
     }
-}
-
-/// The shard names of an index, sorted and deduplicated; `None` when there is no index or it
-/// is not readable JSON (the reference then falls back to the directory's files).
-fn indexed_shards(index: &Path) -> Result<Option<Vec<String>>> {
-    let Ok(text) = std::fs::read_to_string(index) else { return Ok(None) };
-    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else { return Ok(None) };
-    let invalid = |detail: String| Error::Checkpoint { path: index.to_path_buf(), detail };
-    let map = match json.get("weight_map") {
-        None | Some(serde_json::Value::Null) => return Ok(Some(Vec::new())),
-        Some(serde_json::Value::Object(map)) => map,
-        Some(_) => return Err(invalid("`weight_map` is not an object".into())),
-    };
-    let mut shards = std::collections::BTreeSet::new();
-    for (name, shard) in map {
-        let shard = shard
-            .as_str()
-            .filter(|s| !s.is_empty() && !s.contains('/') && !s.contains('\\') && *s != ".." && *s != ".")
-            .ok_or_else(|| invalid(format!("`weight_map.{name}` is not a shard file name")))?;
-        shards.insert(shard.to_owned());
-    }
-    Ok(Some(shards.into_iter().collect()))
 }
 
 fn list(files: &[PathBuf]) -> String {

@@ -1,9 +1,11 @@
-//! [`VisionEncoder`]: a checkpoint directory in, language-space soft tokens out.
+//! [`VisionEncoder`]: a checkpoint (a directory, or a Hub repository by name) in,
+//! language-space soft tokens out.
 
 use crate::family::{Family, FamilyModel, load_model};
 use crate::kernels::execution;
 use crate::trace::Trace;
 use crate::{Checkpoint, ComputeDtype, Error, Kernels, ModelConfig, PreparedImage, Result};
+use hub::{HubEnvironment, ModelSource};
 use layers::{WeightStore, Weights};
 use preprocess::{
     Preprocessor, ProcessorConfig, RgbImage, SettingsFile, SoftTokenBudget, VideoPreprocessor, VideoProcessorConfig,
@@ -24,6 +26,10 @@ pub struct EncoderOptions {
     pub divide_by_embed_scale: bool,
     /// Decoder limits for images read by the encoder.
     pub limits: preprocess::Limits,
+    /// Where a model named by Hub repository is looked for and fetched from (endpoint,
+    /// caches, token, offline mode); `None` reads this process's variables
+    /// ([`HubEnvironment::from_env`]: `HF_ENDPOINT`, `HF_HOME`, `HF_TOKEN`, `HF_HUB_OFFLINE`, ...).
+    pub hub: Option<HubEnvironment>,
 }
 
 /// Soft tokens of one call.
@@ -61,12 +67,15 @@ pub struct VisionEncoder {
 }
 
 impl VisionEncoder {
-    /// Loads the encoder of the model directory `dir` (see [`Checkpoint`]): validates the
-    /// config, reads only the vision tensors (checking each one's shape and dtype; quantized
-    /// modules as the checkpoint's quantization says), and fails if the checkpoint holds vision
-    /// tensors no block uses. A weight error names the file it looked in ([`Error::Weight`]).
-    pub fn load(dir: impl AsRef<Path>, options: EncoderOptions) -> Result<VisionEncoder> {
-        let checkpoint = Checkpoint::open(dir.as_ref())?;
+    /// Loads the encoder of `model`: a model directory (a `Path`), or text as a user types it
+    /// (`"org/name"`, `"org/name@revision"`, or a path; see [`ModelSource::parse`]). A Hub
+    /// repository is found on this machine or fetched, only its vision bytes
+    /// ([`Checkpoint::resolve`], with [`EncoderOptions::hub`]). Validates the config, reads only
+    /// the vision tensors (checking each one's shape and dtype; quantized modules as the
+    /// checkpoint's quantization says), and fails if the checkpoint holds vision tensors no
+    /// block uses. A weight error names the file it looked in ([`Error::Weight`]).
+    pub fn load(model: impl Into<ModelSource>, options: EncoderOptions) -> Result<VisionEncoder> {
+        let checkpoint = Checkpoint::resolve(&model.into(), options.hub.as_ref())?;
         VisionEncoder::from_checkpoint(checkpoint, options)
     }
 

@@ -18,6 +18,10 @@ pub enum Error {
     /// An image could not be decoded or prepared.
     #[error(transparent)]
     Preprocess(#[from] preprocess::Error),
+    /// A model named by Hub repository could not be found or fetched: the error names the
+    /// model (`org/name@revision`) and what to do.
+    #[error(transparent)]
+    Hub(#[from] hub::Error),
     /// A file of the checkpoint is missing or unreadable.
     #[error("{}: {detail}", path.display())]
     Checkpoint { path: PathBuf, detail: String },
@@ -116,6 +120,11 @@ impl Error {
             | Error::WeightsDiffer { .. }
             | Error::TooLarge { .. } => ErrorKind::Invalid,
             Error::Preprocess(e) => preprocess_kind(e),
+            Error::Hub(e) => match e.kind() {
+                hub::ErrorKind::NotFound => ErrorKind::NotFound,
+                hub::ErrorKind::Environment => ErrorKind::Invalid,
+                _ => ErrorKind::Unreadable,
+            },
             Error::Checkpoint { path, .. } => match std::fs::symlink_metadata(path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
                 _ => ErrorKind::Unreadable,

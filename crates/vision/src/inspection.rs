@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 pub struct Inspection {
     /// The model directory.
     pub model_dir: PathBuf,
+    /// Where the directory came from.
+    pub origin: ModelOrigin,
     /// `gemma4` or `gemma4_unified`.
     pub model_type: ModelType,
     /// The vision configuration as parsed (the reference's defaults filled in).
@@ -46,6 +48,50 @@ pub struct Inspection {
     pub mlx: MlxLibrary,
     /// Who runs the encoder's ops (the host kernels or MLX's own), and why.
     pub kernels: String,
+}
+
+/// Where a loaded checkpoint's directory came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModelOrigin {
+    /// A directory named as such.
+    Directory,
+    /// A complete snapshot in the Hugging Face cache, used in place.
+    HuggingFaceCache { repo: String, commit: String },
+    /// A vision-only checkpoint fetched by name (now or before): `fetched_bytes` of the
+    /// checkpoint's `checkpoint_bytes` (every file of the revision).
+    Fetched { repo: String, commit: String, fetched_bytes: u64, checkpoint_bytes: u64, tensors: usize },
+}
+
+impl From<&hub::Origin> for ModelOrigin {
+    fn from(origin: &hub::Origin) -> ModelOrigin {
+        match origin {
+            hub::Origin::Directory => ModelOrigin::Directory,
+            hub::Origin::HfCache { repo, commit } => {
+                ModelOrigin::HuggingFaceCache { repo: repo.to_string(), commit: commit.to_string() }
+            }
+            hub::Origin::Store { repo, commit, manifest, .. } => ModelOrigin::Fetched {
+                repo: repo.to_string(),
+                commit: commit.to_string(),
+                fetched_bytes: manifest.fetched_bytes,
+                checkpoint_bytes: manifest.checkpoint_bytes,
+                tensors: manifest.tensor_count(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for ModelOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelOrigin::Directory => f.write_str("a local directory"),
+            ModelOrigin::HuggingFaceCache { repo, commit } => write!(f, "{repo}@{commit} (the Hugging Face cache)"),
+            ModelOrigin::Fetched { repo, commit, fetched_bytes, checkpoint_bytes, tensors } => write!(
+                f,
+                "{repo}@{commit} (vision only: {tensors} tensors, {fetched_bytes} of the checkpoint's {checkpoint_bytes} bytes fetched)"
+            ),
+        }
+    }
 }
 
 /// The MLX library a process runs on.
@@ -182,6 +228,7 @@ impl Inspection {
             .collect();
         Ok(Inspection {
             model_dir: checkpoint.dir().to_path_buf(),
+            origin: ModelOrigin::from(checkpoint.origin()),
             model_type: config.model_type,
             vision: config.vision.clone(),
             feature_width: config.text_hidden_size,

@@ -4,8 +4,10 @@
 //!   with 2-D RoPE, position pooling, optional standardization, the multimodal embedder.
 //! - [`UnifiedVisionEmbedder`]: gemma4_unified (12B): layer norms, a dense projection and a
 //!   factorised position embedding per 48×48 patch, the multimodal embedder.
-//! - [`VisionEncoder`]: either, loaded from a model directory as published ([`Checkpoint`]),
-//!   with the image processor: image files or decoded images in, [`Features`] out —
+//! - [`VisionEncoder`]: either, loaded from a model directory as published ([`Checkpoint`]) or
+//!   from a Hugging Face Hub repository by name ([`ModelSource`]: `"org/name@revision"`, found
+//!   in the Hugging Face cache or fetched, only its vision bytes, by the `hub` crate), with the
+//!   image processor: image files or decoded images in, [`Features`] out —
 //!   `[Σ soft tokens, text_hidden]`, identical bit for bit to mlx-vlm's `Model.encode_image`
 //!   (gemma4) / `Model.get_image_features` (gemma4_unified) on the same libmlx.
 //! - [`Family`] ([`Gemma4`], [`Gemma4Unified`], chosen by [`ModelType::family`]): everything that
@@ -25,7 +27,8 @@
 //! # Example
 //!
 //! One image file encoded by a checkpoint's encoder (here the crate's tiny test checkpoint; a
-//! published model directory works the same way):
+//! published model directory, or a Hub name such as `"mlx-community/gemma-4-e2b-it-bf16"`,
+//! works the same way):
 //!
 //! ```
 //! use gemma_vision_encoder::{EncoderOptions, VisionEncoder};
@@ -54,6 +57,7 @@ mod inspection;
 mod kernels;
 mod mlx_vlm_model;
 mod model_inputs;
+mod model_source;
 mod multimodal_embedder;
 mod patch_embedder;
 mod patch_rows;
@@ -73,7 +77,11 @@ pub use encoder::{EncoderOptions, Features, VisionEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use family::{Family, Gemma4, Gemma4Unified, ModelType, UnknownModelType};
 pub use held_weights::HeldTensor;
-pub use inspection::{Budget, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, QuantizedModule, TensorCounts};
+pub use hub::{HubEnvironment, ModelSource, Origin};
+pub use model_source::encoder_selection;
+pub use inspection::{
+    Budget, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, ModelOrigin, QuantizedModule, TensorCounts,
+};
 pub use kernels::{Kernels, UnknownKernels};
 pub use mlx_vlm_model::MlxVlmModel;
 pub use model_inputs::ModelInputs;

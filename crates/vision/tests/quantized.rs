@@ -103,7 +103,7 @@ fn what_the_reference_refuses_is_an_error_naming_the_module() {
     // naming the tensor and its file (the entry's own values are used, not the defaults').
     let dir = model_copy("q-mxfp4", "entry-mismatch");
     edit_config(&dir, |j| j["quantization"][PROJECTOR] = serde_json::json!({"group_size": 64, "bits": 8}));
-    match VisionEncoder::load(&dir, EncoderOptions::default()) {
+    match VisionEncoder::load(&*dir, EncoderOptions::default()) {
         Err(Error::Weight { files, source: layers::Error::Shape { name, expected, actual } }) => {
             assert_eq!(name, format!("{PROJECTOR}.weight"));
             assert_eq!((expected, actual), (vec![64, 16], vec![64, 8]), "8 bits pack 4 values per word, 4 bits 8");
@@ -190,7 +190,7 @@ fn one_bit_modules_load_as_mlx_vlm_loads_them() {
     edit_config(&dir, |j| j["quantization"][Q_PROJ]["mode"] = "affine".into());
     let images = [image("q-mxfp4", "gradient-37x23.png"), image("q-mxfp4", "checker-20x30.png")];
     let encode = |kernels| {
-        let encoder = VisionEncoder::load(&dir, EncoderOptions { kernels, ..Default::default() }).unwrap();
+        let encoder = VisionEncoder::load(&*dir, EncoderOptions { kernels, ..Default::default() }).unwrap();
         let plan = encoder.checkpoint().quantization();
         for (module, group) in [(PROJECTOR, 32), (Q_PROJ, 64)] {
             let q = plan.get(module).unwrap();
@@ -256,7 +256,7 @@ fn the_inspection_of_a_quantized_checkpoint() {
     assert_eq!((image.resized, image.soft_tokens), ([24, 24], 4));
     // Under --dtype f32 the features are float32; packed tensors count the same bytes.
     let f32 =
-        VisionEncoder::load(&dir, EncoderOptions { compute_dtype: ComputeDtype::F32, ..Default::default() }).unwrap();
+        VisionEncoder::load(&*dir, EncoderOptions { compute_dtype: ComputeDtype::F32, ..Default::default() }).unwrap();
     let inspection32 = Inspection::of(&f32, None, None).unwrap();
     assert_eq!((inspection32.feature_dtype.as_str(), inspection32.compute_dtype.as_str()), ("float32", "f32"));
     assert_eq!(inspection32.tensors.bytes_read, inspection.tensors.bytes_read);

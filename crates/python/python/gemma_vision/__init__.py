@@ -1,7 +1,7 @@
 """Gemma 4 vision features ("soft tokens") on MLX, bit for bit what mlx-vlm computes.
 
 >>> import gemma_vision
->>> encoder = gemma_vision.Encoder("path/to/gemma-4-e2b")
+>>> encoder = gemma_vision.Encoder("mlx-community/gemma-4-e2b-it-bf16")  # or a directory
 >>> [cat, street] = encoder.encode(["cat.jpg", open("street.png", "rb").read()])
 >>> cat.shape, cat.dtype  # (soft tokens, hidden size), bfloat16 for published checkpoints
 ((280, 1536), dtype(bfloat16))

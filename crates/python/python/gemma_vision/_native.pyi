@@ -54,14 +54,18 @@ class Encoder:
 
     def __init__(
         self,
-        model_dir: Union[str, "os.PathLike[str]"],
+        model: Union[str, "os.PathLike[str]"],
         dtype: Literal["native", "f32", "float32"] = "native",
         max_soft_tokens: Optional[int] = None,
     ) -> None:
-        """Loads the encoder of ``model_dir``.
+        """Loads the encoder of ``model``: a model directory, or a Hugging Face Hub repository
+        ``"org/name"`` / ``"org/name@revision"`` (found in the Hugging Face cache, else only its
+        vision tensors fetched; ``HF_ENDPOINT``, ``HF_HOME``, ``HF_TOKEN`` and
+        ``HF_HUB_OFFLINE`` apply). A str naming an existing path is a directory.
 
-        Raises FileNotFoundError (no such directory or config.json), OSError (unreadable
-        files), ValueError (a config, weights or budget the encoder cannot serve).
+        Raises FileNotFoundError (no such directory, config.json, repository, revision or
+        file), OSError (unreadable files; the Hub refused access, could not be reached, or
+        answered wrongly), ValueError (a config, weights or budget the encoder cannot serve).
         """
 
     def encode(

@@ -206,7 +206,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         prog="python -m gemma_vision.ray_embed",
         description="Embed a directory of images on a Ray cluster into Parquet (resumable).",
     )
-    parser.add_argument("--model", required=True, help="the model directory (seen by every node)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the model directory (seen by every node), or ORG/NAME[@REVISION] (each node finds or fetches it)",
+    )
     parser.add_argument("--images", required=True, help="a directory of images, or a .txt list of paths")
     parser.add_argument("--out", required=True, help="the output directory of Parquet files")
     parser.add_argument("--address", help="a running cluster (HEAD:6379, or auto); default: start a local one")
