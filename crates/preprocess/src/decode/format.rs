@@ -9,14 +9,11 @@
 //! dispatches to the row's decoder (a row without one is refused by name), and the fuzz crate
 //! builds one `decode_<format>` target per row with a decoder (`fuzz/Cargo.toml`'s generated
 //! section, kept equal to the table by `tests/format_table.rs`). Adding a format is a row here
-//! and its decoder file.
+//! and its decoder file (declared in `decode/mod.rs`).
 
+use super::Decoded;
 use super::bytes::{be16, be32, le16, le32};
-use super::open_checks::{self, Check};
-use super::{
-    Decoded, avif, bmp, dcx, dds, gbr, gif, ico, imt, jpeg, msp, pcx, pixar, png, ppm, psd, qoi, sgi, spider, sun, tga,
-    tiff, webp, xbm, xpm, xvthumb,
-};
+use super::open_checks::Check;
 use crate::{Limits, Result};
 
 /// A plugin's `_accept`: whether the first bytes ([`SNIFF_BYTES`](super::sniff::SNIFF_BYTES)
@@ -48,7 +45,8 @@ pub(crate) struct FormatRow {
 }
 
 /// Generates [`Format`] (one variant per row, in the table's order, with a doc line saying
-/// whether it is read) and [`FORMATS`] (the rows, indexed by `Format as usize`).
+/// whether it is read) and [`FORMATS`] (the rows, indexed by `Format as usize`). A row's
+/// `check` and `decoder` are paths from `decode/`, where the decoder files sit (`bmp::decode`).
 macro_rules! format_table {
     (@some) => { None };
     (@some $value:expr) => { Some($value) };
@@ -56,14 +54,14 @@ macro_rules! format_table {
         "Identified only: [`decode`](crate::decode) refuses it with \
          [`Error::UnsupportedFormat`](crate::Error::UnsupportedFormat)."
     };
-    (@read $decoder:expr) => { "Read by [`decode`](crate::decode)." };
+    (@read $($decoder:tt)+) => { "Read by [`decode`](crate::decode)." };
     ($(
         $(#[doc = $doc:literal])*
         $variant:ident {
             name: $name:literal,
             $(accept: $accept:expr,)?
-            $(check: $check:expr,)?
-            $(decoder: $decoder:expr,)?
+            $(check: $($check:ident)::+,)?
+            $(decoder: $($decoder:ident)::+,)?
             extensions: [$($extension:literal),*],
         }
     )*) => {
@@ -75,7 +73,7 @@ macro_rules! format_table {
         pub enum Format {
             $(
                 $(#[doc = $doc])*
-                #[doc = concat!("\n\n`", $name, "`. ", format_table!(@read $($decoder)?))]
+                #[doc = concat!("\n\n`", $name, "`. ", format_table!(@read $($($decoder)::+)?))]
                 $variant,
             )*
         }
@@ -90,8 +88,8 @@ macro_rules! format_table {
             FormatRow {
                 name: $name,
                 accept: format_table!(@some $($accept)?),
-                check: format_table!(@some $($check)?),
-                decoder: format_table!(@some $($decoder)?),
+                check: format_table!(@some $(super::$($check)::+)?),
+                decoder: format_table!(@some $(super::$($decoder)::+)?),
                 extensions: &[$($extension),*],
             },
         )*];
