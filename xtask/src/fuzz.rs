@@ -1,5 +1,5 @@
-//! `cargo xtask fuzz [--seconds N] [--target NAME]`: every cargo-fuzz target under
-//! `fuzz/fuzz_targets/` (or the one named), N seconds each (default 60).
+//! `cargo xtask fuzz [--seconds N] [--target NAME]`: every cargo-fuzz target of `fuzz/Cargo.toml`
+//! (or the one named), N seconds each (default 60).
 //!
 //! cargo-fuzz is installed from crates.io when missing. Only a stable toolchain is available, so
 //! the nightly flags cargo-fuzz passes (`-Zsanitizer=address`, sancov) are enabled with
@@ -7,10 +7,13 @@
 //! `fuzz/corpus/<target>/` (read only); inputs the run discovers go to
 //! `<target dir>/fuzz/corpus/<target>/` so the checked-in corpus stays small.
 //!
-//! The per-format decode targets (`decode_<format>`, see [`DECODE_TARGETS`]) are seeded with
-//! Pillow's test images of their format as setup unpacks them (`.deps/corpus/…/Tests/images`,
-//! chosen by file extension, those no longer than the target's `-max_len`), copied afresh into
-//! `<target dir>/fuzz/seeds/<target>/` on every run; nothing of that corpus is checked in.
+//! The per-format decode targets (`decode_<format>`, one per format `preprocess` reads) are
+//! `fuzz/Cargo.toml`'s section generated from `preprocess`'s format table, which also lists each
+//! one's file extensions (`[package.metadata.decode-seeds]`); the targets and the extensions are
+//! read with `cargo metadata`. Each is seeded with Pillow's test images of its format as setup
+//! unpacks them (`.deps/corpus/…/Tests/images`, chosen by those extensions, the files no longer
+//! than [`DECODE_MAX_LEN`]), copied afresh into `<target dir>/fuzz/seeds/<target>/` on every run;
+//! nothing of that corpus is checked in.
 //!
 //! Every target runs under libFuzzer's bounds: `-rss_limit_mb` (memory), `-timeout` (one
 //! input's time), and for the decode targets `-max_len` (input size). A crash, a panic, a leak,
@@ -31,7 +34,8 @@
 //! is a unit test instead, which CI runs.
 
 use crate::corpus;
-use crate::project::{Result, cargo, root, run, work_dir};
+use crate::project::{Result, cargo, output, root, run, work_dir};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -49,53 +53,29 @@ const DECODE_TIMEOUT_SECONDS: u64 = 10;
 /// libFuzzer's memory limit (resident set) for every target.
 const RSS_LIMIT_MB: u64 = 4096;
 
-/// A per-format decode target: its name, the extensions of the corpus files that seed it, and
-/// the longest input it is given (`-max_len`; longer seeds are left out).
-struct DecodeTarget {
-    name: &'static str,
-    extensions: &'static [&'static str],
-    max_len: u64,
-}
+/// libFuzzer's `-max_len` for the decode targets (the longest input one is given; longer seeds
+/// are left out).
+const DECODE_MAX_LEN: u64 = 1 << 17;
 
 /// Targets built without cargo-fuzz's debug assertions and overflow checks (AddressSanitizer
 /// stays): AVIF's AV1 decoder (`re_rav1d`) checks every plane borrow at run time under debug
 /// assertions, which makes a 128x128 seed take longer than the per-input time bound.
 const UNCHECKED_BUILD_TARGETS: &[&str] = &["decode_avif"];
 
-/// The targets of `fuzz/fuzz_targets/decode_<format>.rs` and their seeds.
-const DECODE_TARGETS: &[DecodeTarget] = &[
-    DecodeTarget { name: "decode_avif", extensions: &["avif", "avifs"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_bmp", extensions: &["bmp"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_dds", extensions: &["dds"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_gif", extensions: &["gif"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_ico", extensions: &["ico"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_jpeg", extensions: &["jpg", "jpeg", "mpo"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_png", extensions: &["png", "apng"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_ppm", extensions: &["ppm", "pgm", "pbm", "pnm", "pfm"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_qoi", extensions: &["qoi"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_tga", extensions: &["tga"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_tiff", extensions: &["tif", "tiff"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_webp", extensions: &["webp"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_sgi", extensions: &["sgi", "bw", "rgb", "rgba"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_pcx", extensions: &["pcx"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_dcx", extensions: &["dcx"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_xbm", extensions: &["xbm"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_xpm", extensions: &["xpm"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_sun", extensions: &["ras", "im1"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_msp", extensions: &["msp"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_psd", extensions: &["psd"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_xvthumb", extensions: &["p7"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_imt", extensions: &["imt"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_spider", extensions: &["spider"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_gbr", extensions: &["gbr"], max_len: 1 << 17 },
-    DecodeTarget { name: "decode_pixar", extensions: &["pxr"], max_len: 1 << 17 },
-];
+/// The fuzz crate's targets, as `fuzz/Cargo.toml` declares them.
+#[derive(Debug)]
+struct FuzzTargets {
+    /// Every `[[bin]]`, sorted.
+    names: Vec<String>,
+    /// The decode targets' seed extensions (`[package.metadata.decode-seeds]`), by target.
+    seeds: BTreeMap<String, Vec<String>>,
+}
 
 pub fn main(args: &[String]) -> Result<()> {
     let options = parse_args(args)?;
     let seconds = options.seconds;
     ensure_cargo_fuzz()?;
-    let mut targets = targets()?;
+    let FuzzTargets { names: mut targets, seeds } = fuzz_targets()?;
     if let Some(only) = &options.target {
         if !targets.contains(only) {
             return Err(format!("no fuzz target `{only}` (targets: {})", targets.join(", ")));
@@ -110,7 +90,7 @@ pub fn main(args: &[String]) -> Result<()> {
     for target in &targets {
         eprintln!("fuzz: {target} for {seconds} s");
         let discovered = work_dir(&format!("fuzz/corpus/{target}"))?;
-        let decode = DECODE_TARGETS.iter().find(|d| d.name == target);
+        let decode = seeds.get(target);
         let mut fuzz = cargo();
         fuzz.env("RUSTC_BOOTSTRAP", "1").args(["fuzz", "run"]);
         if target.starts_with("decode_") {
@@ -127,8 +107,8 @@ pub fn main(args: &[String]) -> Result<()> {
         if checked_in.is_dir() {
             fuzz.arg(&checked_in);
         }
-        if let Some(decode) = decode {
-            let (seeds, count) = copy_seeds(decode)?;
+        if let Some(extensions) = decode {
+            let (seeds, count) = copy_seeds(target, extensions)?;
             eprintln!("fuzz: {target} seeded with {count} file(s) of Pillow's test images");
             fuzz.arg(seeds);
         }
@@ -139,8 +119,8 @@ pub fn main(args: &[String]) -> Result<()> {
             // One input taking this long is a finding (bounded time), not a stalled run.
             .arg(format!("-timeout={timeout}"))
             .arg("-print_final_stats=1");
-        if let Some(decode) = decode {
-            fuzz.arg(format!("-max_len={}", decode.max_len));
+        if decode.is_some() {
+            fuzz.arg(format!("-max_len={DECODE_MAX_LEN}"));
         }
         let started = std::time::Instant::now();
         let (outcome, mut stats) = run_collecting_stats(&mut fuzz)?;
@@ -256,21 +236,22 @@ fn parse_args(args: &[String]) -> Result<Options> {
     Ok(options)
 }
 
-/// Copies the corpus files seeding `target` (its extensions, at most its `max_len` bytes) into
-/// a fresh `<target dir>/fuzz/seeds/<target>/`; returns it and how many were copied. Without
-/// the corpus (setup not run) the directory stays empty, with a note.
-fn copy_seeds(target: &DecodeTarget) -> Result<(std::path::PathBuf, usize)> {
-    let seeds = work_dir(&format!("fuzz/seeds/{}", target.name))?;
+/// Copies the corpus files seeding `target` (those with one of `extensions`, at most
+/// [`DECODE_MAX_LEN`] bytes) into a fresh `<target dir>/fuzz/seeds/<target>/`; returns it and
+/// how many were copied. Without the corpus (setup not run) the directory stays empty, with a
+/// note.
+fn copy_seeds(target: &str, extensions: &[String]) -> Result<(std::path::PathBuf, usize)> {
+    let seeds = work_dir(&format!("fuzz/seeds/{target}"))?;
     fs::remove_dir_all(&seeds)
         .and_then(|()| fs::create_dir_all(&seeds))
         .map_err(|e| format!("{}: {e}", seeds.display()))?;
     let images = corpus::images();
     if !images.is_dir() {
-        eprintln!("fuzz: {} not there (run `cargo xtask setup`): {} starts unseeded", images.display(), target.name);
+        eprintln!("fuzz: {} not there (run `cargo xtask setup`): {target} starts unseeded", images.display());
         return Ok((seeds, 0));
     }
     let mut count = 0;
-    for file in seed_files(&images, target)? {
+    for file in seed_files(&images, extensions, DECODE_MAX_LEN)? {
         let name = file.strip_prefix(&images).unwrap_or(&file).to_string_lossy().replace('/', "__");
         fs::copy(&file, seeds.join(name)).map_err(|e| format!("copying {}: {e}", file.display()))?;
         count += 1;
@@ -278,9 +259,9 @@ fn copy_seeds(target: &DecodeTarget) -> Result<(std::path::PathBuf, usize)> {
     Ok((seeds, count))
 }
 
-/// The files under `dir` (recursively) with one of `target`'s extensions (any case) and at most
-/// its `max_len` bytes, sorted.
-fn seed_files(dir: &Path, target: &DecodeTarget) -> Result<Vec<std::path::PathBuf>> {
+/// The files under `dir` (recursively) with one of `extensions` (any case) and at most
+/// `max_len` bytes, sorted.
+fn seed_files(dir: &Path, extensions: &[String], max_len: u64) -> Result<Vec<std::path::PathBuf>> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -292,7 +273,7 @@ fn seed_files(dir: &Path, target: &DecodeTarget) -> Result<Vec<std::path::PathBu
                 continue;
             }
             let extension = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
-            if meta.len() <= target.max_len && extension.is_some_and(|e| target.extensions.contains(&e.as_str())) {
+            if meta.len() <= max_len && extension.is_some_and(|e| extensions.contains(&e)) {
                 found.push(path);
             }
         }
@@ -301,18 +282,40 @@ fn seed_files(dir: &Path, target: &DecodeTarget) -> Result<Vec<std::path::PathBu
     Ok(found)
 }
 
-/// The names of `fuzz/fuzz_targets/*.rs`, sorted.
-fn targets() -> Result<Vec<String>> {
-    let dir = root().join("fuzz/fuzz_targets");
-    let entries = fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+/// The targets `fuzz/Cargo.toml` declares, read with `cargo metadata` (no dependency resolved).
+fn fuzz_targets() -> Result<FuzzTargets> {
+    let manifest = root().join("fuzz/Cargo.toml");
+    let json =
+        output(cargo().args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"]).arg(&manifest))?;
+    parse_fuzz_targets(&json).map_err(|e| format!("{}: {e}", manifest.display()))
+}
+
+/// [`fuzz_targets`] from `cargo metadata`'s JSON.
+fn parse_fuzz_targets(json: &str) -> Result<FuzzTargets> {
+    let metadata: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("cargo metadata: {e}"))?;
+    let package = metadata["packages"].get(0).ok_or("cargo metadata lists no package")?;
+    let is_bin = |t: &&serde_json::Value| t["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "bin"));
+    let mut names: Vec<String> = package["targets"]
+        .as_array()
+        .ok_or("no targets")?
+        .iter()
+        .filter(is_bin)
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect();
     names.sort();
-    Ok(names)
+    let mut seeds = BTreeMap::new();
+    for (target, extensions) in
+        package["metadata"]["decode-seeds"].as_object().ok_or("no package.metadata.decode-seeds")?
+    {
+        let extensions = extensions.as_array().ok_or_else(|| format!("decode-seeds.{target} is not a list"))?;
+        let extensions: Option<Vec<String>> = extensions.iter().map(|e| e.as_str().map(str::to_owned)).collect();
+        let extensions = extensions.ok_or_else(|| format!("decode-seeds.{target} holds a non-string"))?;
+        if !names.contains(target) {
+            return Err(format!("decode-seeds.{target} seeds no [[bin]]"));
+        }
+        seeds.insert(target.clone(), extensions);
+    }
+    Ok(FuzzTargets { names, seeds })
 }
 
 /// The cargo-fuzz release installed when `cargo fuzz` is missing.
@@ -353,11 +356,32 @@ mod tests {
     }
 
     #[test]
-    fn every_decode_target_has_its_source_file() {
-        let names = targets().unwrap();
-        for target in DECODE_TARGETS {
-            assert!(names.iter().any(|n| n == target.name), "no fuzz/fuzz_targets/{}.rs", target.name);
+    fn the_targets_and_the_decode_seeds_come_from_the_fuzz_manifest() {
+        let targets = fuzz_targets().unwrap();
+        for name in ["decode_preprocess", "decode_png", "decode_tiff", "model_config"] {
+            assert!(targets.names.iter().any(|n| n == name), "{name} not in {:?}", targets.names);
         }
+        assert_eq!(
+            targets.seeds.get("decode_png").map(Vec::as_slice),
+            Some(&["png".to_owned(), "apng".to_owned()][..])
+        );
+        // Every decode target but the whole-pipeline one is a format's, with its seeds.
+        let per_format = targets.names.iter().filter(|n| n.starts_with("decode_") && *n != "decode_preprocess");
+        assert!(per_format.clone().count() >= 27);
+        for name in per_format {
+            assert!(targets.seeds.get(name).is_some_and(|e| !e.is_empty()), "{name} has no seeds");
+        }
+    }
+
+    #[test]
+    fn seeds_naming_no_target_are_refused() {
+        let json = r#"{"packages": [{"targets": [{"kind": ["bin"], "name": "decode_png"}],
+            "metadata": {"decode-seeds": {"decode_png": ["png"], "decode_gone": ["x"]}}}]}"#;
+        assert!(parse_fuzz_targets(json).unwrap_err().contains("decode_gone"));
+        let json = json.replace(r#", "decode_gone": ["x"]"#, "");
+        let targets = parse_fuzz_targets(&json).unwrap();
+        assert_eq!(targets.names, ["decode_png"]);
+        assert_eq!(targets.seeds["decode_png"], ["png"]);
     }
 
     #[test]
@@ -369,8 +393,7 @@ mod tests {
         fs::write(dir.join("sub/b.png"), b"small").unwrap();
         fs::write(dir.join("c.gif"), b"other format").unwrap();
         fs::write(dir.join("d.png"), vec![0u8; 100]).unwrap();
-        let target = DecodeTarget { name: "decode_png", extensions: &["png"], max_len: 10 };
-        let found = seed_files(&dir, &target).unwrap();
+        let found = seed_files(&dir, &["png".to_owned()], 10).unwrap();
         assert_eq!(found, vec![dir.join("a.PNG"), dir.join("sub/b.png")]);
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -14,7 +14,6 @@ const MAX_LINES: usize = 500;
 const LONG_FILES: &[(&str, &str)] = &[
     ("crates/preprocess/src/resize/avx2.rs", "SIMD: the two passes of the resize on 32 lanes, kept in one file"),
     ("crates/preprocess/src/decode/bcn.rs", "BcnDecode.c's block formats, BC6H's and BC7's mode tables with them"),
-    ("crates/preprocess/src/decode/open_checks.rs", "the `_open` header checks of Pillow's plugins, one function each"),
     ("crates/preprocess/src/decode/ppm.rs", "PpmImagePlugin's raw, scaled and plain decoders and their header parser"),
 ];
 

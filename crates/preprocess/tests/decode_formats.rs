@@ -50,13 +50,6 @@ fn fixtures_decode_as_pillow_decodes_them() {
 }
 
 #[test]
-fn the_formats_are_listed_as_decoded() {
-    for format in [Format::Ppm, Format::Tga, Format::Qoi, Format::Dds] {
-        assert!(format.is_decoded(), "{format:?}");
-    }
-}
-
-#[test]
 fn truncated_and_corrupted_fixtures_fail_without_panicking() {
     for case in manifest() {
         let name = case["image"].as_str().expect("image");

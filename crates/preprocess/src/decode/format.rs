@@ -1,291 +1,328 @@
-//! Which format a file is, recognised from its content as Pillow's `Image.open` recognises it:
-//! each plugin's `_accept` test on the first bytes, in the order Pillow registers the plugins
-//! (BMP, DIB, GIF, JPEG, PPM, PNG first, then the rest alphabetically), with the header check
-//! of TGA's `_open` (it has no `_accept`) in its place, and those of IM, IMT, IPTC, PCD and
-//! SPIDER (see [`open_checks`](super::open_checks)) in theirs. The file name plays no part.
+//! The formats: one table, one row per format Pillow 13 identifies, in the order `Image.open`
+//! tries its plugins (`preinit`'s BMP, DIB, GIF, JPEG, PPM, PNG, then `init`'s alphabetical
+//! plugin list). A row says everything about its format: Pillow's name, the plugin's `_accept`
+//! test, its `_open` header check, the decoder when this crate reads the format, and the file
+//! name extensions its files carry.
+//!
+//! Everything else asks the table: [`Format`] and its names are generated from it,
+//! identification ([`sniff`](super::sniff)) walks its rows in order, [`decode`](crate::decode)
+//! dispatches to the row's decoder (a row without one is refused by name), and the fuzz crate
+//! builds one `decode_<format>` target per row with a decoder (`fuzz/Cargo.toml`'s generated
+//! section, kept equal to the table by `tests/format_table.rs`). Adding a format is a row here
+//! and its decoder file (declared in `decode/mod.rs`).
 
+use super::Decoded;
 use super::bytes::{be16, be32, le16, le32};
-use super::open_checks::{self, Check, Header, Verdict};
-use crate::{Error, Result};
+use super::open_checks::Check;
+use crate::{Limits, Result};
 
-/// A format Pillow 13 identifies. [`Format::is_decoded`] says which ones this crate reads;
-/// the others are refused with [`Error::UnsupportedFormat`] naming them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Format {
-    Avif,
-    Blp,
-    Bmp,
-    Bufr,
-    Cur,
-    Dcx,
-    Dds,
+/// A plugin's `_accept`: whether the first bytes ([`SNIFF_BYTES`](super::sniff::SNIFF_BYTES)
+/// at most, fewer for a shorter file) may be the format.
+pub(crate) type Accept = fn(&[u8]) -> bool;
+
+/// A decoder: the whole file to RGB8 and its orientation, the size checked against the limits
+/// before any pixel buffer is allocated.
+pub(crate) type Decoder = fn(&[u8], &Limits) -> Result<Decoded>;
+
+/// One row of the table.
+#[derive(Clone, Copy)]
+pub(crate) struct FormatRow {
+    /// Pillow's name (`Image.format`), which errors quote.
+    pub name: &'static str,
+    /// The plugin's `_accept`; `None` for a plugin registered without one (every file reaches
+    /// its `_open`).
+    pub accept: Option<Accept>,
+    /// The plugin's `_open`, as far as it decides whether the file is the format: checked
+    /// after `accept` passes, and a file it refuses goes on to the next row. `None` where
+    /// `_accept` decides alone.
+    pub check: Option<Check>,
+    /// How this crate reads the format; `None` for a format it only identifies.
+    pub decoder: Option<Decoder>,
+    /// The file name extensions of the format (Pillow's `register_extensions`, and any others
+    /// its files in Pillow's test images carry), lower case, without the dot. Identification
+    /// never looks at them; they choose the seeds of the format's fuzz target.
+    pub extensions: &'static [&'static str],
+}
+
+/// Generates [`Format`] (one variant per row, in the table's order, with a doc line saying
+/// whether it is read) and [`FORMATS`] (the rows, indexed by `Format as usize`). A row's
+/// `check` and `decoder` are paths from `decode/`, where the decoder files sit (`bmp::decode`).
+macro_rules! format_table {
+    (@some) => { None };
+    (@some $value:expr) => { Some($value) };
+    (@read) => {
+        "Identified only: [`decode`](crate::decode) refuses it with \
+         [`Error::UnsupportedFormat`](crate::Error::UnsupportedFormat)."
+    };
+    (@read $($decoder:tt)+) => { "Read by [`decode`](crate::decode)." };
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident {
+            name: $name:literal,
+            $(accept: $accept:expr,)?
+            $(check: $($check:ident)::+,)?
+            $(decoder: $($decoder:ident)::+,)?
+            extensions: [$($extension:literal),*],
+        }
+    )*) => {
+        /// A format Pillow 13 identifies, in the order `Image.open` tries them ([`Format::ALL`]).
+        /// [`Format::is_decoded`] says which ones this crate reads; the others are refused with
+        /// [`Error::UnsupportedFormat`](crate::Error::UnsupportedFormat) naming them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Format {
+            $(
+                $(#[doc = $doc])*
+                #[doc = concat!("\n\n`", $name, "`. ", format_table!(@read $($($decoder)::+)?))]
+                $variant,
+            )*
+        }
+
+        impl Format {
+            /// Every format, in the order `Image.open` tries them.
+            pub const ALL: &[Format] = &[$(Format::$variant),*];
+        }
+
+        /// The rows, in [`Format`]'s order.
+        pub(crate) static FORMATS: &[FormatRow] = &[$(
+            FormatRow {
+                name: $name,
+                accept: format_table!(@some $($accept)?),
+                check: format_table!(@some $(super::$($check)::+)?),
+                decoder: format_table!(@some $(super::$($decoder)::+)?),
+                extensions: &[$($extension),*],
+            },
+        )*];
+    };
+}
+
+format_table! {
+    Bmp { name: "BMP", accept: |b| b.starts_with(b"BM"), decoder: bmp::decode, extensions: ["bmp"], }
     /// A bare Windows DIB (`BmpImagePlugin.DibImageFile`).
-    Dib,
-    Eps,
-    Fits,
-    Fli,
-    Fpx,
-    Ftex,
-    Gbr,
-    Gif,
-    Grib,
-    Hdf5,
-    Icns,
-    Ico,
-    /// IFUNC/LabEye IM (`ImImagePlugin`).
-    Im,
-    /// IM Tools (`ImtImagePlugin`).
-    Imt,
-    /// IPTC/NAA (`IptcImagePlugin`).
-    Iptc,
-    Jpeg,
-    Jpeg2000,
-    McIdas,
-    Mpeg,
-    Msp,
-    Pcd,
-    Pcx,
-    Pixar,
-    Png,
+    Dib {
+        name: "DIB",
+        accept: |b| le32(b, 0).is_some_and(|n| [12, 40, 52, 56, 64, 108, 124].contains(&n)),
+        decoder: bmp::decode_dib,
+        extensions: ["dib"],
+    }
+    Gif {
+        name: "GIF",
+        accept: |b| b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a"),
+        decoder: gif::decode,
+        extensions: ["gif"],
+    }
+    Jpeg {
+        name: "JPEG",
+        accept: |b| b.starts_with(b"\xFF\xD8\xFF"),
+        decoder: jpeg::decode,
+        extensions: ["jfif", "jpe", "jpg", "jpeg", "mpo"],
+    }
     /// PPM, PGM, PBM, PNM and PFM (`PpmImagePlugin`).
-    Ppm,
-    Psd,
-    Qoi,
-    Sgi,
-    Spider,
-    Sun,
-    Tga,
-    Tiff,
-    Webp,
-    Wmf,
-    XvThumb,
-    Xbm,
-    Xpm,
+    Ppm {
+        name: "PPM",
+        accept: |b| b.len() >= 2 && b[0] == b'P' && b"0123456fy".contains(&b[1]),
+        decoder: ppm::decode,
+        extensions: ["pbm", "pgm", "ppm", "pnm", "pfm"],
+    }
+    Png {
+        name: "PNG",
+        accept: |b| b.starts_with(b"\x89PNG\r\n\x1a\n"),
+        decoder: png::decode,
+        extensions: ["png", "apng"],
+    }
+    Avif {
+        name: "AVIF",
+        accept: |b| b.get(4..8) == Some(b"ftyp") && b.get(8..12).is_some_and(is_avif_brand),
+        decoder: avif::decode,
+        extensions: ["avif", "avifs"],
+    }
+    Blp { name: "BLP", accept: |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2"), extensions: ["blp"], }
+    Bufr { name: "BUFR", accept: |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC"), extensions: ["bufr"], }
+    Cur {
+        name: "CUR",
+        accept: |b| b.starts_with(b"\0\0\x02\0"),
+        check: ico::is_cur,
+        decoder: ico::decode_cur,
+        extensions: ["cur"],
+    }
+    Dcx { name: "DCX", accept: |b| le32(b, 0) == Some(0x3ADE_68B1), decoder: dcx::decode, extensions: ["dcx"], }
+    Dds { name: "DDS", accept: |b| b.starts_with(b"DDS "), decoder: dds::decode, extensions: ["dds"], }
+    Eps {
+        name: "EPS",
+        accept: |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5),
+        extensions: ["ps", "eps"],
+    }
+    Fits { name: "FITS", accept: |b| b.starts_with(b"SIMPLE"), extensions: ["fit", "fits"], }
+    Fli {
+        name: "FLI",
+        accept: |b| {
+            b.len() >= 16
+                && le16(b, 4).is_some_and(|m| m == 0xAF11 || m == 0xAF12)
+                && le16(b, 14).is_some_and(|f| f == 0 || f == 3)
+        },
+        extensions: ["fli", "flc"],
+    }
+    Fpx { name: "FPX", accept: |b| b.starts_with(OLE_MAGIC), extensions: ["fpx"], }
+    Ftex { name: "FTEX", accept: |b| b.starts_with(b"FTEX"), extensions: ["ftc", "ftu"], }
+    Gbr {
+        name: "GBR",
+        accept: |b| be32(b, 0).is_some_and(|size| size >= 20) && matches!(be32(b, 4), Some(1 | 2)),
+        check: gbr::is_gbr,
+        decoder: gbr::decode,
+        extensions: ["gbr"],
+    }
+    Grib { name: "GRIB", accept: |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1, extensions: ["grib"], }
+    Hdf5 { name: "HDF5", accept: |b| b.starts_with(b"\x89HDF\r\n\x1a\n"), extensions: ["h5", "hdf"], }
+    Icns { name: "ICNS", accept: |b| b.starts_with(b"icns"), extensions: ["icns"], }
+    Ico { name: "ICO", accept: |b| b.starts_with(b"\0\0\x01\0"), decoder: ico::decode_ico, extensions: ["ico"], }
+    /// IFUNC/LabEye IM (`ImImagePlugin`).
+    Im { name: "IM", check: open_checks::is_im, extensions: ["im"], }
+    /// IM Tools (`ImtImagePlugin`).
+    Imt { name: "IMT", check: imt::is_imt, decoder: imt::decode, extensions: ["imt"], }
+    /// IPTC/NAA (`IptcImagePlugin`).
+    Iptc { name: "IPTC", check: open_checks::is_iptc, extensions: ["iim"], }
+    Jpeg2000 {
+        name: "JPEG2000",
+        accept: |b| b.starts_with(b"\xFF\x4F\xFF\x51") || b.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n"),
+        extensions: ["jp2", "j2k", "jpc", "jpf", "jpx", "j2c"],
+    }
+    McIdas { name: "MCIDAS", accept: |b| b.starts_with(b"\0\0\0\0\0\0\0\x04"), extensions: [], }
+    Mpeg { name: "MPEG", accept: |b| b.starts_with(b"\0\0\x01\xB3"), extensions: ["mpg", "mpeg"], }
+    Msp {
+        name: "MSP",
+        accept: |b| b.starts_with(b"DanM") || b.starts_with(b"LinS"),
+        check: msp::is_msp,
+        decoder: msp::decode,
+        extensions: ["msp"],
+    }
+    Pcd { name: "PCD", check: open_checks::is_pcd, extensions: ["pcd"], }
+    Pcx {
+        name: "PCX",
+        accept: |b| b.len() >= 2 && b[0] == 10 && [0, 2, 3, 5].contains(&b[1]),
+        decoder: pcx::decode,
+        extensions: ["pcx"],
+    }
+    Pixar {
+        name: "PIXAR",
+        accept: |b| b.starts_with(b"\x80\xE8\0\0"),
+        check: pixar::is_pixar,
+        decoder: pixar::decode,
+        extensions: ["pxr"],
+    }
+    Psd { name: "PSD", accept: |b| b.starts_with(b"8BPS"), decoder: psd::decode, extensions: ["psd"], }
+    Qoi { name: "QOI", accept: |b| b.starts_with(b"qoif"), decoder: qoi::decode, extensions: ["qoi"], }
+    Sgi {
+        name: "SGI",
+        accept: |b| be16(b, 0) == Some(474),
+        decoder: sgi::decode,
+        extensions: ["bw", "rgb", "rgba", "sgi"],
+    }
+    Spider { name: "SPIDER", check: spider::is_spider, decoder: spider::decode, extensions: ["spider"], }
+    Sun {
+        name: "SUN",
+        accept: |b| be32(b, 0) == Some(0x59A6_6A95),
+        check: sun::is_sun,
+        decoder: sun::decode,
+        extensions: ["ras", "im1"],
+    }
+    Tga { name: "TGA", check: tga::is_tga, decoder: tga::decode, extensions: ["tga", "icb", "vda", "vst"], }
+    Tiff {
+        name: "TIFF",
+        accept: |b| {
+            [b"MM\0\x2a", b"II\x2a\0", b"MM\x2a\0", b"II\0\x2a", b"MM\0\x2b", b"II\x2b\0"]
+                .iter()
+                .any(|p| b.starts_with(*p))
+        },
+        decoder: tiff::decode,
+        extensions: ["tif", "tiff"],
+    }
+    Webp {
+        name: "WEBP",
+        accept: |b| {
+            b.starts_with(b"RIFF")
+                && b.get(8..12) == Some(b"WEBP")
+                && matches!(b.get(12..16), Some(b"VP8 " | b"VP8X" | b"VP8L"))
+        },
+        decoder: webp::decode,
+        extensions: ["webp"],
+    }
+    Wmf {
+        name: "WMF",
+        accept: |b| b.starts_with(b"\xD7\xCD\xC6\x9A\0\0") || b.starts_with(b"\x01\0\0\0"),
+        extensions: ["wmf", "emf"],
+    }
+    XvThumb { name: "XVThumb", accept: |b| b.starts_with(b"P7 332"), decoder: xvthumb::decode, extensions: ["p7"], }
+    Xbm {
+        name: "XBM",
+        accept: |b| b.starts_with(b"#define") || b.starts_with(b"\n#define") || b.starts_with(b"/*"),
+        check: xbm::is_xbm,
+        decoder: xbm::decode,
+        extensions: ["xbm"],
+    }
+    Xpm { name: "XPM", accept: |b| b.starts_with(b"/* XPM */"), decoder: xpm::decode, extensions: ["xpm"], }
 }
-
-impl Format {
-    /// Pillow's name for the format (`Image.format`), which errors quote.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Avif => "AVIF",
-            Format::Blp => "BLP",
-            Format::Bmp => "BMP",
-            Format::Bufr => "BUFR",
-            Format::Cur => "CUR",
-            Format::Dcx => "DCX",
-            Format::Dds => "DDS",
-            Format::Dib => "DIB",
-            Format::Eps => "EPS",
-            Format::Fits => "FITS",
-            Format::Fli => "FLI",
-            Format::Fpx => "FPX",
-            Format::Ftex => "FTEX",
-            Format::Gbr => "GBR",
-            Format::Gif => "GIF",
-            Format::Grib => "GRIB",
-            Format::Hdf5 => "HDF5",
-            Format::Icns => "ICNS",
-            Format::Ico => "ICO",
-            Format::Im => "IM",
-            Format::Imt => "IMT",
-            Format::Iptc => "IPTC",
-            Format::Jpeg => "JPEG",
-            Format::Jpeg2000 => "JPEG2000",
-            Format::McIdas => "MCIDAS",
-            Format::Mpeg => "MPEG",
-            Format::Msp => "MSP",
-            Format::Pcd => "PCD",
-            Format::Pcx => "PCX",
-            Format::Pixar => "PIXAR",
-            Format::Png => "PNG",
-            Format::Ppm => "PPM",
-            Format::Psd => "PSD",
-            Format::Qoi => "QOI",
-            Format::Sgi => "SGI",
-            Format::Spider => "SPIDER",
-            Format::Sun => "SUN",
-            Format::Tga => "TGA",
-            Format::Tiff => "TIFF",
-            Format::Webp => "WEBP",
-            Format::Wmf => "WMF",
-            Format::XvThumb => "XVThumb",
-            Format::Xbm => "XBM",
-            Format::Xpm => "XPM",
-        }
-    }
-
-    /// Whether [`decode`](crate::decode) reads this format (else it refuses it by name).
-    pub fn is_decoded(self) -> bool {
-        matches!(
-            self,
-            Format::Avif
-                | Format::Jpeg
-                | Format::Png
-                | Format::Gif
-                | Format::Webp
-                | Format::Bmp
-                | Format::Tiff
-                | Format::Dib
-                | Format::Ico
-                | Format::Cur
-                | Format::Ppm
-                | Format::Tga
-                | Format::Qoi
-                | Format::Dds
-                | Format::Sgi
-                | Format::Pcx
-                | Format::Xbm
-                | Format::Xpm
-                | Format::Sun
-                | Format::Msp
-                | Format::Psd
-                | Format::Dcx
-                | Format::XvThumb
-                | Format::Imt
-                | Format::Spider
-                | Format::Gbr
-                | Format::Pixar
-        )
-    }
-
-    /// The format of `bytes`, from its content. [`Error::Empty`] for no bytes,
-    /// [`Error::UnknownFormat`] when no Pillow plugin would accept them.
-    pub fn sniff(bytes: &[u8]) -> Result<Format> {
-        sniff_header(Header { bytes, complete: true })?.ok_or_else(|| Error::malformed("image", "no format decided"))
-    }
-
-    /// The `_open` header check that decides after the `_accept` test (or instead of it, for a
-    /// plugin registered without one): a file whose `_open` fails goes on to the next plugin.
-    fn open_check(self) -> Option<Check> {
-        match self {
-            Format::Im => Some(open_checks::is_im),
-            Format::Imt => Some(open_checks::is_imt),
-            Format::Iptc => Some(open_checks::is_iptc),
-            Format::Pcd => Some(open_checks::is_pcd),
-            Format::Spider => Some(open_checks::is_spider),
-            Format::Gbr => Some(open_checks::is_gbr),
-            Format::Cur => Some(open_checks::is_cur),
-            Format::Pixar => Some(super::pixar::is_pixar),
-            Format::Xbm => Some(super::xbm::is_xbm),
-            Format::Sun => Some(super::sun::is_sun),
-            Format::Msp => Some(super::msp::is_msp),
-            _ => None,
-        }
-    }
-}
-
-/// The format of a file from its first bytes, as [`Format::sniff`]; `Ok(None)` when `header`
-/// is incomplete and a header check needs more of it to decide. A format found, and an
-/// [`Error::UnknownFormat`], are final: more bytes would not change them.
-pub(crate) fn sniff_header(header: Header<'_>) -> Result<Option<Format>> {
-    let bytes = header.bytes;
-    if bytes.is_empty() && header.complete {
-        return Err(Error::Empty);
-    }
-    for &(format, accept) in ACCEPT {
-        let verdict = match format.open_check() {
-            _ if !accept(bytes) => Verdict::No,
-            Some(check) => check(header),
-            None => Verdict::Yes,
-        };
-        match verdict {
-            Verdict::Yes => return Ok(Some(format)),
-            Verdict::No => {}
-            Verdict::NeedMore => return Ok(None),
-        }
-    }
-    Err(Error::UnknownFormat { magic: bytes.iter().take(8).copied().collect() })
-}
-
-type Accept = fn(&[u8]) -> bool;
-
-/// Bytes every `_accept` test decides on (the TGA header is the longest).
-pub(crate) const SNIFF_BYTES: usize = 18;
-
-/// Bytes the header checks of PCD (4096 covers its 2048 + 1539) and SPIDER (108) need, and
-/// enough to reject any other file that starts with no IM, IMT or IPTC header.
-pub(crate) const HEADER_SNIFF_BYTES: usize = 4096;
-
-/// The `_accept` entry of a plugin that has none: every file reaches its `_open`, whose
-/// header check ([`Format::open_check`]) decides.
-const NO_ACCEPT: Accept = |_| true;
 
 const OLE_MAGIC: &[u8] = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1";
-
-/// Pillow's `_accept` functions in registration order: `preinit` (BMP, GIF, JPEG, PPM, PNG),
-/// then `init`'s alphabetical plugin list.
-const ACCEPT: &[(Format, Accept)] = &[
-    (Format::Bmp, |b| b.starts_with(b"BM")),
-    (Format::Dib, |b| le32(b, 0).is_some_and(|n| [12, 40, 52, 56, 64, 108, 124].contains(&n))),
-    (Format::Gif, |b| b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a")),
-    (Format::Jpeg, |b| b.starts_with(b"\xFF\xD8\xFF")),
-    (Format::Ppm, |b| b.len() >= 2 && b[0] == b'P' && b"0123456fy".contains(&b[1])),
-    (Format::Png, |b| b.starts_with(b"\x89PNG\r\n\x1a\n")),
-    (Format::Avif, |b| b.get(4..8) == Some(b"ftyp") && b.get(8..12).is_some_and(is_avif_brand)),
-    (Format::Blp, |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2")),
-    (Format::Bufr, |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC")),
-    (Format::Cur, |b| b.starts_with(b"\0\0\x02\0")),
-    (Format::Dcx, |b| le32(b, 0) == Some(0x3ADE_68B1)),
-    (Format::Dds, |b| b.starts_with(b"DDS ")),
-    (Format::Eps, |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5)),
-    (Format::Fits, |b| b.starts_with(b"SIMPLE")),
-    (Format::Fli, |b| {
-        b.len() >= 16
-            && le16(b, 4).is_some_and(|m| m == 0xAF11 || m == 0xAF12)
-            && le16(b, 14).is_some_and(|f| f == 0 || f == 3)
-    }),
-    (Format::Fpx, |b| b.starts_with(OLE_MAGIC)),
-    (Format::Ftex, |b| b.starts_with(b"FTEX")),
-    (Format::Gbr, |b| be32(b, 0).is_some_and(|size| size >= 20) && matches!(be32(b, 4), Some(1 | 2))),
-    (Format::Grib, |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1),
-    (Format::Hdf5, |b| b.starts_with(b"\x89HDF\r\n\x1a\n")),
-    (Format::Icns, |b| b.starts_with(b"icns")),
-    (Format::Ico, |b| b.starts_with(b"\0\0\x01\0")),
-    (Format::Im, NO_ACCEPT),
-    (Format::Imt, NO_ACCEPT),
-    (Format::Iptc, NO_ACCEPT),
-    (Format::Jpeg2000, |b| b.starts_with(b"\xFF\x4F\xFF\x51") || b.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n")),
-    (Format::McIdas, |b| b.starts_with(b"\0\0\0\0\0\0\0\x04")),
-    (Format::Mpeg, |b| b.starts_with(b"\0\0\x01\xB3")),
-    (Format::Msp, |b| b.starts_with(b"DanM") || b.starts_with(b"LinS")),
-    (Format::Pcd, NO_ACCEPT),
-    (Format::Pcx, |b| b.len() >= 2 && b[0] == 10 && [0, 2, 3, 5].contains(&b[1])),
-    (Format::Pixar, |b| b.starts_with(b"\x80\xE8\0\0")),
-    (Format::Psd, |b| b.starts_with(b"8BPS")),
-    (Format::Qoi, |b| b.starts_with(b"qoif")),
-    (Format::Sgi, |b| be16(b, 0) == Some(474)),
-    (Format::Spider, NO_ACCEPT),
-    (Format::Sun, |b| be32(b, 0) == Some(0x59A6_6A95)),
-    (Format::Tga, is_tga),
-    (Format::Tiff, |b| {
-        [b"MM\0\x2a", b"II\x2a\0", b"MM\x2a\0", b"II\0\x2a", b"MM\0\x2b", b"II\x2b\0"].iter().any(|p| b.starts_with(*p))
-    }),
-    (Format::Webp, |b| {
-        b.starts_with(b"RIFF")
-            && b.get(8..12) == Some(b"WEBP")
-            && matches!(b.get(12..16), Some(b"VP8 " | b"VP8X" | b"VP8L"))
-    }),
-    (Format::Wmf, |b| b.starts_with(b"\xD7\xCD\xC6\x9A\0\0") || b.starts_with(b"\x01\0\0\0")),
-    (Format::XvThumb, |b| b.starts_with(b"P7 332")),
-    (Format::Xbm, |b| b.starts_with(b"#define") || b.starts_with(b"\n#define") || b.starts_with(b"/*")),
-    (Format::Xpm, |b| b.starts_with(b"/* XPM */")),
-];
 
 fn is_avif_brand(brand: &[u8]) -> bool {
     matches!(brand, b"avif" | b"avis" | b"mif1" | b"msf1")
 }
 
-/// `TgaImagePlugin._open`'s checks that raise `SyntaxError` (it has no `_accept`), so that a
-/// file failing them falls through to the next plugins as in `Image.open`: a colour-map type
-/// of 0 or 1, a non-zero width and height, a pixel depth of 1, 8, 16, 24 or 32, an image type
-/// of 1, 2, 3, 9, 10 or 11, and with a colour map, a map depth of 16, 24 or 32.
-fn is_tga(b: &[u8]) -> bool {
-    b.len() >= 18
-        && b[1] <= 1
-        && le16(b, 12).is_some_and(|w| w > 0)
-        && le16(b, 14).is_some_and(|h| h > 0)
-        && [1, 8, 16, 24, 32].contains(&b[16])
-        && [1, 2, 3, 9, 10, 11].contains(&b[2])
-        && (b[1] == 0 || [16, 24, 32].contains(&b[7]))
+impl Format {
+    /// This format's row of the table.
+    pub(crate) fn row(self) -> &'static FormatRow {
+        &FORMATS[self as usize]
+    }
+
+    /// Pillow's name for the format (`Image.format`), which errors quote.
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// Whether [`decode`](crate::decode) reads this format (else it refuses it by name).
+    pub fn is_decoded(self) -> bool {
+        self.row().decoder.is_some()
+    }
+
+    /// The file name extensions of the format (Pillow's `register_extensions`, and any others
+    /// its files in Pillow's test images carry), lower case, without the dot. Identification
+    /// never looks at them.
+    pub fn extensions(self) -> &'static [&'static str] {
+        self.row().extensions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_has_exactly_one_row_and_finds_it() {
+        assert_eq!(Format::ALL.len(), FORMATS.len());
+        for (i, &format) in Format::ALL.iter().enumerate() {
+            assert_eq!(format as usize, i, "{format:?} is not at its row");
+            assert_eq!(Format::ALL.iter().filter(|&&f| f == format).count(), 1, "{format:?}");
+            assert!(std::ptr::eq(format.row(), &FORMATS[i]), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn names_are_distinct_and_match_the_variants() {
+        for (i, a) in FORMATS.iter().enumerate() {
+            assert!(FORMATS[i + 1..].iter().all(|b| b.name != a.name), "{} is named twice", a.name);
+            let variant = format!("{:?}", Format::ALL[i]);
+            assert!(variant.eq_ignore_ascii_case(a.name), "{variant} is named {}", a.name);
+        }
+    }
+
+    #[test]
+    fn every_row_can_be_identified_and_extensions_are_lower_case() {
+        for row in FORMATS {
+            assert!(row.accept.is_some() || row.check.is_some(), "{}: no test decides it", row.name);
+            for extension in row.extensions {
+                assert!(!extension.starts_with('.'), "{}: {extension}", row.name);
+                assert_eq!(*extension, extension.to_ascii_lowercase(), "{}", row.name);
+            }
+        }
+    }
 }

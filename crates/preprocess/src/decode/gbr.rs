@@ -1,13 +1,57 @@
 //! GIMP brushes (GBR) as Pillow's `GbrImagePlugin` loads them, then `convert("RGB")`: after
-//! the header ([`gbr_header`](super::open_checks::gbr_header)) come `width * height` gray
+//! the header ([`gbr_header`], also the format's `_open` check) come `width * height` gray
 //! bytes (depth 1, mode `L`) or RGBA quadruples (depth 4; alpha dropped), rows top-down; too
 //! few bytes is "not enough image data".
 
 use super::Decoded;
-use super::open_checks::{Header, gbr_header};
+use super::open_checks::{Header, NeedMore, Reader, Verdict, verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "GBR";
+
+/// `GbrImagePlugin._open` as a header check.
+pub(crate) fn is_gbr(header: Header<'_>) -> Verdict {
+    verdict(|| Ok(gbr_header(header)?.is_some()))
+}
+
+/// What a GIMP brush header gives: the size, the bytes per pixel (1: `L`, 4: `RGBA`) and where
+/// the pixels start (after the comment; at the end of the file for a version 2 header of 27
+/// bytes, whose comment length of -1 makes Pillow's `read` read everything).
+pub(crate) struct GbrHeader {
+    pub width: u32,
+    pub height: u32,
+    pub depth: u32,
+    pub data_offset: usize,
+}
+
+/// `GbrImagePlugin._open`: header size of at least 20, version 1 or 2, a non-zero size, colour
+/// depth 1 or 4, and for version 2 the `GIMP` magic, a spacing word (big-endian words) and a
+/// header of at least 27 bytes (a shorter one makes the comment's `read` raise ValueError).
+pub(crate) fn gbr_header(header: Header<'_>) -> Result<Option<GbrHeader>, NeedMore> {
+    let mut r = Reader::new(header);
+    let mut word = || -> Result<Option<u32>, NeedMore> { Ok(r.read(4)?.try_into().ok().map(u32::from_be_bytes)) };
+    let (Some(header_size), Some(version)) = (word()?, word()?) else { return Ok(None) };
+    if header_size < 20 || !matches!(version, 1 | 2) {
+        return Ok(None);
+    }
+    let (Some(width), Some(height)) = (word()?, word()?) else { return Ok(None) };
+    if width == 0 || height == 0 {
+        return Ok(None);
+    }
+    let Some(depth @ (1 | 4)) = word()? else { return Ok(None) };
+    if version == 2 {
+        let magic = word()?;
+        if magic != Some(u32::from_be_bytes(*b"GIMP")) || word()?.is_none() {
+            return Ok(None);
+        }
+    }
+    let data_offset = match (version, header_size) {
+        (2, ..27) => return Ok(None),
+        (2, 27) => header.bytes.len(),
+        _ => header_size as usize,
+    };
+    Ok(Some(GbrHeader { width, height, depth, data_offset }))
+}
 
 /// Decodes a GIMP brush; the size is checked against `limits` before any pixel buffer exists.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {

@@ -15,6 +15,7 @@
 use super::Decoded;
 use super::bmp::{Bitmap, Mode};
 use super::bytes::{le16, le32};
+use super::open_checks::{Header, Reader, Verdict, verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -91,6 +92,107 @@ fn check_mask(bytes: &[u8], bitmap: &Bitmap, entry: &Entry, h: u32) -> Result<()
     // The raw decoder's need for `1;I` rows of `padded / 8` bytes.
     let needed = (h - 1) * (padded / 8) + w.div_ceil(8);
     if available < needed { Err(short()) } else { Ok(()) }
+}
+
+/// `CurImagePlugin._open`, which reads the first (or largest) cursor entry and then the BMP
+/// header it points to (`BmpImageFile._bitmap`). `No` where these raise a `SyntaxError` (or an
+/// error Pillow turns into one: a short read, an index past the data, no entries) or the size
+/// halves to nothing, so the next plugin (TGA, for an uncompressed true-colour TGA, whose
+/// bytes start the same) gets the file. `Yes` also where `_bitmap` raises another error (an
+/// unknown header size, depth, compression, bit-field layout or palette size): `Image.open`
+/// fails with it there, inside the CUR plugin.
+pub(crate) fn is_cur(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        let le16 = |b: &[u8], at: usize| b.get(at..at + 2).map(|s| u32::from(u16::from_le_bytes([s[0], s[1]])));
+        let le32 = |b: &[u8], at: usize| b.get(at..at + 4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]));
+        let Some(count) = le16(r.read(6)?, 4) else { return Ok(false) };
+        let mut best: &[u8] = &[];
+        for _ in 0..count {
+            let entry = r.read(16)?;
+            if best.is_empty() {
+                best = entry;
+                continue;
+            }
+            let (Some(&w), Some(&bw)) = (entry.first(), best.first()) else { return Ok(false) };
+            if w > bw {
+                let (Some(&h), Some(&bh)) = (entry.get(1), best.get(1)) else { return Ok(false) };
+                if h > bh {
+                    best = entry;
+                }
+            }
+        }
+        let Some(bitmap_at) = le32(best, 12) else { return Ok(false) };
+        if bitmap_at != 0 {
+            r.pos = bitmap_at as usize;
+        }
+        let Some(header_size) = le32(r.read(4)?, 0) else { return Ok(false) };
+        let rest = header_size.saturating_sub(4) as usize;
+        let data = r.read(rest)?;
+        if data.len() < rest {
+            return Ok(true); // "Truncated File Read"
+        }
+        let field16 = |at| le16(data, at).unwrap_or(0);
+        let field32 = |at| le32(data, at).unwrap_or(0);
+        let (width, height, bits, compression, colours) = match header_size {
+            12 => (field16(0), field16(2), field16(6), 0, 0),
+            40 | 52 | 56 | 64 | 108 | 124 => {
+                let flipped = data.get(7) == Some(&0xFF);
+                let height = if flipped { 0u32.wrapping_sub(field32(4)) } else { field32(4) };
+                (field32(0), height, field16(10), field32(12), field32(28))
+            }
+            _ => return Ok(true), // "Unsupported BMP header type"
+        };
+        if compression == 3 {
+            let masks: Vec<u32> = if data.len() >= 48 {
+                let count = if data.len() >= 52 { 4 } else { 3 };
+                (0..count).map(|i| field32(36 + i * 4)).chain((count == 3).then_some(0)).collect()
+            } else {
+                let mut masks = Vec::new();
+                for _ in 0..3 {
+                    let Some(mask) = le32(r.read(4)?, 0) else { return Ok(false) };
+                    masks.push(mask);
+                }
+                masks.push(0);
+                masks
+            };
+            let rgba = (masks[0], masks[1], masks[2], masks[3]);
+            let rgb = (masks[0], masks[1], masks[2]);
+            let supported = match bits {
+                32 => [
+                    (0xFF0000, 0xFF00, 0xFF, 0),
+                    (0xFF000000, 0xFF0000, 0xFF00, 0),
+                    (0xFF000000, 0xFF00, 0xFF, 0),
+                    (0xFF000000, 0xFF0000, 0xFF00, 0xFF),
+                    (0xFF, 0xFF00, 0xFF0000, 0xFF000000),
+                    (0xFF0000, 0xFF00, 0xFF, 0xFF000000),
+                    (0xFF000000, 0xFF00, 0xFF, 0xFF0000),
+                    (0, 0, 0, 0),
+                ]
+                .contains(&rgba),
+                24 => rgb == (0xFF0000, 0xFF00, 0xFF),
+                16 => rgb == (0xF800, 0x7E0, 0x1F) || rgb == (0x7C00, 0x3E0, 0x1F),
+                _ => false,
+            };
+            if !supported {
+                return Ok(true); // "Unsupported BMP bitfields layout"
+            }
+        } else if !matches!(compression, 0..=2) {
+            return Ok(true); // "Unsupported BMP compression"
+        }
+        match bits {
+            1 | 4 | 8 => {
+                let colours = if colours == 0 { 1u64 << bits } else { u64::from(colours) };
+                if colours > 65536 {
+                    return Ok(true); // "Unsupported BMP Palette size"
+                }
+            }
+            16 | 24 | 32 => {}
+            _ => return Ok(true), // "Unsupported BMP pixel depth"
+        }
+        // The cursor is the bitmap's top half.
+        Ok(width > 0 && height / 2 > 0)
+    })
 }
 
 /// Decodes a cursor as Pillow's `CurImageFile` loads it.

@@ -1,13 +1,18 @@
 //! Image bytes to [`RgbImage`], as the reference loads an image: `Image.open` (format from the
 //! content, not the file name), `ImageOps.exif_transpose`, `.convert("RGB")`.
 //!
+//! Which formats exist, how each is recognised and which decoder reads it is one table,
+//! `format.rs` (rendered as [`Format`]'s variants); `sniff.rs` identifies a file by its rows,
+//! [`decode`] dispatches to the row's decoder, one file (or folder) per format.
+//! `open_checks.rs` has what every `_open` header check is written with, and the checks of the
+//! formats only identified (IM, IPTC, PCD); a format that is read has its check in its decoder
+//! file, beside the header parse they share.
+//!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP through `image`, AVIF's AV1 frames
 //! through `re_rav1d` (dav1d's Rust port; `avif/` reads the container and converts to RGB as
-//! libavif and libyuv do for Pillow). TIFF (`tiff/`), BMP
-//! and DIB, ICO and CUR, PPM (with PGM, PBM, PNM, PFM), TGA, QOI, DDS, SGI, PCX (and DCX), XBM, XPM,
-//! SUN, MSP, PSD, XV thumbnails, IMT, SPIDER, GIMP brushes and PIXAR have decoders of their own
-//! that follow Pillow's plugins and C decoders step by step.
+//! libavif and libyuv do for Pillow); TIFF (`tiff/`) and every other format read have decoders
+//! of their own that follow Pillow's plugins and C decoders step by step.
 
 mod avif;
 mod bcn;
@@ -30,6 +35,7 @@ mod ppm;
 mod psd;
 mod qoi;
 mod sgi;
+mod sniff;
 mod spider;
 mod sun;
 mod tga;
@@ -83,38 +89,10 @@ pub fn decode(bytes: &[u8], options: &DecodeOptions) -> Result<RgbImage> {
     Ok(if options.apply_exif_orientation { decoded.orientation.apply(decoded.image) } else { decoded.image })
 }
 
-/// The decoder of each format this crate reads.
+/// The decoder of `format`'s row; a format without one is refused by name.
 fn decode_format(format: Format, bytes: &[u8], limits: &Limits) -> Result<Decoded> {
-    match format {
-        Format::Jpeg => jpeg::decode(bytes, limits),
-        Format::Png => png::decode(bytes, limits),
-        Format::Gif => gif::decode(bytes, limits),
-        Format::Webp => webp::decode(bytes, limits),
-        Format::Bmp => bmp::decode(bytes, limits),
-        Format::Dib => bmp::decode_dib(bytes, limits),
-        Format::Ico => ico::decode_ico(bytes, limits),
-        Format::Cur => ico::decode_cur(bytes, limits),
-        Format::Ppm => ppm::decode(bytes, limits),
-        Format::Tga => tga::decode(bytes, limits),
-        Format::Qoi => qoi::decode(bytes, limits),
-        Format::Dds => dds::decode(bytes, limits),
-        Format::Sgi => sgi::decode(bytes, limits),
-        Format::Pcx => pcx::decode(bytes, limits),
-        Format::Xbm => xbm::decode(bytes, limits),
-        Format::Xpm => xpm::decode(bytes, limits),
-        Format::Sun => sun::decode(bytes, limits),
-        Format::Msp => msp::decode(bytes, limits),
-        Format::Psd => psd::decode(bytes, limits),
-        Format::Dcx => dcx::decode(bytes, limits),
-        Format::XvThumb => xvthumb::decode(bytes, limits),
-        Format::Imt => imt::decode(bytes, limits),
-        Format::Spider => spider::decode(bytes, limits),
-        Format::Gbr => gbr::decode(bytes, limits),
-        Format::Pixar => pixar::decode(bytes, limits),
-        Format::Tiff => tiff::decode(bytes, limits),
-        Format::Avif => avif::decode(bytes, limits),
-        other => Err(Error::UnsupportedFormat { format: other.name() }),
-    }
+    let decoder = format.row().decoder.ok_or(Error::UnsupportedFormat { format: format.name() })?;
+    decoder(bytes, limits)
 }
 
 /// The text of a caught panic's payload (`panic!` with a literal or a formatted message).
@@ -133,10 +111,10 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 ///
 /// Memory and time stay bounded for any path: the first bytes are checked for an image
 /// signature before the rest is read (so `/dev/zero` is refused after at most
-/// `HEADER_SNIFF_BYTES`, as `Image.open` refuses it), more of the
-/// file is read only while a header check without a signature (IM, IMT, IPTC, PCD, SPIDER)
-/// needs it, and no more than [`Limits::max_file_bytes`] are read ([`Error::TooManyBytes`]; a
-/// regular file that long is refused from its size, unread).
+/// `HEADER_SNIFF_BYTES`, as `Image.open` refuses it), more of the file is read only while a
+/// header check needs it (those of IM, IMT, IPTC, PCD and SPIDER run on files without a
+/// signature), and no more than [`Limits::max_file_bytes`] are read ([`Error::TooManyBytes`];
+/// a regular file that long is refused from its size, unread).
 pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
     let path = path.as_ref();
     let io = |source| Error::Io { path: path.to_path_buf(), source };
@@ -149,18 +127,18 @@ pub fn open(path: impl AsRef<Path>, limits: &Limits) -> Result<RgbImage> {
         return Err(too_long());
     }
     let mut bytes = Vec::new();
-    let mut want = format::SNIFF_BYTES as u64;
+    let mut want = sniff::SNIFF_BYTES as u64;
     loop {
         (&mut file).take(want - bytes.len() as u64).read_to_end(&mut bytes).map_err(io)?;
         if bytes.len() as u64 > max_bytes {
             return Err(too_long());
         }
         let header = open_checks::Header { bytes: &bytes, complete: (bytes.len() as u64) < want };
-        if format::sniff_header(header).map_err(in_file)?.is_some() {
+        if sniff::sniff_header(header).map_err(in_file)?.is_some() {
             break;
         }
-        want = if want < format::HEADER_SNIFF_BYTES as u64 {
-            format::HEADER_SNIFF_BYTES as u64
+        want = if want < sniff::HEADER_SNIFF_BYTES as u64 {
+            sniff::HEADER_SNIFF_BYTES as u64
         } else {
             max_bytes.saturating_add(1)
         };

@@ -16,6 +16,7 @@
 
 use super::Decoded;
 use super::bytes::le16;
+use super::open_checks::{Header, Reader, Verdict, verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "TGA";
@@ -48,6 +49,23 @@ impl Layout {
 
 fn truncated() -> Error {
     Error::Truncated { format: FORMAT, detail: "image file is truncated".into() }
+}
+
+/// `TgaImageFile._open`'s checks that raise `SyntaxError` (the plugin has no `_accept`), so
+/// that a file failing them falls through to the next plugins as in `Image.open`: a colour-map
+/// type of 0 or 1, a non-zero width and height, a pixel depth of 1, 8, 16, 24 or 32, an image
+/// type of 1, 2, 3, 9, 10 or 11, and with a colour map, a map depth of 16, 24 or 32.
+pub(crate) fn is_tga(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let b = Reader::new(header).read(HEADER)?;
+        Ok(b.len() == HEADER
+            && b[1] <= 1
+            && le16(b, 12).is_some_and(|w| w > 0)
+            && le16(b, 14).is_some_and(|h| h > 0)
+            && [1, 8, 16, 24, 32].contains(&b[16])
+            && [1, 2, 3, 9, 10, 11].contains(&b[2])
+            && (b[1] == 0 || [16, 24, 32].contains(&b[7])))
+    })
 }
 
 /// Decodes the image; the size is checked against `limits` before any pixel buffer exists.
