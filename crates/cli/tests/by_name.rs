@@ -80,3 +80,39 @@ fn a_name_that_fails_is_one_error_line() {
         assert!(!Path::new(&out).exists());
     }
 }
+
+#[test]
+fn two_processes_loading_one_model_at_once_fetch_it_once() {
+    let scratch = temp_dir("by-name-two-processes");
+    let checkpoint = SeededCheckpoint::from_model_dir(&fixture("tiny-unified").join("model"), 3, 1 << 20, 9).unwrap();
+    let stand_in = StandIn::start().unwrap();
+    stand_in.host("org/tiny", "main", checkpoint.hosted());
+    let home = scratch.join("hf");
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_gemma-vision"))
+                .args(["inspect", "--model", "org/tiny"])
+                .env("HF_ENDPOINT", stand_in.endpoint())
+                .env("HF_HOME", &home)
+                .env_remove("HF_HUB_CACHE")
+                .env_remove("GEMMA_VISION_CACHE")
+                .env_remove("HF_HUB_OFFLINE")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    for output in &outputs {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let sources: Vec<String> = outputs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("source")).unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(sources[0], sources[1]);
+    // One fetch's bytes: the second process waited on the commit's lock, then found it stored.
+    let fetched: u64 = sources[0].split(", ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert_eq!(stand_in.served().total_content_bytes(), fetched, "{}", sources[0]);
+}

@@ -13,6 +13,8 @@ use crate::shard_header::{ShardHeader, SubsetFile};
 use crate::store::{Manifest, ManifestFile, Store, write_atomically};
 use crate::transfer::{Sink, copy_exact};
 use crate::{CommitId, Error, HubEnvironment, HubModel, Progress, RepoId, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -33,6 +35,8 @@ pub(crate) struct Fetch<'a> {
     commit: &'a CommitId,
     listing: &'a RepoListing,
     selection: &'a Selection,
+    /// Weight file → the content store's URL its first answer came from.
+    content_urls: RefCell<HashMap<String, String>>,
 }
 
 /// A weight file's part of the plan.
@@ -53,7 +57,8 @@ impl<'a> Fetch<'a> {
         listing: &'a RepoListing,
         selection: &'a Selection,
     ) -> Fetch<'a> {
-        Fetch { client, environment, name: model.to_string(), repo: &model.repo, commit, listing, selection }
+        let content_urls = RefCell::new(HashMap::new());
+        Fetch { client, environment, name: model.to_string(), repo: &model.repo, commit, listing, selection, content_urls }
     }
 
     /// Fetches into the store under the commit's lock, unless another process completed it
@@ -319,13 +324,29 @@ impl<'a> Fetch<'a> {
         Ok((shard, Some(stored)))
     }
 
+    /// GETs a file of the commit. A weight file's later ranges go straight to the content
+    /// store's URL its first answer came from (saving the Hub's redirect per range); when that
+    /// URL is refused (a signature expired), the file is resolved through the Hub again.
     fn get(&self, path: &str, range: Option<Range<u64>>, missing: Missing) -> Result<Reply> {
-        let url = file_url(self.client.endpoint(), self.repo, self.commit, path);
-        let reply = self.client.get(&self.name, &url, range, missing)?;
+        let resolve = file_url(self.client.endpoint(), self.repo, self.commit, path);
+        let cached = self.content_urls.borrow().get(path).cloned();
+        if let Some(url) = cached {
+            match self.client.get(&self.name, &url, range.clone(), missing.clone()) {
+                Ok(reply) => return Ok(reply),
+                Err(Error::Unauthorized { .. } | Error::NotFound { .. } | Error::Status { .. }) => {
+                    self.content_urls.borrow_mut().remove(path);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let reply = self.client.get(&self.name, &resolve, range, missing)?;
         if let Some(commit) = &reply.repo_commit
             && commit != self.commit.as_str()
         {
             return Err(self.malformed(path, format!("the Hub answered for commit {commit}, not {}", self.commit)));
+        }
+        if reply.url != resolve && path.ends_with(".safetensors") {
+            self.content_urls.borrow_mut().insert(path.to_owned(), reply.url.clone());
         }
         Ok(reply)
     }

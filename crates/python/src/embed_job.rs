@@ -7,18 +7,19 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use vision::{EncoderOptions, VisionEncoder};
 
-/// Embeds a corpus of images into shards of soft tokens in `out`, resumably: what
+/// Embeds a corpus of images into shards of soft tokens in `out`, resumably, with the encoder of
+/// `model` (a directory, or `"org/name[@revision]"` as `Encoder` takes it): what
 /// `gemma-vision embed` does (the same job, the same shards, bit for bit). `images` is a
 /// directory, a glob pattern or a `.txt` list of paths. An image that fails in any way is
 /// recorded in the errors file with its kind (`file_timeout`: the seconds one file may take to
 /// be read and decoded) and the job goes on. Returns the run's summary as a dict.
 /// The GIL is released while the job runs.
 #[pyfunction]
-#[pyo3(signature = (model_dir, images, out, *, dtype = "native", max_soft_tokens = None, batch = 8, shard_size = 256, workers = None, file_timeout = 120.0))]
+#[pyo3(signature = (model, images, out, *, dtype = "native", max_soft_tokens = None, batch = 8, shard_size = 256, workers = None, file_timeout = 120.0))]
 #[allow(clippy::too_many_arguments, reason = "the job's options as keyword arguments, as the command's flags")]
 pub fn embed<'py>(
     py: Python<'py>,
-    model_dir: PathBuf,
+    model: &Bound<'py, PyAny>,
     images: PathBuf,
     out: PathBuf,
     dtype: &str,
@@ -29,6 +30,7 @@ pub fn embed<'py>(
     file_timeout: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
     crate::errors::catching_panics(|| {
+        let source = crate::encoder::model_source(model)?;
         let compute_dtype = crate::encoder::compute_dtype(dtype)?;
         let count = |name: &str, n: usize| {
             NonZeroUsize::new(n)
@@ -46,7 +48,7 @@ pub fn embed<'py>(
             .detach(|| -> Result<::embed::Summary, ::embed::Error> {
                 let paths = ::embed::list_images(&images)?;
                 let encoder =
-                    VisionEncoder::load(&model_dir, EncoderOptions { compute_dtype, ..EncoderOptions::default() })?;
+                    VisionEncoder::load(source, EncoderOptions { compute_dtype, ..EncoderOptions::default() })?;
                 ::embed::run(&encoder, &paths, &out, &options, &::embed::Silent)
             })
             .map_err(|e| to_python_as(e.kind(), e.to_string()))?;

@@ -287,7 +287,7 @@ pub(crate) fn budget(max_soft_tokens: Option<i64>) -> PyResult<Option<SoftTokenB
 
 /// A model as Python names it: a str is parsed as a user types it ([`ModelSource::parse`]: an
 /// existing path, else `org/name[@revision]`), an os.PathLike is a directory.
-fn model_source(model: &Bound<'_, PyAny>) -> PyResult<ModelSource> {
+pub(crate) fn model_source(model: &Bound<'_, PyAny>) -> PyResult<ModelSource> {
     if let Ok(text) = model.cast::<PyString>() {
         return Ok(ModelSource::parse(text.to_str()?));
     }

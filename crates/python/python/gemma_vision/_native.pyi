@@ -17,7 +17,7 @@ def open_mlx(lib_dir: Union[str, "os.PathLike[str]"]) -> str:
     another install is already open. Returns libmlx's version."""
 
 def embed(
-    model_dir: Union[str, "os.PathLike[str]"],
+    model: Union[str, "os.PathLike[str]"],
     images: Union[str, "os.PathLike[str]"],
     out: Union[str, "os.PathLike[str]"],
     *,
