@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
+use tensor::SharedArray;
 use vision::{CacheIdentity, Checkpoint, ComputeDtype, EncoderOptions, MlxVlmModel, SoftTokenBudget, VisionEncoder};
 
 /// A Gemma 4 vision encoder loaded once from a model directory.
@@ -125,9 +126,8 @@ impl Encoder {
             let encoder = &self.inner;
             let features = py
                 .detach(move || {
-                    let out = encoder.encode_model_inputs(&inputs)?;
-                    out.features.eval()?;
-                    Ok(out.features)
+                    let out = encoder.encode_model_inputs(&inputs.into_model_inputs()?)?;
+                    Ok(SharedArray::new(out.features)?)
                 })
                 .map_err(to_python)?;
             let (rows, hidden) = (features.dim(0).map_err(tensor_error)?, features.dim(1).map_err(tensor_error)?);
