@@ -4,8 +4,9 @@ use crate::{Error, Result, WeightStore};
 use std::collections::BTreeMap;
 use tensor::{Array, SharedArray, TensorInfo};
 
-/// A [`WeightStore`] over evaluated arrays held in memory (tests, benches, weights made or
-/// converted at run time).
+/// A [`WeightStore`] over arrays held in memory, evaluated and settled ([`SharedArray`], so
+/// the store may be shared between threads): tests, benches, weights made or converted at run
+/// time.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     tensors: BTreeMap<String, SharedArray>,

@@ -8,11 +8,12 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 use std::path::PathBuf;
+use tensor::SharedArray;
 use vision::{
     CacheIdentity, Checkpoint, ComputeDtype, EncoderOptions, MlxVlmModel, ModelSource, SoftTokenBudget, VisionEncoder,
 };
 
-/// A Gemma 4 vision encoder loaded once from a model directory.
+/// A Gemma 4 vision encoder loaded once from a model directory or a Hub repository by name.
 ///
 /// `encode` releases the GIL while it decodes and encodes, so one encoder may serve several
 /// Python threads at once; each image's features are the same bits whichever thread, batch or
@@ -132,9 +133,8 @@ impl Encoder {
             let encoder = &self.inner;
             let features = py
                 .detach(move || {
-                    let out = encoder.encode_model_inputs(&inputs)?;
-                    out.features.eval()?;
-                    Ok(out.features)
+                    let out = encoder.encode_model_inputs(&inputs.into_model_inputs()?)?;
+                    Ok(SharedArray::new(out.features)?)
                 })
                 .map_err(to_python)?;
             let (rows, hidden) = (features.dim(0).map_err(tensor_error)?, features.dim(1).map_err(tensor_error)?);

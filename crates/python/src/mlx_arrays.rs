@@ -4,7 +4,7 @@
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use tensor::{Array, Dtype};
+use tensor::{Array, Dtype, SharedArray};
 
 /// The MLX dtype of an `mx.array` (or NumPy array), from its `dtype` attribute; `None` for an
 /// object without one or of a dtype [`Dtype`] does not name.
@@ -22,8 +22,9 @@ pub fn shape_of(object: &Bound<'_, PyAny>) -> PyResult<Vec<i32>> {
 /// or a NumPy array) as an array of its shape, copied once into a buffer the encoder owns. The
 /// copy is on purpose: MLX may reuse an input's buffer for an op's output when the input holds
 /// it alone, so an array over the caller's memory could be overwritten by the encoder's graph.
+/// Settled ([`SharedArray`]), to be handed to the code that runs with the GIL released.
 /// `input` names the object in errors (a `ValueError` saying what it is instead).
-pub fn read<T>(object: &Bound<'_, PyAny>, input: &str) -> PyResult<Array>
+pub fn read<T>(object: &Bound<'_, PyAny>, input: &str) -> PyResult<SharedArray>
 where
     T: pyo3::buffer::Element + tensor::Element,
 {
@@ -37,11 +38,13 @@ where
         .map(|&n| i32::try_from(n))
         .collect::<Result<Vec<i32>, _>>()
         .map_err(|_| PyValueError::new_err(format!("{input}: an extent does not fit in 32 bits")))?;
-    Array::from_vec(buffer.to_vec(object.py())?, &shape).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    Array::from_vec(buffer.to_vec(object.py())?, &shape)
+        .and_then(SharedArray::new)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Integer position ids (int64 or int32, the dtypes mlx-vlm's processors and users make).
-pub fn read_ids(object: &Bound<'_, PyAny>, input: &str) -> PyResult<Array> {
+pub fn read_ids(object: &Bound<'_, PyAny>, input: &str) -> PyResult<SharedArray> {
     match dtype_of(object) {
         Some(Dtype::I32) => read::<i32>(object, input),
         Some(Dtype::I64) | None => read::<i64>(object, input),

@@ -1,13 +1,45 @@
-//! mlx-vlm's pixel inputs (`mx.array`s or NumPy arrays, or lists of them) as
-//! [`vision::ModelInputs`].
+//! mlx-vlm's pixel inputs (`mx.array`s or NumPy arrays, or lists of them), read while the GIL
+//! is held into [`ReadInputs`], which become [`vision::ModelInputs`] once it is released.
 
-use crate::errors::to_python;
 use crate::mlx_arrays::{read, read_ids};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use tensor::Array;
+use tensor::SharedArray;
 use vision::{Family, ModelInputs};
+
+/// The arrays of one call's pixel inputs, as read off the Python objects: settled
+/// ([`SharedArray`]) so that they may be handed to the closure that runs with the GIL released,
+/// where [`into_model_inputs`](Self::into_model_inputs) checks them.
+#[derive(Debug)]
+pub enum ReadInputs {
+    /// [`ModelInputs::pixels`].
+    Pixels(SharedArray),
+    /// [`ModelInputs::pixel_list`].
+    PixelList(Vec<SharedArray>),
+    /// [`ModelInputs::patches`].
+    Patches(SharedArray, Option<SharedArray>),
+    /// [`ModelInputs::patch_list`].
+    PatchList(Vec<(SharedArray, SharedArray)>),
+}
+
+impl ReadInputs {
+    /// The [`ModelInputs`] these arrays make, checked by its constructors.
+    pub fn into_model_inputs(self) -> vision::Result<ModelInputs> {
+        match self {
+            ReadInputs::Pixels(pixels) => ModelInputs::pixels(pixels.into_inner()),
+            ReadInputs::PixelList(images) => {
+                ModelInputs::pixel_list(images.into_iter().map(SharedArray::into_inner).collect())
+            }
+            ReadInputs::Patches(patches, ids) => {
+                ModelInputs::patches(patches.into_inner(), ids.map(SharedArray::into_inner))
+            }
+            ReadInputs::PatchList(videos) => ModelInputs::patch_list(
+                videos.into_iter().map(|(patches, ids)| (patches.into_inner(), ids.into_inner())).collect(),
+            ),
+        }
+    }
+}
 
 /// `pixel_values` (with `position_ids`, if any) as the model of `family` takes them (lists only
 /// where [`Family::takes_input_lists`]):
@@ -21,9 +53,9 @@ pub fn extract(
     family: &dyn Family,
     pixel_values: &Bound<'_, PyAny>,
     position_ids: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ModelInputs> {
-    let inputs = match (family.takes_input_lists(), items(pixel_values), position_ids) {
-        (true, Some(images), None) => ModelInputs::pixel_list(
+) -> PyResult<ReadInputs> {
+    Ok(match (family.takes_input_lists(), items(pixel_values), position_ids) {
+        (true, Some(images), None) => ReadInputs::PixelList(
             images.iter().map(|image| read::<f32>(image, "pixel_values[i]")).collect::<PyResult<_>>()?,
         ),
         (true, Some(videos), Some(ids)) => {
@@ -41,13 +73,13 @@ pub fn extract(
                 .iter()
                 .zip(&ids)
                 .map(|(patches, ids)| Ok((read::<f32>(patches, "pixel_values[i]")?, read_ids(ids, "position_ids[i]")?)))
-                .collect::<PyResult<Vec<(Array, Array)>>>()?;
-            ModelInputs::patch_list(pairs)
+                .collect::<PyResult<Vec<(SharedArray, SharedArray)>>>()?;
+            ReadInputs::PatchList(pairs)
         }
-        (true, None, None) => ModelInputs::pixels(read::<f32>(pixel_values, "pixel_values")?),
+        (true, None, None) => ReadInputs::Pixels(read::<f32>(pixel_values, "pixel_values")?),
         (_, None, ids) => {
             let ids = ids.map(|ids| read_ids(ids, "position_ids")).transpose()?;
-            ModelInputs::patches(read::<f32>(pixel_values, "pixel_values")?, ids)
+            ReadInputs::Patches(read::<f32>(pixel_values, "pixel_values")?, ids)
         }
         (false, Some(_), _) => {
             return Err(PyValueError::new_err(format!(
@@ -55,8 +87,7 @@ pub fn extract(
                 family.model_type()
             )));
         }
-    };
-    inputs.map_err(to_python)
+    })
 }
 
 /// The items of a list or tuple; `None` for anything else.

@@ -4,6 +4,7 @@ use crate::status::{LAST_ERROR, api, check, clear_error, init, take_error, witho
 use crate::{Dtype, Element, Error, Result};
 use mlx_ffi as ffi;
 use std::fmt;
+use std::marker::PhantomData;
 use std::panic::Location;
 
 /// The null handle: what mlx-c's optional array parameters (declared `/* may be null */`) take
@@ -14,6 +15,57 @@ pub(crate) const ABSENT: ffi::mlx_array = ffi::mlx_array { ctx: std::ptr::null_m
 ///
 /// Owns one mlx-c handle. `Clone` shares the underlying data (a reference-count copy);
 /// `Drop` releases it. Shapes are `i32` as in MLX; axes may be negative (from the end).
+///
+/// # Threads
+/// An `Array` is neither `Send` nor `Sync`: it stays on the thread that made it. Clones of an
+/// unevaluated array, and arrays built on it, share MLX graph nodes that evaluation reads and
+/// writes without locks, so an array on two threads could be evaluated on both at once. What
+/// crosses threads is a [`SharedArray`](crate::SharedArray): evaluated and settled, read-only
+/// for MLX, `Send + Sync`. See the crate docs' thread model.
+///
+/// Moving an unevaluated clone to another thread does not compile:
+///
+/// ```compile_fail,E0277
+/// use gemma_vision_tensor::Array;
+///
+/// let x = Array::from_slice(&[1.0f32, 2.0], &[2])?.add(1.0)?;
+/// let clone = x.clone(); // shares `x`'s unevaluated node
+/// let other = std::thread::spawn(move || clone.eval());
+/// x.eval()?; // would evaluate the same node on two threads at once
+/// # other.join().unwrap()?;
+/// # Ok::<(), gemma_vision_tensor::Error>(())
+/// ```
+///
+/// Nor does sharing `&Array` between threads:
+///
+/// ```compile_fail,E0277
+/// use gemma_vision_tensor::Array;
+///
+/// let x = Array::from_slice(&[1.0f32, 2.0], &[2])?.add(1.0)?;
+/// std::thread::scope(|scope| {
+///     scope.spawn(|| x.eval());
+///     scope.spawn(|| x.eval());
+/// });
+/// # Ok::<(), gemma_vision_tensor::Error>(())
+/// ```
+///
+/// Evaluated into a [`SharedArray`](crate::SharedArray), the same value serves any number of
+/// threads:
+///
+/// ```
+/// use gemma_vision_tensor::{Array, SharedArray};
+///
+/// let x = SharedArray::new(Array::from_slice(&[1.0f32, 2.0], &[2])?.add(1.0)?)?;
+/// let sums = std::thread::scope(|scope| {
+///     let a = scope.spawn(|| x.add(1.0)?.to_vec::<f32>());
+///     let b = scope.spawn(|| x.mul(2.0)?.to_vec::<f32>());
+///     Ok::<_, gemma_vision_tensor::Error>((a.join().unwrap()?, b.join().unwrap()?))
+/// })?;
+/// assert_eq!(sums, (vec![3.0, 4.0], vec![4.0, 6.0]));
+/// let moved = x.clone();
+/// assert_eq!(std::thread::spawn(move || moved.to_vec::<f32>()).join().unwrap()?, [2.0, 3.0]);
+/// # Ok::<(), gemma_vision_tensor::Error>(())
+/// ```
 pub struct Array {
     /// Owned by this `Array` alone (a clone holds a handle of its own) and freed only by `Drop`:
     /// "live" for as long as the `Array` is. Non-null, except after an allocation failure in
@@ -22,25 +74,10 @@ pub struct Array {
     /// Read once when the handle is adopted, so that an array of a dtype this crate does not
     /// name cannot exist.
     dtype: Dtype,
+    /// Keeps `Array` neither `Send` nor `Sync` whatever the FFI handle's type: the nodes it
+    /// reaches are used from this thread alone (see the type's docs).
+    _thread_bound: PhantomData<*const ()>,
 }
-
-// SAFETY: the handle is a heap-allocated `mlx::core::array`, a `shared_ptr` to its descriptor:
-// copying, dropping and freeing it on any thread touch only atomic reference counts, and MLX
-// keeps no thread-local state keyed by the handle (an array's stream is a plain value; using it
-// on a thread without that stream is MLX's error, not UB). Once evaluated and marked available,
-// a node is only read (see `SharedArray`). What is not thread-safe is evaluating a node, whose
-// graph walk and kernels read and write the node's status, event, inputs and primitive without
-// locks: `&Array` on two threads would allow that, hence `Send` without `Sync`.
-//
-// KNOWN GAP, not justified here: `Send` does not keep a node on one thread. A clone of an
-// unevaluated array, or any array built on one, shares its graph nodes; moved to another
-// thread, it lets safe code evaluate (or read back, which evaluates) the same node on two
-// threads at once, a data race inside MLX. Even for an evaluated node, `eval` or `is_evaluated`
-// on two threads at once both write the `evaluated` → `available` transition. The crate docs'
-// thread model tells callers not to; nothing enforces it. Closing the gap would change the API
-// (evaluating and settling before a move or clone, or giving up `Send`), so it is reported
-// rather than patched over.
-unsafe impl Send for Array {}
 
 impl Array {
     /// Takes ownership of a handle mlx-c just produced, reading its dtype. Fails (freeing the
@@ -59,7 +96,7 @@ impl Array {
         // `mlx_array_dtype` only reads the array's descriptor.
         let code = unsafe { api().mlx_array_dtype(raw) };
         match Dtype::from_raw(code) {
-            Ok(dtype) => Ok(Array { raw, dtype }),
+            Ok(dtype) => Ok(Array { raw, dtype, _thread_bound: PhantomData }),
             Err(_) => {
                 // SAFETY: the caller gave us sole ownership of `raw` and it is not wrapped in an
                 // `Array` on this path, so it is freed exactly once, here.
@@ -202,9 +239,11 @@ impl Array {
     /// Evaluates the array (and the graph it depends on).
     #[track_caller]
     pub fn eval(&self) -> Result<()> {
-        // SAFETY: `self.raw` is live while `self` is borrowed. Evaluation writes to the graph's
-        // nodes: no other thread can reach them through `self` (`Array` is not `Sync`), though one
-        // may through another handle sharing them, the known gap at `unsafe impl Send for Array`.
+        // SAFETY: `self.raw` is live while `self` is borrowed. Evaluation writes to the nodes of
+        // the graph it computes. Every handle to those nodes is an `Array` of this thread
+        // (`Array` is neither `Send` nor `Sync`), so no other thread uses them meanwhile; the
+        // nodes other threads can reach too are settled (`SharedArray`), and evaluation only
+        // reads those.
         check("eval", || unsafe { api().mlx_array_eval(self.raw) })
     }
 
@@ -213,7 +252,7 @@ impl Array {
     pub fn eval_all(arrays: &[&Array]) -> Result<()> {
         let vector = crate::vector::VectorArray::new(arrays)?;
         // SAFETY: `vector` is a live vector handle holding its own references to the arrays, which
-        // `arrays` keeps borrowed; evaluation writes to their nodes, as in `eval`.
+        // `arrays` keeps borrowed; evaluation writes only to nodes of this thread, as in `eval`.
         check("eval", || unsafe { api().mlx_eval(vector.raw()) })
     }
 
@@ -222,8 +261,9 @@ impl Array {
         let mut available = false;
         // SAFETY: `self.raw` is live while `self` is borrowed; `available` is a valid `bool` the
         // call writes through its exclusive pointer. The first call after evaluation moves the node
-        // from `evaluated` to `available` (a write, on this thread, as in `eval`); later calls only
-        // read, which is what `SharedArray::new` relies on.
+        // from `evaluated` to `available`: a write to a node of this thread alone, as in `eval`
+        // (a settled node, the only kind other threads reach, is already `available`, and only
+        // read).
         check("is_available", || unsafe { api()._mlx_array_is_available(&mut available, self.raw) }).is_ok()
             && available
     }
@@ -285,7 +325,10 @@ impl Array {
             return Ok(f(&[]));
         }
         // SAFETY: `dense.raw` is live; `mlx_array_data_uint8` returns the address of the array's
-        // first element in its (evaluated) buffer, or null on failure, and copies nothing.
+        // first element in its (evaluated) buffer, or null on failure, and copies nothing. On
+        // MLX's CUDA backend it first moves a device buffer to unified memory (a write to the
+        // buffer): a buffer other threads can reach is a settled node's, already moved, so the
+        // move only ever happens to a buffer of this thread's own nodes.
         let ptr = unsafe { api().mlx_array_data_uint8(dense.raw) };
         if ptr.is_null() {
             return Err(Error::Shape { op, detail: "array has no data".into() });
@@ -418,7 +461,7 @@ impl Clone for Array {
         // `self`'s descriptor (a reference-count copy). Should that allocation fail, `raw` stays
         // null: every mlx-c function reports a null handle as an error, and freeing it is a no-op.
         unsafe { api().mlx_array_set(&mut raw, self.raw) };
-        Array { raw, dtype: self.dtype }
+        Array { raw, dtype: self.dtype, _thread_bound: PhantomData }
     }
 }
 

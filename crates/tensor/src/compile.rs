@@ -27,26 +27,37 @@ thread_local! {
     static TRACE_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
 
-/// A [`TracedFn`] compiled by MLX; owns its mlx-c closure (freed by `Drop`).
+/// A [`TracedFn`] compiled by MLX, made once and kept for the life of the process
+/// ([`new`](Self::new) gives `&'static Compiled`; keep it in a `static`).
+///
+/// Never freed because MLX keys each thread's traces by the compiled function's address and,
+/// when the function is freed, forgets the traces of the thread that compiled it only: a later
+/// `Compiled` at the same address would be served another thread's trace of the old function.
+/// Shared by every thread: each call traces (once per input signature) on the calling thread.
 #[derive(Debug)]
 pub struct Compiled {
     raw: ffi::mlx_closure,
     name: &'static str,
 }
 
-// SAFETY: the closure is an immutable `std::function` (mlx-c's handle to MLX's compiled
-// function) that is only called, never modified, after `new` returns; calling it reads MLX's
-// compile cache of the calling thread (MLX keeps one per thread) and the JIT's process-wide
-// library cache, which MLX guards with a lock. Its payload is a plain function pointer.
+// SAFETY: `raw` is mlx-c's handle to the `std::function` MLX's `compile` returned,
+// which is never modified or freed after `new` returns: every use through `&Compiled` is a call
+// of it (`operator() const`), whose captures (the function it compiled, its address as the
+// cache key, the `shapeless` flag) are only read. A call reads and fills the compile cache of
+// the calling thread (MLX keeps one per thread, `thread_local`) and the JIT's process-wide
+// library cache, which MLX guards with a lock; it traces by calling `trace` on the calling
+// thread, whose payload is a plain function pointer, and its inputs and outputs are `Array`s of
+// the calling thread. No MLX node is shared between threads through a `Compiled`.
 unsafe impl Send for Compiled {}
-// SAFETY: as for `Send`: every use through `&Compiled` is a call of the immutable closure.
+// SAFETY: as for `Send` above: a call through `&Compiled` only reads the closure.
 unsafe impl Sync for Compiled {}
 
 impl Compiled {
     /// `function` compiled by MLX: with `shapeless`, one trace serves inputs of every shape (as
-    /// `mx.compile(..., shapeless=True)`), else one per shape. `name` names it in errors.
+    /// `mx.compile(..., shapeless=True)`), else one per shape. `name` names it in errors. The
+    /// result lives for the rest of the process (see the type's docs): make one per function.
     #[track_caller]
-    pub fn new(name: &'static str, function: TracedFn, shapeless: bool) -> Result<Compiled> {
+    pub fn new(name: &'static str, function: TracedFn, shapeless: bool) -> Result<&'static Compiled> {
         init()?;
         let payload = Box::into_raw(Box::new(function)).cast::<c_void>();
         // SAFETY: `trace` has the callback signature mlx-c expects and does not unwind (it
@@ -70,7 +81,7 @@ impl Compiled {
         check(name, || unsafe { api().mlx_compile(&mut compiled.0, closure.0, shapeless) })?;
         let raw = compiled.0;
         std::mem::forget(compiled);
-        Ok(Compiled { raw, name })
+        Ok(Box::leak(Box::new(Compiled { raw, name })))
     }
 
     /// The compiled function applied to `inputs` (traced on the first call with inputs of their
@@ -89,13 +100,6 @@ impl Compiled {
             return Err(TRACE_ERROR.with(|slot| slot.borrow_mut().take()).unwrap_or(e));
         }
         output.to_arrays()
-    }
-}
-
-impl Drop for Compiled {
-    fn drop(&mut self) {
-        // SAFETY: `self.raw` is owned by this `Compiled` alone and freed once, here.
-        unsafe { api().mlx_closure_free(self.raw) };
     }
 }
 

@@ -13,21 +13,20 @@
 //! MLX gives every thread its own default stream (since MLX 0.31), and mlx-c's error handler
 //! is process-wide; ours records each message in a thread-local slot read back by the same
 //! call, so an error never crosses threads.
-//! - [`Array`] is `Send` but not `Sync`: an unevaluated array is a graph node that MLX must not
-//!   evaluate from two threads at once. An evaluated array moved to another thread is plain
-//!   data there; an unevaluated one is bound to its thread's stream, and evaluating it on
-//!   another thread returns MLX's error ("There is no Stream(cpu, 0) in current thread").
-//!   Clones of an unevaluated array (and arrays built on it) share its graph nodes, and MLX
-//!   does not lock a node: evaluating or reading back two such handles on two threads at once
-//!   is a data race inside MLX, undefined behaviour that this crate can neither detect nor
-//!   prevent (a known gap in the soundness of `Array: Send`; see its `SAFETY` comment). Do not:
-//!   share a [`SharedArray`] instead. Evaluating before sending clones is not quite enough
-//!   either: the first `eval` or `is_evaluated` after evaluation still writes to the node
-//!   (marking it available), which [`SharedArray::new`] does before any thread can share it.
-//! - [`SharedArray`] is an array evaluated at construction: it has no pending graph, so any
-//!   number of threads may read it and build graphs on it at once. It is `Send + Sync`; model
-//!   weights are held in this form, which makes a loaded model shareable (`Arc<Model>`).
-//! - [`Stream`] is neither: a stream belongs to the thread that made it.
+//! - [`Array`] is neither `Send` nor `Sync`: it stays on the thread that made it. Clones of an
+//!   unevaluated array (and arrays built on it) share graph nodes, and MLX evaluates a node
+//!   without locks, writing its status, event, inputs and primitive; even an evaluated node is
+//!   written once more, by the first `eval` or `is_evaluated` that marks it available. So no
+//!   handle to a node that may still be written leaves its thread, and the compiler refuses
+//!   the racy patterns (moving a clone to another thread, sharing `&Array`: see [`Array`]).
+//! - [`SharedArray`] is what crosses threads: an array evaluated and *settled* at construction
+//!   (available, no event, no primitive or inputs left, its buffer where the host reads it),
+//!   which MLX from then on only reads. Any number of threads may read it, evaluate it and build
+//!   graphs on it at once; it is `Send + Sync`. Model weights are held in this form, which makes
+//!   a loaded model shareable (`Arc<Model>`); a result that must change threads is settled with
+//!   [`SharedArray::new`] first (or copied to the host).
+//! - [`Compiled`] is `Send + Sync` and lives for the process: MLX traces it per thread.
+//! - [`Stream`] is neither `Send` nor `Sync`: a stream belongs to the thread that made it.
 //!
 //! # Example
 //!

@@ -1,7 +1,7 @@
 //! Reading safetensors files by memory map, straight into MLX arrays.
 
 use crate::status::api;
-use crate::{Array, Dtype, Error, Result};
+use crate::{Array, Dtype, Error, Result, SharedArray};
 use memmap2::{MmapOptions, MmapRaw};
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -40,8 +40,9 @@ pub struct SafetensorsFile {
     map: Arc<MmapRaw>,
     entries: BTreeMap<String, Entry>,
     /// Every array made over the mapping, kept while the file is open: MLX then never holds the
-    /// sole reference to one, so never writes to the mapping while Rust reads it.
-    loaded: Mutex<BTreeMap<String, Array>>,
+    /// sole reference to one, so never writes to the mapping while Rust reads it. Settled
+    /// ([`SharedArray`]), as the threads sharing the file each get a handle to the same node.
+    loaded: Mutex<BTreeMap<String, SharedArray>>,
 }
 
 impl SafetensorsFile {
@@ -98,15 +99,16 @@ impl SafetensorsFile {
         self.entries.get(name).map(|e| &e.info)
     }
 
-    /// Loads `name` as an array backed by the mapping.
+    /// Loads `name` as an array backed by the mapping (settled: see [`SharedArray`]).
     pub fn load(&self, name: &str) -> Result<Array> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(array) = loaded.get(name) {
-            return Ok(array.clone());
+            return Ok(Array::clone(array));
         }
-        let array = self.map_tensor(name)?;
-        loaded.insert(name.to_owned(), array.clone());
-        Ok(array)
+        let array = SharedArray::new(self.map_tensor(name)?)?;
+        let out = Array::clone(&array);
+        loaded.insert(name.to_owned(), array);
+        Ok(out)
     }
 
     fn map_tensor(&self, name: &str) -> Result<Array> {

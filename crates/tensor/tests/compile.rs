@@ -71,3 +71,38 @@ fn a_failure_while_tracing_is_returned() {
     let (a, b) = values(4);
     assert_eq!(compiled.apply(&[&a, &b]).unwrap().len(), 2);
 }
+
+fn difference(inputs: &[Array]) -> tensor::Result<Vec<Array>> {
+    let [a, b] = inputs else { return Err(Error::Shape { op: "difference", detail: "two inputs".into() }) };
+    Ok(vec![a.sub(b)?])
+}
+
+fn product(inputs: &[Array]) -> tensor::Result<Vec<Array>> {
+    let [a, b] = inputs else { return Err(Error::Shape { op: "product", detail: "two inputs".into() }) };
+    Ok(vec![a.mul(b)?])
+}
+
+#[test]
+fn each_compiled_function_computes_itself_on_every_thread() {
+    // MLX keeps each thread's traces keyed by the compiled function's address. One thread
+    // traces one compiled function after another, each made (and, before, dropped) on this one:
+    // every call must compute its own function, never a trace kept for an earlier one.
+    let (to_worker, jobs) = std::sync::mpsc::channel::<&'static Compiled>();
+    let (to_main, results) = std::sync::mpsc::channel::<Vec<f32>>();
+    let worker = std::thread::spawn(move || {
+        for compiled in jobs {
+            let (a, b) = values(4);
+            to_main.send(compiled.apply(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap()).unwrap();
+        }
+    });
+    let (a, b) = values(4);
+    for round in 0..8 {
+        let (function, eager): (tensor::TracedFn, Array) =
+            if round % 2 == 0 { (difference, a.sub(&b).unwrap()) } else { (product, a.mul(&b).unwrap()) };
+        let compiled = Compiled::new("round", function, false).unwrap();
+        to_worker.send(compiled).unwrap();
+        assert_eq!(results.recv().unwrap(), eager.to_vec::<f32>().unwrap(), "round {round}");
+    }
+    drop(to_worker);
+    worker.join().unwrap();
+}

@@ -1,10 +1,10 @@
 //! `Array::from_vec` hands a host buffer to MLX without copying; `Array::with_slice` reads an
 //! array's elements in place. Buffers are freed when the last array using them goes, on any
-//! thread.
+//! thread (a `SharedArray` is what crosses one).
 
 extern crate gemma_vision_tensor as tensor;
 
-use tensor::{Array, Dtype, Error, memory};
+use tensor::{Array, Dtype, Error, SharedArray, memory};
 
 #[test]
 fn from_vec_round_trips_and_checks_the_shape() {
@@ -45,7 +45,7 @@ fn owned_buffers_are_freed_with_their_last_array_on_any_thread() {
     memory::clear_cache().unwrap();
     let baseline = (memory::active_memory().unwrap(), resident_bytes());
     for round in 0..20 {
-        let a = Array::from_vec(vec![(round % 4) as f32; len], &[len as i32]).unwrap();
+        let a = SharedArray::new(Array::from_vec(vec![(round % 4) as f32; len], &[len as i32]).unwrap()).unwrap();
         let total = std::thread::spawn(move || {
             let total = a.sum(&[0], false).unwrap().item::<f32>().unwrap();
             drop(a);

@@ -48,8 +48,9 @@ pub struct Features {
 /// family's rules ([`Family`]) and its loaded encoder decide everything that differs between
 /// the families.
 ///
-/// `Sync`: the weights are evaluated arrays, so one encoder may serve many threads (each
-/// thread runs its graphs on its own MLX stream).
+/// `Send + Sync`: the weights are settled arrays ([`tensor::SharedArray`]), which MLX only
+/// reads, so one encoder may serve many threads (each thread builds and runs its own graphs on
+/// its own MLX stream; what a call returns stays on the caller's thread).
 #[derive(Debug)]
 pub struct VisionEncoder {
     config: ModelConfig,

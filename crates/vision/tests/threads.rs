@@ -1,7 +1,10 @@
 //! The thread model at the encoder level: one `VisionEncoder` per checkpoint shared by many
 //! threads, some encoding good images (bit-identical to one thread), others failing at the same
 //! time — in the decoder and inside MLX, whose error handler is process-wide. Every failure
-//! reaches its own caller only, with its own message; no success sees an error.
+//! reaches its own caller only, with its own message; no success sees an error. Every entry
+//! point (files, mlx-vlm's model inputs, the cache identity that reads the weights back) and
+//! both executions (MLX's ops, the host kernels) serve many threads at once with one thread's
+//! bits.
 
 extern crate gemma_vision_encoder as vision;
 
@@ -9,7 +12,8 @@ mod common;
 
 use common::{budget_of, bytes, fixture, image, load, temp_dir};
 use std::sync::{Arc, Barrier};
-use vision::{Error, PreparedImage, VisionEncoder};
+use tensor::Array;
+use vision::{CacheIdentity, EncoderOptions, Error, Kernels, MlxVlmModel, ModelInputs, PreparedImage, VisionEncoder};
 
 const ROUNDS: usize = 6;
 
@@ -99,4 +103,67 @@ fn concurrent_failures_stay_with_their_callers_and_successes_stay_bit_identical(
     }
     // And afterwards, on this thread, the encoders work as before.
     assert_eq!(bytes(&clipped.encode_files(&clipped_images, budget_of(6)).unwrap().features), expected_clipped);
+}
+
+/// One thread's results of every entry point of `encoder`: the features of `files`, of the
+/// same images as mlx-vlm's stacked `pixel_values` (built on the calling thread: an `Array`
+/// stays on its thread), and the cache identity.
+fn every_entry(
+    encoder: &VisionEncoder,
+    files: &[std::path::PathBuf],
+    prepared: &[PreparedImage],
+) -> (Vec<u8>, Vec<u8>, String) {
+    let from_files = bytes(&encoder.encode_files(files, budget_of(6)).unwrap().features);
+    let pixels: Vec<Array> = prepared
+        .iter()
+        .map(|image| {
+            let PreparedImage::Pixels(p) = image else { panic!("gemma4 takes pixels") };
+            Array::from_slice(&p.data, &[1, 3, p.height as i32, p.width as i32]).unwrap()
+        })
+        .collect();
+    let batch = Array::concatenate(&pixels.iter().collect::<Vec<_>>(), 0).unwrap();
+    let inputs = ModelInputs::pixels(batch).unwrap();
+    let from_inputs = bytes(&encoder.encode_model_inputs(&inputs).unwrap().features);
+    (from_files, from_inputs, encoder.cache_identity().unwrap())
+}
+
+#[test]
+fn every_entry_point_of_one_encoder_serves_many_threads_at_once_with_one_threads_bits() {
+    let model = fixture("tiny-clipped").join("model");
+    let files = vec![image("tiny-clipped", "noise-20x30.png"), image("tiny-clipped", "checker-20x30.png")];
+    for kernels in [Kernels::Mlx, Kernels::Host] {
+        let encoder = Arc::new(VisionEncoder::load(&model, EncoderOptions { kernels, ..Default::default() }).unwrap());
+        let preprocessor = encoder.preprocessor(budget_of(6)).unwrap();
+        let prepared: Arc<Vec<PreparedImage>> = Arc::new(
+            files
+                .iter()
+                .map(|path| {
+                    encoder.prepare(&preprocess::open(path, &Default::default()).unwrap(), &preprocessor).unwrap()
+                })
+                .collect(),
+        );
+        // The first identity reads every weight back while the other threads compute on them:
+        // computed on a second encoder here, so that the shared one's first read is concurrent.
+        let expected = {
+            let alone = VisionEncoder::load(&model, EncoderOptions { kernels, ..Default::default() }).unwrap();
+            every_entry(&alone, &files, &prepared)
+        };
+        assert_eq!(expected.0, expected.1, "{kernels:?}: model inputs and files give the same bits");
+        let start = Arc::new(Barrier::new(6));
+        let handles: Vec<_> = (0..6)
+            .map(|_| {
+                let (encoder, files, prepared, start) =
+                    (Arc::clone(&encoder), files.clone(), Arc::clone(&prepared), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    (0..ROUNDS).map(|_| every_entry(&encoder, &files, &prepared)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for handle in handles {
+            for result in handle.join().unwrap() {
+                assert_eq!(result, expected, "{kernels:?}: a concurrent result differs from one thread's");
+            }
+        }
+    }
 }

@@ -19,7 +19,7 @@ use tensor::{Array, Compiled};
 /// cubic term is one fused multiply-add, [`gelu_cubic_term`](crate::gelu_cubic_term)), the ops
 /// one by one where it is off.
 pub fn gelu_approx(x: &Array) -> Result<Array> {
-    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    static COMPILED: OnceLock<&'static Compiled> = OnceLock::new();
     let compiled = match COMPILED.get() {
         Some(compiled) => compiled,
         None => {
