@@ -76,7 +76,10 @@ fn a_name_that_fails_is_one_error_line() {
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert_eq!(run.status.code(), Some(2), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.starts_with("error: ") && stderr.contains("org/missing@main") && stderr.contains(expected), "{stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains("org/missing@main") && stderr.contains(expected),
+            "{stderr}"
+        );
         assert!(!Path::new(&out).exists());
     }
 }
@@ -109,10 +112,13 @@ fn two_processes_loading_one_model_at_once_fetch_it_once() {
     }
     let sources: Vec<String> = outputs
         .iter()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("source")).unwrap_or_default().to_owned())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("source")).unwrap_or_default().to_owned()
+        })
         .collect();
     assert_eq!(sources[0], sources[1]);
     // One fetch's bytes: the second process waited on the commit's lock, then found it stored.
-    let fetched: u64 = sources[0].split(", ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    let fetched: u64 =
+        sources[0].split(", ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
     assert_eq!(stand_in.served().total_content_bytes(), fetched, "{}", sources[0]);
 }

@@ -58,7 +58,16 @@ impl<'a> Fetch<'a> {
         selection: &'a Selection,
     ) -> Fetch<'a> {
         let content_urls = RefCell::new(HashMap::new());
-        Fetch { client, environment, name: model.to_string(), repo: &model.repo, commit, listing, selection, content_urls }
+        Fetch {
+            client,
+            environment,
+            name: model.to_string(),
+            repo: &model.repo,
+            commit,
+            listing,
+            selection,
+            content_urls,
+        }
     }
 
     /// Fetches into the store under the commit's lock, unless another process completed it

@@ -29,7 +29,8 @@ fn a_name_fetches_only_the_vision_bytes_and_the_store_holds_them_whole() {
     assert!(needed * 10 < checkpoint.total_bytes(), "{needed} of {}", checkpoint.total_bytes());
     assert_eq!(served.metadata_requests(), 1);
     // Each shard is resolved through the Hub once; its later ranges go to the content store.
-    let resolved_shards = served.requests.iter().filter(|r| r.path.contains("/resolve/") && r.path.ends_with(".safetensors"));
+    let resolved_shards =
+        served.requests.iter().filter(|r| r.path.contains("/resolve/") && r.path.ends_with(".safetensors"));
     assert_eq!(resolved_shards.count(), 2);
     assert!(served.requests.iter().filter(|r| r.path.starts_with("/cdn/")).count() >= 6, "{:?}", served.requests);
 

@@ -5,10 +5,10 @@ use crate::model_source::encoder_selection;
 use crate::quantization;
 use crate::sanitized_store::SanitizedStore;
 use crate::{Error, ModelConfig, Result, VisionConfig};
+use hub::{HubEnvironment, ModelSource, Origin};
 use layers::QuantizationPlan;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use hub::{HubEnvironment, ModelSource, Origin};
 use tensor::ShardedSafetensors;
 
 pub use hub::INDEX_FILE;
@@ -106,10 +106,13 @@ impl Checkpoint {
     pub fn find_weight_files(dir: &Path) -> Result<(Option<PathBuf>, Vec<PathBuf>)> {
         let index = dir.join(INDEX_FILE);
         let indexed = match std::fs::read(&index) {
-            Ok(text) => hub::indexed_shards(&text).map_err(|detail| Error::Checkpoint { path: index.clone(), detail })?,
+            Ok(text) => {
+                hub::indexed_shards(&text).map_err(|detail| Error::Checkpoint { path: index.clone(), detail })?
+            }
             Err(_) => None,
         };
-        let cannot_list = |e: std::io::Error| Error::Checkpoint { path: dir.to_path_buf(), detail: format!("cannot list: {e}") };
+        let cannot_list =
+            |e: std::io::Error| Error::Checkpoint { path: dir.to_path_buf(), detail: format!("cannot list: {e}") };
         let mut present = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(cannot_list)? {
             let entry = entry.map_err(cannot_list)?;

@@ -78,13 +78,13 @@ pub use error::{Error, ErrorKind, Result};
 pub use family::{Family, Gemma4, Gemma4Unified, ModelType, UnknownModelType};
 pub use held_weights::HeldTensor;
 pub use hub::{HubEnvironment, ModelSource, Origin};
-pub use model_source::encoder_selection;
 pub use inspection::{
     Budget, IgnoredTensors, ImagePlan, Inspection, MlxLibrary, ModelOrigin, QuantizedModule, TensorCounts,
 };
 pub use kernels::{Kernels, UnknownKernels};
 pub use mlx_vlm_model::MlxVlmModel;
 pub use model_inputs::ModelInputs;
+pub use model_source::encoder_selection;
 pub use multimodal_embedder::MultimodalEmbedder;
 pub use patch_embedder::PatchEmbedder;
 pub use pooler::Pooler;

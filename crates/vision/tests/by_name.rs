@@ -48,7 +48,8 @@ fn a_model_loaded_by_name_encodes_as_the_same_files_from_a_directory() {
         let served = stand_in.served().total_content_bytes();
         assert!(served * 4 < checkpoint.total_bytes(), "{case}: {served} of {} bytes", checkpoint.total_bytes());
         let inspection = vision::Inspection::of(&by_name, None, None).unwrap();
-        let ModelOrigin::Fetched { repo, commit: found, fetched_bytes, checkpoint_bytes, .. } = inspection.origin else {
+        let ModelOrigin::Fetched { repo, commit: found, fetched_bytes, checkpoint_bytes, .. } = inspection.origin
+        else {
             panic!("{case}: {:?}", inspection.origin)
         };
         assert_eq!((repo.as_str(), found.as_str()), ("org/tiny", commit.as_str()));
