@@ -152,11 +152,10 @@ fn python_candidates() -> Vec<String> {
     candidates
 }
 
-/// The directory of `python`'s `mlx` package, found without importing it.
+/// The directory of `python`'s `mlx` package, found without importing MLX: the one holding
+/// `mlx.core` (`mlx_package.py`), whatever other `mlx` folders are on that Python's path.
 fn python_mlx_package(python: &str) -> Option<PathBuf> {
-    let script = "import importlib.util as u\ns = u.find_spec('mlx')\n\
-                  print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
-    let out = Command::new(python).args(["-c", script]).output().ok()?;
+    let out = Command::new(python).args(["-c", include_str!("mlx_package.py")]).output().ok()?;
     let dir = String::from_utf8(out.stdout).ok()?;
     let dir = dir.trim();
     (out.status.success() && !dir.is_empty()).then(|| PathBuf::from(dir))

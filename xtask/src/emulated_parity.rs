@@ -38,7 +38,12 @@ use std::time::Instant;
 const CROSS_GXX: &str = "aarch64-linux-gnu-g++";
 
 /// The cargo profile our side is built in, and its directory under the target's.
-const PROFILE: (&str, &str) = ("dev", "debug");
+pub const PROFILE: (&str, &str) = ("dev", "debug");
+
+/// What the cross build changes in that profile (`cargo --config`): the `kernels` crate
+/// optimised, as the host kernels run under emulation. Every aarch64 build of the stack passes
+/// it (the wheel's too), so that they share their dependencies' builds.
+pub const PROFILE_OVERRIDE: &str = "profile.dev.package.gemma-vision-kernels.opt-level=3";
 
 /// One run's result: its label, (bit-exact rows, rows), and the seconds our side took.
 struct Outcome {
@@ -65,7 +70,7 @@ pub fn main(qemu: &Path, aarch64: &Path) -> Result<()> {
     let build_started = Instant::now();
     eprintln!("emulate: building parity-vision and parity-ops for aarch64 ({} profile)", PROFILE.0);
     let mut cargo = jit_off.cargo();
-    cargo.args(["--config", "profile.dev.package.gemma-vision-kernels.opt-level=3"]);
+    cargo.args(["--config", PROFILE_OVERRIDE]);
     run(cargo.args([
         "build",
         "--profile",

@@ -29,20 +29,14 @@ use crate::cross_kernels::{self, Emulator, Platform};
 use crate::emulated_parity;
 use crate::project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
 use crate::setup;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub fn main() -> Result<()> {
     let started = Instant::now();
     setup::main()?;
-    setup::debian_packages(&["qemu-user"])?;
-    let qemu = setup::which("qemu-aarch64").ok_or("qemu-aarch64 not found (Debian package qemu-user)")?;
-    let aarch64 = deps().join("aarch64");
+    let (qemu, aarch64) = aarch64_userland()?;
     let script = |name: &str| root().join("crates/parity/python").join(name);
-    let mut sysroot = oracle_python(&script("aarch64_sysroot.py"));
-    sysroot.arg("--root").arg(&aarch64);
-    sysroot.arg("--requirements").arg(root().join("xtask/python-reference.txt"));
-    run(sysroot.arg("--constraints").arg(setup::reference_lock()))?;
 
     let work = work_dir("emulation")?;
     let arithmetic = script("cpu_arithmetic.py");
@@ -89,4 +83,18 @@ pub fn main() -> Result<()> {
     emulated_parity::main(&qemu, &aarch64)?;
     eprintln!("emulate: done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// `qemu-aarch64` (Debian's `qemu-user`, installed if missing) and `.deps/aarch64`, the arm64
+/// userland and the aarch64 reference that `aarch64_sysroot.py` unpacks there (at once when its
+/// stamp matches the request). Setup has run.
+pub fn aarch64_userland() -> Result<(PathBuf, PathBuf)> {
+    setup::debian_packages(&["qemu-user"])?;
+    let qemu = setup::which("qemu-aarch64").ok_or("qemu-aarch64 not found (Debian package qemu-user)")?;
+    let aarch64 = deps().join("aarch64");
+    let mut sysroot = oracle_python(&root().join("crates/parity/python/aarch64_sysroot.py"));
+    sysroot.arg("--root").arg(&aarch64);
+    sysroot.arg("--requirements").arg(root().join("xtask/python-reference.txt"));
+    run(sysroot.arg("--constraints").arg(setup::reference_lock()))?;
+    Ok((qemu, aarch64))
 }

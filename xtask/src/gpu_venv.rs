@@ -138,11 +138,14 @@ fn install(backend: Backend, dir: &Path, recipe: &str) -> Result<()> {
     write_stamp(dir, recipe)
 }
 
-/// The directory of `python`'s `mlx` package (found without importing it): what `MLX_DIR`
-/// names for our side.
+/// The directory of `python`'s `mlx` package (the one holding `mlx.core`, found without
+/// importing MLX, by mlx-ffi's build script's rule): what `MLX_DIR` names for our side.
 pub fn mlx_dir(python: &Path) -> Result<PathBuf> {
-    let script = "import importlib.util as u\ns = u.find_spec('mlx')\nprint(list(s.submodule_search_locations)[0])";
-    Ok(PathBuf::from(output(cmd(python, &["-c", script]))?))
+    let dir = output(cmd(python, &["-c", include_str!("../../crates/mlx-ffi/mlx_package.py")]))?;
+    if dir.is_empty() {
+        return Err(format!("{}: no `mlx.core` (the MLX wheels) installed", python.display()));
+    }
+    Ok(PathBuf::from(dir))
 }
 
 #[cfg(test)]

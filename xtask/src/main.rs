@@ -4,6 +4,7 @@
 //! builds on a fresh machine; commands that need MLX run setup first, then build and run the
 //! project's own binaries through cargo.
 
+mod aarch64_wheel;
 mod bench;
 mod cli;
 mod corpus;
@@ -35,8 +36,8 @@ cargo xtask <command>
   test          setup, then fmt --check, clippy -D warnings, cargo test --workspace, cuda-build,
                 the library crates' docs (-D warnings), the crates packaged and a crate outside
                 the workspace built on the packages, emulate, the Python package's tests, its
-                wheels installed with no build tools on CPython 3.10 and the newest, its source
-                install
+                wheels installed with no build tools on CPython 3.10 and the newest and on
+                aarch64 Linux under qemu-aarch64, its source install
   cuda-build    mlx-ffi built against MLX's CUDA wheel (mlx-cuda-12, fetched into .deps/), no GPU
                 needed, and that opening its libmlx without the CUDA driver fails with one clear error
   gpu-check [--full] [--help]
@@ -66,7 +67,11 @@ cargo xtask <command>
                 platform; then both encoders cross-built for aarch64 against stock aarch64
                 mlx-vlm under qemu-aarch64 at small shapes (MLX's CPU JIT off: MLX's ops and
                 the host kernels; JIT on: Kernels::Auto and the host kernels)
-  wheels        the Python package's wheel and source-install steps of `test`, alone
+  wheels [--aarch64]
+                the Python package's wheel and source-install steps of `test`, alone: the
+                wheels installed with no build tools on CPython 3.10 and the newest, the aarch64
+                Linux wheel cross-built and installed under qemu-aarch64 beside stock aarch64
+                mlx-vlm (--aarch64: that one alone), the source install
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
   encode --model DIR (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE
@@ -97,7 +102,7 @@ fn main() -> ExitCode {
         "bench" => bench::main(rest),
         "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),
         "soak" => soak::main(rest),
-        "wheels" => wheels::main(),
+        "wheels" => wheels::main(rest),
         "fuzz" => fuzz::main(rest),
         "emulate" => emulation::main(),
         "help" | "--help" | "-h" => {

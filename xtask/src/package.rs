@@ -1,6 +1,7 @@
 //! `cargo xtask package`: every published crate packaged as crates.io would receive it, each
-//! `.crate` unpacked, and the downstream crate (`downstream.rs`) built and run against the
-//! unpacked crates, not the working tree: what a user of the published crates builds.
+//! `.crate` unpacked and checked to carry both licence texts, and the downstream crate
+//! (`downstream.rs`) built and run against the unpacked crates, not the working tree: what a
+//! user of the published crates builds.
 //!
 //! `cargo package --no-verify` packages the crates in one call, in dependency order, resolving
 //! the workspace crates not yet on crates.io through cargo's local overlay registry; the build
@@ -77,10 +78,30 @@ pub fn package() -> Result<Packaged> {
         if !dir.join("Cargo.toml").is_file() {
             return Err(format!("{} unpacked without {}/Cargo.toml", archive.display(), dir.display()));
         }
+        carries_the_licences(&archive, &dir)?;
         crates.push(((*name).to_owned(), dir));
     }
     eprintln!("package: {} crates packaged and unpacked into {}", crates.len(), unpacked.display());
     Ok(Packaged { crates })
+}
+
+/// The licence texts every published crate carries (`license = "MIT OR Apache-2.0"`): each
+/// crate's directory links them from the root, and cargo packages a link as the file it names.
+const LICENCES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
+
+/// An error unless the crate unpacked into `dir` holds the root's [`LICENCES`], byte for byte.
+fn carries_the_licences(archive: &Path, dir: &Path) -> Result<()> {
+    for licence in LICENCES {
+        let root_text = fs::read(crate::project::root().join(licence)).map_err(|e| format!("{licence}: {e}"))?;
+        if fs::read(dir.join(licence)).ok() != Some(root_text) {
+            return Err(format!(
+                "{} does not carry the root's {licence}: link it into the crate's directory \
+                 (`ln -s ../../{licence}`)",
+                archive.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `RUSTDOCFLAGS="-D warnings" cargo doc --no-deps` of every library crate: broken links and
@@ -104,4 +125,28 @@ fn workspace_version() -> Result<String> {
         .find_map(|line| line.strip_prefix("version = "))
         .map(|value| value.trim().trim_matches('"').to_owned())
         .ok_or_else(|| "[workspace.package] has no version".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packaged_crate_must_carry_both_licence_texts_as_the_root_has_them() {
+        let dir = std::env::temp_dir().join(format!("xtask-licences-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let archive = Path::new("example-0.1.0.crate");
+        let root = crate::project::root();
+        let missing = carries_the_licences(archive, &dir).unwrap_err();
+        assert!(missing.contains("LICENSE-MIT") && missing.contains("ln -s"), "{missing}");
+        for licence in LICENCES {
+            fs::copy(root.join(licence), dir.join(licence)).unwrap();
+        }
+        let carried = carries_the_licences(archive, &dir);
+        fs::write(dir.join("LICENSE-APACHE"), "another text").unwrap();
+        let altered = carries_the_licences(archive, &dir).unwrap_err();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(carried, Ok(()));
+        assert!(altered.contains("LICENSE-APACHE"), "{altered}");
+    }
 }

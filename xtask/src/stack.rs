@@ -102,6 +102,14 @@ impl Stack {
 
     /// `script` run by the reference's Python, from the repository root, on the stack's device.
     pub fn reference(&self, script: &Path) -> Command {
+        let mut command = self.reference_python();
+        command.arg(script);
+        command
+    }
+
+    /// The reference's Python, arguments to follow, run from the repository root on the stack's
+    /// device (under emulation: its site on the path, its bytecode kept apart).
+    pub fn reference_python(&self) -> Command {
         let mut command = match &self.emulation {
             Some(emulation) => {
                 let mut command = Command::new(&emulation.qemu);
@@ -112,7 +120,7 @@ impl Stack {
             }
             None => Command::new(&self.python),
         };
-        command.arg(script).current_dir(root());
+        command.current_dir(root());
         self.environment(&mut command);
         command
     }
@@ -120,6 +128,12 @@ impl Stack {
     /// The `cargo` that builds our side: the stack's target directory, MLX and target.
     pub fn cargo(&self) -> Command {
         let mut command = project::cargo();
+        self.build_environment(&mut command);
+        command
+    }
+
+    /// What [`Stack::cargo`] sets, for another program that runs cargo (maturin).
+    pub fn build_environment(&self, command: &mut Command) {
         if self.target_dir != target_dir() {
             command.env("CARGO_TARGET_DIR", &self.target_dir);
         }
@@ -131,7 +145,6 @@ impl Stack {
             command.env("CARGO_BUILD_TARGET", emulation.target);
             command.env(format!("CARGO_TARGET_{triple}_LINKER"), emulation.linker);
         }
-        command
     }
 
     /// A binary of ours built by [`Stack::cargo`] in `profile`'s directory (`release`, `debug`).

@@ -4,7 +4,8 @@
 //! (warnings denied), every published crate packaged and a new crate outside the workspace built on the packages
 //! (`package`, `downstream`), stock MLX's arithmetic on aarch64 under emulation against this
 //! machine's and both encoders cross-built for aarch64 against stock aarch64 mlx-vlm there
-//! (`emulation`), and the Python package's suite, then its wheels and its source install as
+//! (`emulation`), and the Python package's suite, then its wheels (the aarch64 one cross-built
+//! on the emulation step's outputs and run under `qemu-aarch64`) and its source install as
 //! users install them (`wheels`).
 
 use crate::project::{Result, cargo, cmd, python, root, run, target_dir};

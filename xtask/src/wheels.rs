@@ -6,6 +6,9 @@
 //!   NumPy, `accelerate` on mlx-vlm's model, the stock bits): the `cp310` wheel (built for 3.10's
 //!   full API) on CPython 3.10, and the `abi3` wheel the pytest step built on the newest CPython
 //!   of [`NEWEST`] found (every one of them has mlx 0.32.4 wheels);
+//! - **the aarch64 wheel** (`aarch64_wheel.rs`): the `abi3` wheel cross-built for aarch64 Linux
+//!   as `cargo xtask emulate` builds, installed by pip under `qemu-aarch64` beside the aarch64
+//!   reference with no build tool, and the same smoke script run there;
 //! - **the source install**: `pip install ./crates/python` (pip's isolated build, as the README
 //!   says) on CPython 3.10, from a fresh `git clone` of `HEAD` (so no `.deps/` beside it), then
 //!   one encode of a test checkpoint.
@@ -34,9 +37,14 @@ const NEWEST: &[&str] = &["3.14", "3.13", "3.12"];
 const BESIDE: &[&str] = &["mlx-vlm==0.7.10", "mlx[cpu]"];
 
 /// `cargo xtask wheels`: the steps of `cargo xtask test` this module holds, alone, after
-/// building the `abi3` wheel.
-pub fn main() -> Result<()> {
+/// building the `abi3` wheel; `cargo xtask wheels --aarch64`: the aarch64 wheel's step alone.
+pub fn main(args: &[String]) -> Result<()> {
     crate::setup::main()?;
+    match args {
+        [] => {}
+        [flag] if flag == "--aarch64" => return crate::aarch64_wheel::main(),
+        _ => return Err(format!("unknown arguments {args:?}: `cargo xtask wheels [--aarch64]`")),
+    }
     let abi3 = build(&python(), &target_dir().join("python-wheels"))?;
     binary(&abi3)?;
     source_install()
@@ -56,7 +64,7 @@ pub fn build(interpreter: &Path, out: &Path) -> Result<PathBuf> {
 }
 
 /// The one wheel maturin wrote into `dir`.
-fn built_wheel(dir: &Path) -> Result<PathBuf> {
+pub fn built_wheel(dir: &Path) -> Result<PathBuf> {
     let mut wheels: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -69,7 +77,8 @@ fn built_wheel(dir: &Path) -> Result<PathBuf> {
 }
 
 /// Builds the `cp310` wheel, then installs and runs each wheel on its CPython (`abi3`: the
-/// `cp311-abi3` wheel).
+/// `cp311-abi3` wheel); then the aarch64 wheel, built and run under emulation
+/// (`aarch64_wheel.rs`).
 pub fn binary(abi3: &Path) -> Result<()> {
     let oldest = interpreter(OLDEST)?;
     let newest = NEWEST
@@ -78,7 +87,8 @@ pub fn binary(abi3: &Path) -> Result<()> {
         .ok_or_else(|| format!("no CPython {} found (pyenv or PATH)", NEWEST.join(", ")))?;
     let cp310 = build(&oldest, &target_dir().join("python-wheels-cp310"))?;
     smoke(&oldest, &cp310)?;
-    smoke(&newest, abi3)
+    smoke(&newest, abi3)?;
+    crate::aarch64_wheel::main()
 }
 
 /// A fresh environment of `interpreter`, `wheel` installed beside mlx-vlm with no build tool on
@@ -223,7 +233,7 @@ fn wheelhouse() -> Result<PathBuf> {
 
 /// Removes the copies of this package's wheels that `pip download` leaves in `house`: only what
 /// the wheels are installed beside is kept.
-fn forget_our_wheels(house: &Path) -> Result<()> {
+pub fn forget_our_wheels(house: &Path) -> Result<()> {
     for entry in fs::read_dir(house).map_err(|e| format!("{}: {e}", house.display()))?.flatten() {
         if entry.file_name().to_string_lossy().starts_with("gemma_vision-") {
             fs::remove_file(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
@@ -233,7 +243,7 @@ fn forget_our_wheels(house: &Path) -> Result<()> {
 }
 
 /// A wheel's file name and size.
-fn describe(wheel: &Path) -> String {
+pub fn describe(wheel: &Path) -> String {
     let name = wheel.file_name().map_or_else(|| wheel.display().to_string(), |n| n.to_string_lossy().into_owned());
     let size = fs::metadata(wheel).map_or(0, |m| m.len());
     format!("{name} ({:.1} MB)", size as f64 / 1e6)

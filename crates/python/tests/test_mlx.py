@@ -15,10 +15,9 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 def test_the_package_runs_on_the_libmlx_of_the_mlx_wheel_beside_it():
-    import mlx
     import mlx.core as mx
 
-    wheel_lib = Path(mlx.__path__[0]).resolve() / "lib"
+    wheel_lib = Path(mx.__file__).resolve().parent / "lib"
     assert Path(gemma_vision.mlx_library()) == (wheel_lib / "libmlx.so").resolve()
     assert gemma_vision.mlx_version() == mx.__version__
     # Exactly one libmlx is mapped: ours is the file `mlx.core` loaded.
@@ -52,6 +51,7 @@ def fake_mlx_package(root: Path, version: str) -> Path:
     package = root / "mlx"
     (package / "lib").mkdir(parents=True)
     (package / "__init__.py").write_text("")
+    (package / "core.py").write_text("")
     source = root / "version.c"
     source.write_text(f'const char* _ZN3mlx4core7versionEv(void) {{ return "{version}"; }}\n')
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(package / "lib" / "libmlx.so"), str(source)], check=True)
@@ -89,4 +89,47 @@ def test_importing_beside_an_mlx_without_its_library_says_what_to_install(tmp_pa
     (package / "__init__.py").write_text("")
     result = import_beside(tmp_path)
     assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
-    assert "no MLX library at" in result.stdout and "mlx[cpu]" in result.stdout, result.stdout
+    assert "no `mlx.core`" in result.stdout and "mlx[cpu]" in result.stdout, result.stdout
+
+
+def the_wheel_s_libmlx() -> str:
+    import mlx.core as mx
+
+    return str((Path(mx.__file__).resolve().parent / "lib" / "libmlx.so").resolve())
+
+
+PRINT_LIBRARY = "import gemma_vision\nprint(gemma_vision.mlx_library())\n"
+
+
+def stray_mlx_folder(parent: Path) -> Path:
+    """A folder named `mlx` with no Python in it, as MLX's CPU JIT leaves its kernel cache in
+    the temporary directory (and as any project may have one): a portion of the namespace
+    package `mlx`, ahead of the wheel's when its parent is first on `sys.path`."""
+    folder = parent / "mlx"
+    (folder / "lib").mkdir(parents=True)
+    return folder
+
+
+def test_the_package_imports_from_a_directory_holding_an_mlx_folder(tmp_path):
+    stray_mlx_folder(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", PRINT_LIBRARY], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == the_wheel_s_libmlx()
+    # The stray folder is a portion of `mlx` ahead of the wheel's, which the old rule took.
+    probe = "import mlx\nprint(list(mlx.__path__)[0])\n"
+    first = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert Path(first.stdout.strip()).resolve() == (tmp_path / "mlx").resolve()
+
+
+def test_a_script_beside_an_mlx_folder_imports_the_package(tmp_path):
+    app = tmp_path / "app"
+    stray_mlx_folder(app)
+    script = app / "run.py"
+    script.write_text(PRINT_LIBRARY)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == the_wheel_s_libmlx()
