@@ -106,7 +106,8 @@ crate::simd::stamp! {
     /// stored as `O`.
     entry fn store_row[O: Float](acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
         let (acc, dst) = (&acc[..NR], &mut dst[..NR]);
-        for at in (0..NR).step_by(v::LANES) {
+        for vector in 0..NR / v::LANES {
+            let at = vector * v::LANES;
             let mut y = v::load_at(acc, at);
             if let Some(bias) = bias {
                 y = v::add(y, v::load_at(bias, at));

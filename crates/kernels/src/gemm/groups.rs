@@ -72,7 +72,8 @@ crate::simd::stamp! {
     /// [`combine_bf16`](super::combine_bf16) `LANES` columns at a time.
     entry fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
         let scales = &scales[..NR];
-        for at in (0..NR).step_by(v::LANES) {
+        for vector in 0..NR / v::LANES {
+            let at = vector * v::LANES;
             let s = v::load_at(scales, at);
             for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
                 let scaled = v::round_bf16_not_nan(v::mul(s, v::load_at(p, at)));

@@ -165,10 +165,11 @@ crate::simd::stamp! {
         let k_len = dst.len() / NR;
         let full = k_len / v::LANES * v::LANES;
         for k0 in (0..full).step_by(v::LANES) {
-            for group in (0..NR).step_by(v::LANES) {
-                let rows = std::array::from_fn(|c| v::round::<O>(v::load_at(columns[group + c], k0)));
+            for group in 0..NR / v::LANES {
+                let first = group * v::LANES;
+                let rows = std::array::from_fn(|c| v::round::<O>(v::load_at(columns[first + c], k0)));
                 for (i, lanes) in v::transpose(rows).into_iter().enumerate() {
-                    v::store_at(&mut dst[(k0 + i) * NR..], group, lanes);
+                    v::store_at(dst, (k0 + i) * NR + first, lanes);
                 }
             }
         }

@@ -161,7 +161,7 @@ crate::simd::stamp! {
             p = v::mul_add(p, f, v::splat(c));
         }
         let r = v::mul(v::two_to(n), p);
-        v::select(v::lt(x, v::splat(-LIMIT)), v::splat(0.0), r)
+        v::clear(v::lt(x, v::splat(-LIMIT)), r)
     }
 
     /// [`exp`](super::exp) of every element, `LANES` at a time, the tail one by one.

@@ -233,7 +233,8 @@ crate::simd::stamp! {
         let n = gate.len().min(up.len()).min(out.len());
         let mut c = 0;
         while c + v::LANES <= n {
-            let g: [f32; v::LANES] = std::array::from_fn(|i| lookup(table, gate[c + i]));
+            let gates = &gate[c..c + v::LANES];
+            let g: [f32; v::LANES] = std::array::from_fn(|i| lookup(table, gates[i]));
             v::store_at(out, c, v::mul(v::from_array(&g), v::load_at(up, c)));
             c += v::LANES;
         }

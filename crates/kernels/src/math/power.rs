@@ -72,6 +72,18 @@ pub(crate) fn cube_as_pow_slice(isa: Isa, x: &[f32], out: &mut [f32]) {
     }
 }
 
+/// `rounded` with the lanes not `settled` replaced by `powf(x, y)`: the lane functions' rare
+/// path.
+#[inline]
+fn with_powf<const N: usize>(mut rounded: [f32; N], x: [f32; N], settled: [bool; N], y: f32) -> [f32; N] {
+    for ((lane, x), settled) in rounded.iter_mut().zip(x).zip(settled) {
+        if !settled {
+            *lane = pow(x, y);
+        }
+    }
+    rounded
+}
+
 /// Whether `rounded = fl(x²)` with rounding error `error = x² − rounded` is far enough from a
 /// midpoint for `powf(x, 2)` to round the same way (false for NaN and out-of-range `x`).
 #[inline]
@@ -112,18 +124,7 @@ crate::simd::stamp! {
         if v::all(settled) {
             return rounded;
         }
-        with_powf(x, rounded, v::mask_lanes(settled), 2.0)
-    }
-
-    /// `rounded` with the lanes not `settled` replaced by `powf(x, y)`.
-    fn with_powf(x: v::V, rounded: v::V, settled: [bool; v::LANES], y: f32) -> v::V {
-        let (mut lanes, inputs) = (v::to_array(rounded), v::to_array(x));
-        for ((lane, &input), settled) in lanes.iter_mut().zip(&inputs).zip(settled) {
-            if !settled {
-                *lane = pow(input, y);
-            }
-        }
-        v::from_array(&lanes)
+        v::from_array(&with_powf(v::to_array(rounded), v::to_array(x), v::mask_lanes(settled), 2.0))
     }
 
     /// [`square_as_pow`] of each run of lanes of `x` (for the tests).
@@ -180,7 +181,8 @@ crate::simd::stamp! {
             if settled == 0xFF {
                 return rounded;
             }
-            with_powf(x, rounded, std::array::from_fn(|i| settled & (1 << i) != 0), 3.0)
+            let settled = std::array::from_fn(|i| settled & (1 << i) != 0);
+            v::from_array(&with_powf(v::to_array(rounded), v::to_array(x), settled, 3.0))
         }
 
         /// [`cube_as_pow8`] of each run of 8 of `x` (for the tests).

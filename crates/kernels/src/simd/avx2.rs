@@ -1,8 +1,6 @@
 //! The lanes vocabulary ([`simd`](super)) on AVX2 + FMA: eight float32 lanes in a `__m256`,
 //! masks as `__m256` compare results (all ones or zeros per lane).
 
-use crate::Float;
-use crate::element::is;
 use half::bf16;
 use std::arch::x86_64::*;
 
@@ -186,6 +184,13 @@ pub(crate) fn select(m: M, a: V, b: V) -> V {
     _mm256_blendv_ps(b, a, m)
 }
 
+/// `v` with the lanes `m` sets made `+0`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn clear(m: M, v: V) -> V {
+    _mm256_andnot_ps(m, v)
+}
+
 /// The lanes' bits and `mask`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
@@ -244,65 +249,52 @@ pub(crate) fn round_bf16_not_nan(v: V) -> V {
     _mm256_castsi256_ps(_mm256_and_si256(rounded, _mm256_set1_epi32(0xFFFF_0000_u32 as i32)))
 }
 
-/// The 8 values at `p` widened to float32.
+/// The 8 float32 values at `p`.
 ///
 /// # Safety
-/// `p` is valid for reading 8 consecutive `T`.
+/// `p` is valid for reading 8 consecutive `f32`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn load<T: Float>(p: *const T) -> V {
-    if is::<T, f32>() {
-        // SAFETY: `T` is `f32`; the caller gives 8 readable values.
-        unsafe { _mm256_loadu_ps(p.cast::<f32>()) }
-    } else if is::<T, bf16>() {
-        // SAFETY: `T` is `bf16` (16 bits each): 16 readable bytes.
-        let halves = unsafe { _mm_loadu_si128(p.cast::<__m128i>()) };
-        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(halves)))
-    } else {
-        // SAFETY: `i < 8`; the caller gives 8 readable values.
-        from_array(&std::array::from_fn(|i| unsafe { p.add(i).read() }.to_f32()))
-    }
+pub(crate) unsafe fn load_f32(p: *const f32) -> V {
+    // SAFETY: the caller gives 8 readable values.
+    unsafe { _mm256_loadu_ps(p) }
 }
 
-/// Stores the 8 lanes at `p`, each narrowed to `T` as MLX narrows.
+/// The 8 bf16 values at `p`, widened (exactly) to float32.
 ///
 /// # Safety
-/// `p` is valid for writing 8 consecutive `T`.
+/// `p` is valid for reading 8 consecutive `bf16`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn store<T: Float>(p: *mut T, v: V) {
-    if is::<T, bf16>() {
-        // SAFETY: the caller's guarantee; the rounded lanes are exact widenings of bf16.
-        unsafe { store_exact(p, round_bf16(v)) }
-    } else if is::<T, f32>() {
-        // SAFETY: `T` is `f32`; the caller gives 8 writable values.
-        unsafe { _mm256_storeu_ps(p.cast::<f32>(), v) }
-    } else {
-        for (i, lane) in to_array(v).into_iter().enumerate() {
-            // SAFETY: `i < 8`; the caller gives 8 writable values.
-            unsafe { p.add(i).write(T::from_f32(lane)) };
-        }
-    }
+pub(crate) unsafe fn load_bf16(p: *const bf16) -> V {
+    // SAFETY: the caller gives 8 readable values (16 bytes).
+    let halves = unsafe { _mm_loadu_si128(p.cast::<__m128i>()) };
+    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(halves)))
 }
 
-/// Stores 8 lanes that are exact widenings of `T` values (loaded by [`load`], or selected
-/// among such) back to those values, bit for bit: no rounding, NaN payloads kept (for the
-/// [`native`](crate::element::native) types; others go through [`Float::from_f32`]).
+/// Stores the 8 lanes at `p` as float32.
 ///
 /// # Safety
-/// `p` is valid for writing 8 consecutive `T`.
+/// `p` is valid for writing 8 consecutive `f32`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn store_exact<T: Float>(p: *mut T, v: V) {
-    if is::<T, bf16>() {
-        let bits = _mm256_srli_epi32::<16>(_mm256_castps_si256(v));
-        let packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256::<1>(bits));
-        // SAFETY: `T` is `bf16`: 16 writable bytes.
-        unsafe { _mm_storeu_si128(p.cast::<__m128i>(), packed) }
-    } else {
-        // SAFETY: the caller's guarantee; narrowing an exact widening is exact for f32.
-        unsafe { store(p, v) }
-    }
+pub(crate) unsafe fn store_f32(p: *mut f32, v: V) {
+    // SAFETY: the caller gives 8 writable values.
+    unsafe { _mm256_storeu_ps(p, v) }
+}
+
+/// Stores the upper 16 bits of each lane at `p` as a bf16: the lanes' own bf16 values where
+/// they are exact widenings of bf16 (NaN payloads kept); truncated otherwise.
+///
+/// # Safety
+/// `p` is valid for writing 8 consecutive `bf16`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn store_bf16_exact(p: *mut bf16, v: V) {
+    let bits = _mm256_srli_epi32::<16>(_mm256_castps_si256(v));
+    let packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256::<1>(bits));
+    // SAFETY: the caller gives 8 writable values (16 bytes).
+    unsafe { _mm_storeu_si128(p.cast::<__m128i>(), packed) }
 }
 
 /// The 8×8 transpose: lane `j` of `rows[i]` becomes lane `i` of the result's vector `j`.

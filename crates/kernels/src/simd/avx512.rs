@@ -1,8 +1,6 @@
 //! The lanes vocabulary ([`simd`](super)) on AVX-512F: sixteen float32 lanes in a `__m512`,
 //! masks in a mask register (`__mmask16`, one bit per lane).
 
-use crate::Float;
-use crate::element::is;
 use half::bf16;
 use std::arch::x86_64::*;
 
@@ -185,6 +183,13 @@ pub(crate) fn select(m: M, a: V, b: V) -> V {
     _mm512_mask_blend_ps(m, b, a)
 }
 
+/// `v` with the lanes `m` sets made `+0`.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(crate) fn clear(m: M, v: V) -> V {
+    _mm512_maskz_mov_ps(!m, v)
+}
+
 /// The lanes' bits and `mask`.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma")]
@@ -243,64 +248,51 @@ pub(crate) fn round_bf16_not_nan(v: V) -> V {
     _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(0xFFFF_0000_u32 as i32)))
 }
 
-/// The 16 values at `p` widened to float32.
+/// The 16 float32 values at `p`.
 ///
 /// # Safety
-/// `p` is valid for reading 16 consecutive `T`.
+/// `p` is valid for reading 16 consecutive `f32`.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma")]
-pub(crate) unsafe fn load<T: Float>(p: *const T) -> V {
-    if is::<T, f32>() {
-        // SAFETY: `T` is `f32`; the caller gives 16 readable values.
-        unsafe { _mm512_loadu_ps(p.cast::<f32>()) }
-    } else if is::<T, bf16>() {
-        // SAFETY: `T` is `bf16` (16 bits each): 32 readable bytes.
-        let halves = unsafe { _mm256_loadu_si256(p.cast::<__m256i>()) };
-        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(halves)))
-    } else {
-        // SAFETY: `i < 16`; the caller gives 16 readable values.
-        from_array(&std::array::from_fn(|i| unsafe { p.add(i).read() }.to_f32()))
-    }
+pub(crate) unsafe fn load_f32(p: *const f32) -> V {
+    // SAFETY: the caller gives 16 readable values.
+    unsafe { _mm512_loadu_ps(p) }
 }
 
-/// Stores the 16 lanes at `p`, each narrowed to `T` as MLX narrows.
+/// The 16 bf16 values at `p`, widened (exactly) to float32.
 ///
 /// # Safety
-/// `p` is valid for writing 16 consecutive `T`.
+/// `p` is valid for reading 16 consecutive `bf16`.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma")]
-pub(crate) unsafe fn store<T: Float>(p: *mut T, v: V) {
-    if is::<T, bf16>() {
-        // SAFETY: the caller's guarantee; the rounded lanes are exact widenings of bf16.
-        unsafe { store_exact(p, round_bf16(v)) }
-    } else if is::<T, f32>() {
-        // SAFETY: `T` is `f32`; the caller gives 16 writable values.
-        unsafe { _mm512_storeu_ps(p.cast::<f32>(), v) }
-    } else {
-        for (i, lane) in to_array(v).into_iter().enumerate() {
-            // SAFETY: `i < 16`; the caller gives 16 writable values.
-            unsafe { p.add(i).write(T::from_f32(lane)) };
-        }
-    }
+pub(crate) unsafe fn load_bf16(p: *const bf16) -> V {
+    // SAFETY: the caller gives 16 readable values (32 bytes).
+    let halves = unsafe { _mm256_loadu_si256(p.cast::<__m256i>()) };
+    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(halves)))
 }
 
-/// Stores 16 lanes that are exact widenings of `T` values (loaded by [`load`], or selected
-/// among such) back to those values, bit for bit: no rounding, NaN payloads kept (for the
-/// [`native`](crate::element::native) types; others go through [`Float::from_f32`]).
+/// Stores the 16 lanes at `p` as float32.
 ///
 /// # Safety
-/// `p` is valid for writing 16 consecutive `T`.
+/// `p` is valid for writing 16 consecutive `f32`.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma")]
-pub(crate) unsafe fn store_exact<T: Float>(p: *mut T, v: V) {
-    if is::<T, bf16>() {
-        let halves = _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(_mm512_castps_si512(v)));
-        // SAFETY: `T` is `bf16`: 32 writable bytes.
-        unsafe { _mm256_storeu_si256(p.cast::<__m256i>(), halves) }
-    } else {
-        // SAFETY: the caller's guarantee; narrowing an exact widening is exact for f32.
-        unsafe { store(p, v) }
-    }
+pub(crate) unsafe fn store_f32(p: *mut f32, v: V) {
+    // SAFETY: the caller gives 16 writable values.
+    unsafe { _mm512_storeu_ps(p, v) }
+}
+
+/// Stores the upper 16 bits of each lane at `p` as a bf16: the lanes' own bf16 values where
+/// they are exact widenings of bf16 (NaN payloads kept); truncated otherwise.
+///
+/// # Safety
+/// `p` is valid for writing 16 consecutive `bf16`.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(crate) unsafe fn store_bf16_exact(p: *mut bf16, v: V) {
+    let halves = _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(_mm512_castps_si512(v)));
+    // SAFETY: the caller gives 16 writable values (32 bytes).
+    unsafe { _mm256_storeu_si256(p.cast::<__m256i>(), halves) }
 }
 
 /// The 16×16 transpose: lane `j` of `rows[i]` becomes lane `i` of the result's vector `j`. In

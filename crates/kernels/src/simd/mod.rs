@@ -17,18 +17,19 @@
 //! | `mul_add(a, b, c)` | `a · b + c` rounded once |
 //! | `gt`, `lt`, `ge`, `le`, `eq`, `is_nan` | masks (ordered: false where a NaN is compared) |
 //! | `or`, `and`, `and_not`, `all`, `mask_lanes` | masks combined, all set, as booleans |
-//! | `select(m, a, b)` | `a` where `m`, else `b` |
+//! | `select(m, a, b)`, `clear(m, v)` | `a` where `m`, else `b`; `v` with the lanes `m` sets made `+0` |
 //! | `maximum`, `minimum`, `clip` | MLX's selections (a NaN in `x` kept; see `elementwise`) |
 //! | `bits_and`, `bits_zero`, `min_bits`, `add_bits` | on the lanes' bits as unsigned integers |
 //! | `two_to(n)` | `2ⁿ` for integral `n`, built in the exponent field as MLX's `exp` builds it |
 //! | `round_bf16`, `round_bf16_not_nan`, `round::<T>` | rounded to bf16 (or `T`) as MLX rounds, widened back |
+//! | `load_f32`, `load_bf16`, `store_f32`, `store_bf16_exact` (raw) | `LANES` values of one dtype |
 //! | `load`, `store`, `store_exact` (raw) | `LANES` values of any [`Float`](crate::Float) widened, narrowed as MLX narrows, narrowed bit for bit |
 //! | `load_at`, `store_at`, `store_exact_at` | the same on `x[c..c + LANES]` (safe: bounds checked) |
 //! | `transpose` | `LANES × LANES`: lane `j` of row `i` becomes lane `i` of row `j` |
 //! | `row_sums` | one row per lane: `Σ term(row[c])` in column order, as MLX's sequential reductions |
 //!
-//! The first half is written per instruction set (its intrinsics); `round`, the slice loads and
-//! stores, the selections, `row_sums` are written once (`derived!`) over it.
+//! The first half is written per instruction set (its intrinsics); `round`, the loads and
+//! stores of any `Float`, the selections, `row_sums` are written once (`derived!`) over it.
 //!
 //! # Stamping
 //!
@@ -194,7 +195,7 @@ macro_rules! derived {
 
             /// Each lane rounded to `T` (as MLX's `static_cast<T>(float)`) and widened back:
             /// the identity for float32, [`round_bf16`] for bf16.
-            pub(crate) fn round[T: Float](v: V) -> V {
+            pub(crate) fn round[T: $crate::Float](v: V) -> V {
                 if $crate::element::is::<T, f32>() {
                     v
                 } else if $crate::element::is::<T, half::bf16>() {
@@ -204,9 +205,63 @@ macro_rules! derived {
                 }
             }
 
+            /// The `LANES` values at `p` widened to float32 (exactly).
+            ///
+            /// # Safety
+            /// `p` is valid for reading `LANES` consecutive `T`.
+            pub(crate) unsafe fn load[T: $crate::Float](p: *const T) -> V {
+                if $crate::element::is::<T, f32>() {
+                    // SAFETY: `T` is `f32`; the caller's guarantee.
+                    unsafe { load_f32(p.cast()) }
+                } else if $crate::element::is::<T, half::bf16>() {
+                    // SAFETY: `T` is `bf16`; the caller's guarantee.
+                    unsafe { load_bf16(p.cast()) }
+                } else {
+                    // SAFETY: `i < LANES`; the caller gives `LANES` readable values.
+                    from_array(&std::array::from_fn(|i| unsafe { p.add(i).read() }.to_f32()))
+                }
+            }
+
+            /// Stores the `LANES` lanes at `p`, each narrowed to `T` as MLX narrows
+            /// ([`bf16_from_f32`](crate::bf16_from_f32) for bf16).
+            ///
+            /// # Safety
+            /// `p` is valid for writing `LANES` consecutive `T`.
+            pub(crate) unsafe fn store[T: $crate::Float](p: *mut T, v: V) {
+                if $crate::element::is::<T, half::bf16>() {
+                    // SAFETY: `T` is `bf16`; the caller's guarantee.
+                    unsafe { store_bf16_exact(p.cast(), round_bf16(v)) }
+                } else if $crate::element::is::<T, f32>() {
+                    // SAFETY: `T` is `f32`; the caller's guarantee.
+                    unsafe { store_f32(p.cast(), v) }
+                } else {
+                    for (i, lane) in to_array(v).into_iter().enumerate() {
+                        // SAFETY: `i < LANES`; the caller gives `LANES` writable values.
+                        unsafe { p.add(i).write(T::from_f32(lane)) };
+                    }
+                }
+            }
+
+            /// Stores lanes that are exact widenings of `T` values (loaded by [`load`], or
+            /// selected among such) back to those values, bit for bit: no rounding, NaN payloads
+            /// kept (for the [`native`](crate::element::native) types; others go through
+            /// [`Float::from_f32`](crate::Float::from_f32)).
+            ///
+            /// # Safety
+            /// `p` is valid for writing `LANES` consecutive `T`.
+            pub(crate) unsafe fn store_exact[T: $crate::Float](p: *mut T, v: V) {
+                if $crate::element::is::<T, half::bf16>() {
+                    // SAFETY: `T` is `bf16`; the caller's guarantee.
+                    unsafe { store_bf16_exact(p.cast(), v) }
+                } else {
+                    // SAFETY: the caller's guarantee; narrowing an exact widening is exact for f32.
+                    unsafe { store(p, v) }
+                }
+            }
+
             /// [`load`] of `x[c..c + LANES]`: the safe load (it panics unless
             /// `c + LANES <= x.len()`, which the callers' loop bounds ensure).
-            pub(crate) fn load_at[T: Float](x: &[T], c: usize) -> V {
+            pub(crate) fn load_at[T: $crate::Float](x: &[T], c: usize) -> V {
                 let x = &x[c..c + LANES];
                 // SAFETY: `x` holds `LANES` readable values.
                 unsafe { load(x.as_ptr()) }
@@ -214,7 +269,7 @@ macro_rules! derived {
 
             /// [`store`] of `v` into `x[c..c + LANES]`: the safe store (it panics unless
             /// `c + LANES <= x.len()`).
-            pub(crate) fn store_at[T: Float](x: &mut [T], c: usize, v: V) {
+            pub(crate) fn store_at[T: $crate::Float](x: &mut [T], c: usize, v: V) {
                 let x = &mut x[c..c + LANES];
                 // SAFETY: `x` holds `LANES` writable values.
                 unsafe { store(x.as_mut_ptr(), v) }
@@ -222,7 +277,7 @@ macro_rules! derived {
 
             /// [`store_exact`] of `v` into `x[c..c + LANES]`: the safe store (it panics unless
             /// `c + LANES <= x.len()`).
-            pub(crate) fn store_exact_at[T: Float](x: &mut [T], c: usize, v: V) {
+            pub(crate) fn store_exact_at[T: $crate::Float](x: &mut [T], c: usize, v: V) {
                 let x = &mut x[c..c + LANES];
                 // SAFETY: `x` holds `LANES` writable values.
                 unsafe { store_exact(x.as_mut_ptr(), v) }
@@ -252,7 +307,7 @@ macro_rules! derived {
             ///
             /// # Safety
             /// Each `rows[i]` is valid for reading `dim` values.
-            pub(crate) unsafe fn row_sums[T: Float](
+            pub(crate) unsafe fn row_sums[T: $crate::Float](
                 rows: &[*const T; LANES],
                 dim: usize,
                 term: impl Fn(V) -> V,
@@ -300,6 +355,7 @@ macro_rules! interface {
             let _: unsafe fn(M) -> bool = all;
             let _: unsafe fn(M) -> [bool; LANES] = mask_lanes;
             let _: unsafe fn(M, V, V) -> V = select;
+            let _: unsafe fn(M, V) -> V = clear;
             let _: [unsafe fn(V, V) -> V; 3] = [maximum, minimum, min_bits];
             let _: unsafe fn(V, (f32, f32)) -> V = clip;
             let _: unsafe fn(V, u32) -> V = bits_and;
@@ -307,6 +363,10 @@ macro_rules! interface {
             let _: unsafe fn(V, i32) -> V = add_bits;
             let _: unsafe fn(V) -> V = two_to;
             let _: [unsafe fn(V) -> V; 4] = [round_bf16, round_bf16_not_nan, round::<f32>, round::<half::bf16>];
+            let _: unsafe fn(*const f32) -> V = load_f32;
+            let _: unsafe fn(*const half::bf16) -> V = load_bf16;
+            let _: unsafe fn(*mut f32, V) = store_f32;
+            let _: unsafe fn(*mut half::bf16, V) = store_bf16_exact;
             let _: unsafe fn(*const half::bf16) -> V = load::<half::bf16>;
             let _: unsafe fn(*mut half::bf16, V) = store::<half::bf16>;
             let _: unsafe fn(*mut half::bf16, V) = store_exact::<half::bf16>;

@@ -1,8 +1,6 @@
 //! The lanes vocabulary ([`simd`](super)) on NEON (aarch64): four float32 lanes in a
 //! `float32x4_t`, masks as `uint32x4_t` compare results (all ones or zeros per lane).
 
-use crate::Float;
-use crate::element::is;
 use half::bf16;
 use std::arch::aarch64::*;
 
@@ -185,6 +183,13 @@ pub(crate) fn select(m: M, a: V, b: V) -> V {
     vbslq_f32(m, a, b)
 }
 
+/// `v` with the lanes `m` sets made `+0`.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(crate) fn clear(m: M, v: V) -> V {
+    vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), m))
+}
+
 /// The lanes' bits and `mask`.
 #[inline]
 #[target_feature(enable = "neon")]
@@ -242,64 +247,51 @@ pub(crate) fn round_bf16_not_nan(v: V) -> V {
     vreinterpretq_f32_u32(vandq_u32(rounded, vdupq_n_u32(0xFFFF_0000)))
 }
 
-/// The 4 values at `p` widened to float32.
+/// The 4 float32 values at `p`.
 ///
 /// # Safety
-/// `p` is valid for reading 4 consecutive `T`.
+/// `p` is valid for reading 4 consecutive `f32`.
 #[inline]
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn load<T: Float>(p: *const T) -> V {
-    if is::<T, f32>() {
-        // SAFETY: `T` is `f32`; the caller gives 4 readable values.
-        unsafe { vld1q_f32(p.cast::<f32>()) }
-    } else if is::<T, bf16>() {
-        // SAFETY: `T` is `bf16` (16 bits each): 8 readable bytes.
-        let halves = unsafe { vld1_u16(p.cast::<u16>()) };
-        vreinterpretq_f32_u32(vshll_n_u16::<16>(halves))
-    } else {
-        // SAFETY: `i < 4`; the caller gives 4 readable values.
-        from_array(&std::array::from_fn(|i| unsafe { p.add(i).read() }.to_f32()))
-    }
+pub(crate) unsafe fn load_f32(p: *const f32) -> V {
+    // SAFETY: the caller gives 4 readable values.
+    unsafe { vld1q_f32(p) }
 }
 
-/// Stores the 4 lanes at `p`, each narrowed to `T` as MLX narrows.
+/// The 4 bf16 values at `p`, widened (exactly) to float32.
 ///
 /// # Safety
-/// `p` is valid for writing 4 consecutive `T`.
+/// `p` is valid for reading 4 consecutive `bf16`.
 #[inline]
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn store<T: Float>(p: *mut T, v: V) {
-    if is::<T, bf16>() {
-        // SAFETY: the caller's guarantee; the rounded lanes are exact widenings of bf16.
-        unsafe { store_exact(p, round_bf16(v)) }
-    } else if is::<T, f32>() {
-        // SAFETY: `T` is `f32`; the caller gives 4 writable values.
-        unsafe { vst1q_f32(p.cast::<f32>(), v) }
-    } else {
-        for (i, lane) in to_array(v).into_iter().enumerate() {
-            // SAFETY: `i < 4`; the caller gives 4 writable values.
-            unsafe { p.add(i).write(T::from_f32(lane)) };
-        }
-    }
+pub(crate) unsafe fn load_bf16(p: *const bf16) -> V {
+    // SAFETY: the caller gives 4 readable values (8 bytes).
+    let halves = unsafe { vld1_u16(p.cast::<u16>()) };
+    vreinterpretq_f32_u32(vshll_n_u16::<16>(halves))
 }
 
-/// Stores 4 lanes that are exact widenings of `T` values (loaded by [`load`], or selected
-/// among such) back to those values, bit for bit: no rounding, NaN payloads kept (for the
-/// [`native`](crate::element::native) types; others go through [`Float::from_f32`]).
+/// Stores the 4 lanes at `p` as float32.
 ///
 /// # Safety
-/// `p` is valid for writing 4 consecutive `T`.
+/// `p` is valid for writing 4 consecutive `f32`.
 #[inline]
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn store_exact<T: Float>(p: *mut T, v: V) {
-    if is::<T, bf16>() {
-        let bits = vshrn_n_u32::<16>(vreinterpretq_u32_f32(v));
-        // SAFETY: `T` is `bf16`: 8 writable bytes.
-        unsafe { vst1_u16(p.cast::<u16>(), bits) }
-    } else {
-        // SAFETY: the caller's guarantee; narrowing an exact widening is exact for f32.
-        unsafe { store(p, v) }
-    }
+pub(crate) unsafe fn store_f32(p: *mut f32, v: V) {
+    // SAFETY: the caller gives 4 writable values.
+    unsafe { vst1q_f32(p, v) }
+}
+
+/// Stores the upper 16 bits of each lane at `p` as a bf16: the lanes' own bf16 values where
+/// they are exact widenings of bf16 (NaN payloads kept); truncated otherwise.
+///
+/// # Safety
+/// `p` is valid for writing 4 consecutive `bf16`.
+#[inline]
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn store_bf16_exact(p: *mut bf16, v: V) {
+    let bits = vshrn_n_u32::<16>(vreinterpretq_u32_f32(v));
+    // SAFETY: the caller gives 4 writable values (8 bytes).
+    unsafe { vst1_u16(p.cast::<u16>(), bits) }
 }
 
 /// The 4×4 transpose: lane `j` of `rows[i]` becomes lane `i` of the result's vector `j`.
