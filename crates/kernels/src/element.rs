@@ -69,8 +69,8 @@ pub(crate) fn is<T: 'static, U: 'static>() -> bool {
     TypeId::of::<T>() == TypeId::of::<U>()
 }
 
-/// Whether `T` is `f32` or `bf16`, the types whose bits the vector code (`lanes`,
-/// `lanes_neon`) moves without going through [`Float`]'s conversions.
+/// Whether `T` is `f32` or `bf16`, the types whose bits the vector code (the lanes of
+/// [`simd`](crate::simd)) moves without going through [`Float`]'s conversions.
 #[inline(always)]
 pub(crate) fn native<T: 'static>() -> bool {
     is::<T, f32>() || is::<T, bf16>()

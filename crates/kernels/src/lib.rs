@@ -4,13 +4,21 @@
 //!
 //! MLX's CPU kernels on x86 run with a SIMD width of 1: every reduction (a matmul's k-sum, a
 //! softmax's normaliser, a norm's sum of squares) runs sequentially in index order, each
-//! product rounded before it is added. A kernel here keeps each output's own order of
-//! operations and vectorises across outputs or rows, never along one reduction; that is
-//! what lets it be exact and fast at once. Every kernel runs over all cores (rayon), with
-//! AVX2 + FMA where the CPU has it (the matrix products' tiles and the softmax also in AVX-512
-//! where the CPU has that) and a portable loop otherwise; all give the same bits. The
-//! instruction set is decided once per process ([`cpu::isa`], which the environment can
-//! lower) and passed down from each kernel's entry.
+//! product rounded before it is added (on aarch64 the stock wheel fuses the two:
+//! [`gemm::TargetMultiplyAdd`]). A kernel here keeps each output's own order of operations and
+//! vectorises across outputs or rows, never along one reduction; that is what lets it be
+//! exact and fast at once. Every kernel runs over all cores (rayon), with AVX2 + FMA on x86-64
+//! where the CPU has it (the matrix products' tiles, the softmax and `exp` also in AVX-512
+//! where the CPU has that), NEON on aarch64, and a portable loop otherwise; all give the same
+//! bits on one target. The instruction set is decided once per process ([`cpu::isa`], which
+//! the environment can lower) and passed down from each kernel's entry.
+//!
+//! The crate by concern: the matrix products ([`gemm`], [`quantized`]) and attention
+//! ([`attention`]); the kernels over rows ([`rms_norm`], [`vision_rms_norm`], [`layer_norm`],
+//! [`rope`]); the element-wise ones ([`elementwise`], [`exp`], [`tanh`], [`power`], [`gelu`]);
+//! the instruction sets ([`cpu`], and `simd`: the one vocabulary of float32 lanes that AVX2,
+//! AVX-512 and NEON each implement, over which the vector code is written once and stamped per
+//! instruction set).
 //!
 //! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound. The
 //! `#[target_feature]` code is reached through safe entries that take a proof token of the
@@ -43,30 +51,20 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod attention;
-pub mod cpu;
 mod element;
-pub mod elementwise;
 mod error;
-pub mod exp;
-pub mod gelu;
 pub mod gemm;
-#[cfg(target_arch = "x86_64")]
-mod lanes;
-#[cfg(target_arch = "aarch64")]
-mod lanes_neon;
-pub mod layer_norm;
+mod math;
 pub mod parallel;
-pub mod power;
 pub mod quantized;
-pub mod rms_norm;
-pub mod rope;
 mod rows;
-mod scratch;
-pub mod tanh;
+mod simd;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
-pub mod vision_rms_norm;
 
 pub use element::{ElementType, Float, bf16_from_f32};
 pub use error::{Error, Result};
+pub use math::{elementwise, exp, gelu, power, tanh};
+pub use rows::{layer_norm, rms_norm, rope, vision_rms_norm};
+pub use simd::cpu;

@@ -18,8 +18,8 @@ use super::{AttentionInputs, AttentionShape, MaskRef};
 use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{Steps, TileKernel};
+use crate::gemm::scratch::{with_scratch, with_shared};
 use crate::gemm::tile::{MR, NR, TILE};
-use crate::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
 

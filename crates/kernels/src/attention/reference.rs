@@ -1,5 +1,5 @@
 //! The scalar twin of MLX's CPU attention fallback: the op steps one after the other, each
-//! product through [`gemm::reference`](crate::gemm::reference), the softmax written as
+//! product through [`gemm::reference`](crate::gemm::reference()), the softmax written as
 //! `softmax.cpp` runs it with a simd width of 1. It defines the bits
 //! [`attention`](super::attention) reproduces.
 

@@ -122,101 +122,55 @@ impl Lanes {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    //! The steps on two vectors of 8 lanes per key, the same bits as the portable loops.
+crate::simd::stamp! {
+    lanes v (exp = crate::exp) for Avx2, Avx512, Neon;
 
-    use super::NR;
-    use crate::ElementType;
-    use crate::Float;
-    use crate::exp::avx2::{exp8, exp8_nonpositive};
-    use crate::gemm::magnitudes::Magnitudes;
-    use crate::lanes::round8;
-    use std::arch::x86_64::*;
-
-    const _: () = assert!(NR == 16);
-
-    /// MLX's `maximum(x, m)` per lane.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn maximum(x: __m256, m: __m256) -> __m256 {
-        let take = _mm256_or_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(x, m), _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
-        _mm256_blendv_ps(m, x, take)
-    }
-
-    /// Loads the 16 lanes of `row`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn load(row: &[f32]) -> [__m256; 2] {
+    /// The `NR` lanes of `row`, in `NR / LANES` vectors.
+    fn load(row: &[f32]) -> [v::V; NR / v::LANES] {
         let row = &row[..NR];
-        // SAFETY: `row` holds 16 floats.
-        unsafe { [_mm256_loadu_ps(row.as_ptr()), _mm256_loadu_ps(row.as_ptr().add(8))] }
+        std::array::from_fn(|q| v::load_at(row, q * v::LANES))
     }
 
-    /// Stores 16 lanes into `row`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn store(row: &mut [f32], lanes: [__m256; 2]) {
+    /// Stores `NR` lanes into `row`.
+    fn store(row: &mut [f32], lanes: [v::V; NR / v::LANES]) {
         let row = &mut row[..NR];
-        // SAFETY: `row` holds 16 floats.
-        unsafe {
-            _mm256_storeu_ps(row.as_mut_ptr(), lanes[0]);
-            _mm256_storeu_ps(row.as_mut_ptr().add(8), lanes[1]);
+        for (q, lanes) in lanes.into_iter().enumerate() {
+            v::store_at(row, q * v::LANES, lanes);
         }
     }
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`scores_tf`] behind the token that proves its target features.
-        pub(super) fn scores[T: Float](
-            rows: &mut [f32],
-            mask: Option<&[f32]>,
-            maximum_lanes: &mut [f32; NR],
-        ) = scores_tf;
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    fn scores_tf<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
+    /// [`Lanes::scores`](super::Lanes::scores), the same bits as the portable loop.
+    entry fn scores[T: Float](rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
         let mut m = load(maximum_lanes);
         for (j, row) in rows.chunks_exact_mut(NR).enumerate() {
-            let s = load(row);
-            let mut x = [round8::<T>(s[0]), round8::<T>(s[1])];
-            if let Some(mask) = mask {
-                let add = load(&mask[j * NR..]);
-                x = [round8::<T>(_mm256_add_ps(x[0], add[0])), round8::<T>(_mm256_add_ps(x[1], add[1]))];
+            let mut x = load(row);
+            let add = mask.map(|mask| load(&mask[j * NR..]));
+            for q in 0..NR / v::LANES {
+                x[q] = v::round::<T>(x[q]);
+                if let Some(add) = add {
+                    x[q] = v::round::<T>(v::add(x[q], add[q]));
+                }
+                m[q] = v::maximum(x[q], m[q]);
             }
             store(row, x);
-            m = [maximum(x[0], m[0]), maximum(x[1], m[1])];
         }
         store(maximum_lanes, m);
     }
 
-    /// Whether all 8 lanes are finite.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn finite(x: __m256) -> bool {
-        let magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0), x);
-        _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(magnitude, _mm256_set1_ps(f32::INFINITY))) == 0xFF
-    }
-
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`exponentials_tf`] behind the token that proves its target features.
-        pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] = exponentials_tf;
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    fn exponentials_tf(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+    /// [`Lanes::exponentials`](super::Lanes::exponentials), the same bits as the portable loop.
+    entry fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
         let m = load(maximum);
-        // Where a lane's maximum is finite, no score of it is NaN (a NaN would be the maximum)
-        // and none exceeds it: every `s − m` is `≤ 0` or `−∞`.
-        let bounded = [finite(m[0]), finite(m[1])];
-        let exp = |x: __m256, bounded: bool| if bounded { exp8_nonpositive(x) } else { exp8(x) };
-        let mut sum = [_mm256_setzero_ps(); 2];
+        // Where a vector's maxima are finite, no score of its lanes is NaN (a NaN would be the
+        // maximum) and none exceeds them: every `s − m` is `≤ 0` or `−∞`.
+        let bounded = m.map(|m| v::all(v::lt(v::abs(m), v::splat(f32::INFINITY))));
+        let mut sum = [v::splat(0.0); NR / v::LANES];
         for row in scores.chunks_exact_mut(NR) {
-            let s = load(row);
-            let e = [exp(_mm256_sub_ps(s[0], m[0]), bounded[0]), exp(_mm256_sub_ps(s[1], m[1]), bounded[1])];
-            sum = [_mm256_add_ps(sum[0], e[0]), _mm256_add_ps(sum[1], e[1])];
+            let mut e = load(row);
+            for q in 0..NR / v::LANES {
+                let x = v::sub(e[q], m[q]);
+                e[q] = if bounded[q] { exp::exp_nonpositive(x) } else { exp::exp(x) };
+                sum[q] = v::add(sum[q], e[q]);
+            }
             store(row, e);
         }
         let mut out = [0.0f32; NR];
@@ -224,26 +178,19 @@ mod avx2 {
         out
     }
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`normalize_tf`] behind the token that proves its target features.
-        pub(super) fn normalize[T: Float](rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes = normalize_tf;
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    fn normalize_tf<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
+    /// [`Lanes::normalize`](super::Lanes::normalize), the same bits as the portable loop.
+    entry fn normalize[T: Float](rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
         let inv = load(inverse);
         let bounded = T::DTYPE == ElementType::Bf16;
         // The smallest nonzero finite `p`: every `p` is `+0`, positive or the canonical NaN
         // (`0x7FC0`), so `bits − 1` as unsigned puts the zeros last and the NaNs above `+∞`.
-        let one = _mm256_set1_epi32(1);
-        let mut least = _mm256_set1_epi32(-1);
+        let mut least = v::splat(f32::from_bits(u32::MAX));
         for row in rows.chunks_exact_mut(NR) {
-            let e = load(row);
-            let p = [round8::<T>(_mm256_mul_ps(e[0], inv[0])), round8::<T>(_mm256_mul_ps(e[1], inv[1]))];
-            if bounded {
-                for half in p {
-                    least = _mm256_min_epu32(least, _mm256_sub_epi32(_mm256_castps_si256(half), one));
+            let mut p = load(row);
+            for q in 0..NR / v::LANES {
+                p[q] = v::round::<T>(v::mul(p[q], inv[q]));
+                if bounded {
+                    least = v::min_bits(least, v::add_bits(p[q], -1));
                 }
             }
             store(row, p);
@@ -251,155 +198,8 @@ mod avx2 {
         if !bounded {
             return Magnitudes::UNBOUNDED;
         }
-        let mut lanes = [0u32; 8];
-        // SAFETY: `lanes` holds 8 lanes of 32 bits.
-        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), least) };
-        let least = lanes.into_iter().min().unwrap_or(u32::MAX).wrapping_add(1);
+        let least = v::to_array(least).into_iter().map(f32::to_bits).min().unwrap_or(u32::MAX).wrapping_add(1);
         let min = if least < f32::INFINITY.to_bits() { f32::from_bits(least) } else { f32::INFINITY };
         Magnitudes { max: 1.0, min }
     }
 }
-
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    //! The steps on one vector of 16 lanes per key, the same bits as the portable loops.
-
-    use super::NR;
-    use crate::exp::avx512::{exp16, exp16_nonpositive};
-    use crate::gemm::magnitudes::Magnitudes;
-    use crate::{ElementType, Float};
-    use std::arch::x86_64::*;
-
-    const _: () = assert!(NR == 16);
-
-    /// The 16 lanes of `row`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn load(row: &[f32]) -> __m512 {
-        let row = &row[..NR];
-        // SAFETY: `row` holds 16 floats.
-        unsafe { _mm512_loadu_ps(row.as_ptr()) }
-    }
-
-    /// Stores 16 lanes into `row`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn store(row: &mut [f32], lanes: __m512) {
-        let row = &mut row[..NR];
-        // SAFETY: `row` holds 16 floats.
-        unsafe { _mm512_storeu_ps(row.as_mut_ptr(), lanes) }
-    }
-
-    /// Each lane rounded to `T` and widened back, as [`lanes::round8`](crate::lanes::round8):
-    /// the identity for float32; bf16's round-to-nearest-even with every NaN made `0x7FC0`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn round<T: Float>(v: __m512) -> __m512 {
-        if T::DTYPE == ElementType::F32 {
-            return v;
-        }
-        let u = _mm512_castps_si512(v);
-        let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(u), _mm512_set1_epi32(1));
-        let rounded = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF)));
-        let upper = _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(0xFFFF_0000_u32 as i32)));
-        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
-        _mm512_mask_blend_ps(nan, upper, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC0_0000)))
-    }
-
-    /// MLX's `maximum(x, m)` per lane.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn maximum(x: __m512, m: __m512) -> __m512 {
-        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, m) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-        _mm512_mask_blend_ps(take, m, x)
-    }
-
-    crate::cpu::target_entry! {
-        Avx512;
-        /// [`scores_tf`] behind the token that proves its target features.
-        pub(super) fn scores[T: Float](
-            rows: &mut [f32],
-            mask: Option<&[f32]>,
-            maximum_lanes: &mut [f32; NR],
-        ) = scores_tf;
-    }
-
-    #[target_feature(enable = "avx512f")]
-    fn scores_tf<T: Float>(rows: &mut [f32], mask: Option<&[f32]>, maximum_lanes: &mut [f32; NR]) {
-        let mut m = load(maximum_lanes);
-        match mask {
-            None => {
-                for row in rows.chunks_exact_mut(NR) {
-                    let x = round::<T>(load(row));
-                    store(row, x);
-                    m = maximum(x, m);
-                }
-            }
-            Some(mask) => {
-                for (row, add) in rows.chunks_exact_mut(NR).zip(mask.chunks_exact(NR)) {
-                    let x = round::<T>(_mm512_add_ps(round::<T>(load(row)), load(add)));
-                    store(row, x);
-                    m = maximum(x, m);
-                }
-            }
-        }
-        store(maximum_lanes, m);
-    }
-
-    crate::cpu::target_entry! {
-        Avx512;
-        /// [`exponentials_tf`] behind the token that proves its target features.
-        pub(super) fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] = exponentials_tf;
-    }
-
-    #[target_feature(enable = "avx512f")]
-    fn exponentials_tf(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
-        let m = load(maximum);
-        // Where every lane's maximum is finite, no score is NaN (a NaN would be the maximum)
-        // and none exceeds it: every `s − m` is `≤ 0` or `−∞`.
-        let magnitude = _mm512_abs_ps(m);
-        let bounded = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(magnitude, _mm512_set1_ps(f32::INFINITY)) == 0xFFFF;
-        let mut sum = _mm512_setzero_ps();
-        for row in scores.chunks_exact_mut(NR) {
-            let x = _mm512_sub_ps(load(row), m);
-            let e = if bounded { exp16_nonpositive(x) } else { exp16(x) };
-            sum = _mm512_add_ps(sum, e);
-            store(row, e);
-        }
-        let mut out = [0.0f32; NR];
-        store(&mut out, sum);
-        out
-    }
-
-    crate::cpu::target_entry! {
-        Avx512;
-        /// [`normalize_tf`] behind the token that proves its target features.
-        pub(super) fn normalize[T: Float](rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes = normalize_tf;
-    }
-
-    #[target_feature(enable = "avx512f")]
-    fn normalize_tf<T: Float>(rows: &mut [f32], inverse: &[f32; NR]) -> Magnitudes {
-        let inv = load(inverse);
-        let bounded = T::DTYPE == ElementType::Bf16;
-        // The smallest nonzero finite `p`, as the AVX2 lanes find it: `bits − 1` as unsigned
-        // puts the zeros last and the NaNs above `+∞`.
-        let one = _mm512_set1_epi32(1);
-        let mut least = _mm512_set1_epi32(-1);
-        for row in rows.chunks_exact_mut(NR) {
-            let p = round::<T>(_mm512_mul_ps(load(row), inv));
-            if bounded {
-                least = _mm512_min_epu32(least, _mm512_sub_epi32(_mm512_castps_si512(p), one));
-            }
-            store(row, p);
-        }
-        if !bounded {
-            return Magnitudes::UNBOUNDED;
-        }
-        let least = _mm512_reduce_min_epu32(least).wrapping_add(1);
-        let min = if least < f32::INFINITY.to_bits() { f32::from_bits(least) } else { f32::INFINITY };
-        Magnitudes { max: 1.0, min }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon;

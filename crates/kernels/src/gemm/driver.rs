@@ -22,7 +22,7 @@ use super::pack::pack_a;
 use super::right_operand::RightOperand;
 use super::tile::{LINE, MR, NR, TILE};
 use crate::elementwise::clip_scalar;
-use crate::scratch::{with_scratch, with_shared};
+use crate::gemm::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
 

@@ -98,84 +98,26 @@ impl<O: Float> Epilogue<'_, O> {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::NR;
-    use crate::Float;
-    use crate::lanes::{clip8, load8, round8, store8};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`store_row_tf`] behind the token that proves its target features.
-        pub(super) fn store_row[O: Float](
-            acc: &[f32],
-            bias: Option<&[O]>,
-            clip: Option<(f32, f32)>,
-            dst: &mut [O],
-        ) = store_row_tf;
-    }
-
-    /// [`super::Epilogue::store_row`] for a full row of `NR` values: `O(acc [+ bias])`, then
-    /// MLX's clip on the `O` values (a NaN kept, a NaN bound taken), stored as `O`.
-    #[target_feature(enable = "avx2,fma")]
-    fn store_row_tf<O: Float>(acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
-        let (acc, dst) = (&acc[..NR], &mut dst[..NR]);
-        for half in 0..NR / 8 {
-            let at = half * 8;
-            // SAFETY: `acc` holds 16 floats.
-            let mut v = unsafe { _mm256_loadu_ps(acc.as_ptr().add(at)) };
-            if let Some(bias) = bias {
-                let bias = &bias[at..at + 8];
-                // SAFETY: `bias` holds 8 values.
-                v = _mm256_add_ps(v, unsafe { load8::<O>(bias.as_ptr()) });
-            }
-            v = round8::<O>(v);
-            if let Some(bounds) = clip {
-                v = clip8(v, bounds);
-            }
-            let out = &mut dst[at..at + 8];
-            // SAFETY: `out` holds 8 writable values; `v` holds values of `O` (rounded above).
-            unsafe { store8::<O>(out.as_mut_ptr(), v) };
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::NR;
-    use crate::Float;
-    use crate::lanes_neon::{clip4, load_at, round4, store_at};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`store_row_tf`] behind the token that proves its target features.
-        pub(super) fn store_row[O: Float](
-            acc: &[f32],
-            bias: Option<&[O]>,
-            clip: Option<(f32, f32)>,
-            dst: &mut [O],
-        ) = store_row_tf;
-    }
-
-    /// [`super::Epilogue::store_row`] for a full row of `NR` values, 4 at a time:
+    /// [`Epilogue::store_row`] for a full row of `NR` values, `LANES` at a time:
     /// `O(acc [+ bias])`, then MLX's clip on the `O` values (a NaN kept; the bounds not NaN),
     /// stored as `O`.
-    #[target_feature(enable = "neon")]
-    fn store_row_tf<O: Float>(acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
+    entry fn store_row[O: Float](acc: &[f32], bias: Option<&[O]>, clip: Option<(f32, f32)>, dst: &mut [O]) {
         let (acc, dst) = (&acc[..NR], &mut dst[..NR]);
-        for at in (0..NR).step_by(4) {
-            let mut v = load_at(acc, at);
+        for vector in 0..NR / v::LANES {
+            let at = vector * v::LANES;
+            let mut y = v::load_at(acc, at);
             if let Some(bias) = bias {
-                v = vaddq_f32(v, load_at(bias, at));
+                y = v::add(y, v::load_at(bias, at));
             }
-            v = round4::<O>(v);
+            y = v::round::<O>(y);
             if let Some(bounds) = clip {
-                v = clip4(v, bounds);
+                y = v::clip(y, bounds);
             }
-            // `v` holds values of `O` (rounded above, or a bound of `O`): the store is exact.
-            store_at(dst, at, v);
+            // `y` holds values of `O` (rounded above, or a bound of `O`): the store is exact.
+            v::store_at(dst, at, y);
         }
     }
 }

@@ -66,64 +66,18 @@ fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32], i
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::super::microkernel_bf16::x86::round;
-    use super::{NR, TILE};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`combine_bf16_tf`] behind the token that proves its target features.
-        pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) = combine_bf16_tf;
-    }
-
-    /// [`super::combine_bf16`] eight columns at a time.
-    #[target_feature(enable = "avx2,fma")]
-    fn combine_bf16_tf(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
+    /// [`combine_bf16`](super::combine_bf16) `LANES` columns at a time.
+    entry fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
         let scales = &scales[..NR];
-        for half in 0..NR / 8 {
-            // SAFETY: `scales` holds `NR` floats.
-            let s = unsafe { _mm256_loadu_ps(scales.as_ptr().add(half * 8)) };
+        for vector in 0..NR / v::LANES {
+            let at = vector * v::LANES;
+            let s = v::load_at(scales, at);
             for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
-                let (c, p) = (&mut c[half * 8..half * 8 + 8], &p[half * 8..half * 8 + 8]);
-                // SAFETY: `c` and `p` hold 8 floats each.
-                unsafe {
-                    let scaled = round(_mm256_mul_ps(s, _mm256_loadu_ps(p.as_ptr())));
-                    _mm256_storeu_ps(c.as_mut_ptr(), round(_mm256_add_ps(_mm256_loadu_ps(c.as_ptr()), scaled)));
-                }
-            }
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::{NR, TILE};
-    use crate::lanes_neon::round4_bf16_not_nan as round;
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`combine_bf16_tf`] behind the token that proves its target features.
-        pub(super) fn combine_bf16(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) = combine_bf16_tf;
-    }
-
-    /// [`super::combine_bf16`] four columns at a time.
-    #[target_feature(enable = "neon")]
-    fn combine_bf16_tf(tile: &mut [f32; TILE], partial: &[f32; TILE], scales: &[f32]) {
-        let scales = &scales[..NR];
-        for quarter in 0..NR / 4 {
-            let at = quarter * 4;
-            // SAFETY: `scales` holds `NR` floats.
-            let s = unsafe { vld1q_f32(scales.as_ptr().add(at)) };
-            for (c, p) in tile.chunks_exact_mut(NR).zip(partial.chunks_exact(NR)) {
-                let (c, p) = (&mut c[at..at + 4], &p[at..at + 4]);
-                // SAFETY: `c` and `p` hold 4 floats each.
-                unsafe {
-                    let scaled = round(vmulq_f32(s, vld1q_f32(p.as_ptr())));
-                    vst1q_f32(c.as_mut_ptr(), round(vaddq_f32(vld1q_f32(c.as_ptr()), scaled)));
-                }
+                let scaled = v::round_bf16_not_nan(v::mul(s, v::load_at(p, at)));
+                v::store_at(c, at, v::round_bf16_not_nan(v::add(v::load_at(c, at), scaled)));
             }
         }
     }

@@ -1,4 +1,8 @@
-//! The choice of micro-kernel that computes the register tile ([`tile`](super::tile)).
+//! The choice of micro-kernel that computes the register tile ([`tile`](super::tile)), and the
+//! micro-kernels themselves, one module per instruction set: `portable`, `avx2`, `avx512`,
+//! `neon` (files in `microkernel/`). They stay apart on purpose: each is tiled for its
+//! registers (broadcasts, lane-indexed fused steps, paired tiles); the vector code around them
+//! (packing, stores, the softmax) is written once over [`simd`](crate::simd)'s lanes.
 //!
 //! A micro-kernel updates one `MR × NR` tile of `f32` accumulators (row-major in a slice) with
 //! `kc` rank-1 updates: for each k in order, every accumulator gets `acc = acc + a_i · b_j` under
@@ -6,20 +10,41 @@
 //! on x86-64, where the AVX kernels live; fused on aarch64, where the NEON and portable kernels
 //! run). `a` is a packed micro-panel (`kc × MR`, k-major), `b` one of `kc × NR`. All kernels of
 //! a target give the same bits (on x86-64 the FMA variant only where every product is exact,
-//! see [`magnitudes`](super::magnitudes)); in bf16 arithmetic
-//! ([`microkernel_bf16`](super::microkernel_bf16)) the product and the sum are each rounded to
-//! bf16. Where two tiles share their panel of `b`, [`TileKernel::run_pair`] computes both at
-//! once (the AVX-512 kernel's twelve 16-lane accumulators), with the bits of two single tiles.
+//! see [`magnitudes`](super::magnitudes)). Where two tiles share their panel of `b`,
+//! [`TileKernel::run_pair`] computes both at once (the AVX-512 kernel's twelve 16-lane
+//! accumulators), with the bits of two single tiles.
+//!
+//! In [`Arithmetic::Bf16`](super::arithmetic::Arithmetic::Bf16) each k step gives every
+//! accumulator `acc = bf16(acc + bf16(a_i · b_j))`, the product and the sum each computed in
+//! `f32` and rounded to bf16 ([`round_bf16`](super::arithmetic::round_bf16)), as MLX's scalar
+//! loops over `bfloat16_t` compute `sum += x * w`. The operands and the tile hold bf16 values
+//! (NaNs included: their low 16 bits are zero), so every rounding is the integer rule with no
+//! NaN test (the lanes' `round_bf16_not_nan`); the tile's NaNs are made `0x7FC0` when it is
+//! stored. Each k step costs two roundings per accumulator besides the multiply and the add:
+//! the AVX2 kernel does five integer operations per rounding (shift, and, two adds, and),
+//! twelve vector operations per eight multiply-adds, and runs the tile as two halves of three
+//! rows so that the six accumulators, the two vectors of `b` and the rounding's constants and
+//! temporaries fit in the sixteen registers. The AVX-512 kernel holds each row of the tile in
+//! one 16-lane accumulator and rounds in four operations (bit 16 tested into a mask register,
+//! the add of `0x7FFF`, the add of 1 in the masked lanes, the and): ten vector operations per
+//! sixteen multiply-adds, the same integer rule lane by lane, so its bits are the other
+//! kernels'. The NEON kernel (aarch64) rounds with the AVX2 kernel's five integer operations on
+//! 4 lanes and runs the tile as the same two halves of three rows (twelve accumulators of the
+//! 32 registers); its multiply and add are separate instructions (`fmul`, `fadd`), never one
+//! `fmla`, as every rounding to bf16 between them requires.
 
 use super::arithmetic::TargetMultiplyAdd;
-#[cfg(target_arch = "aarch64")]
-use super::microkernel_neon;
 use super::tile::{GroupedTileFn, MR, NR, PairTileFn, TILE, TileFn};
-#[cfg(target_arch = "x86_64")]
-use super::{microkernel_avx2, microkernel_avx512};
-use super::{microkernel_bf16, microkernel_portable};
 use crate::cpu::Isa;
 use std::fmt;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+pub(super) mod portable;
 
 /// Which micro-kernel computes the tiles: the matrix products' choice, which a caller may name
 /// (tests, benchmarks); it runs at an instruction set no higher than the one
@@ -98,7 +123,7 @@ impl MicroKernel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Steps {
     /// `acc + a · b` in `f32` under
-    /// [`TargetMultiplyAdd`](super::arithmetic::TargetMultiplyAdd) (the product rounded first
+    /// [`TargetMultiplyAdd`] (the product rounded first
     /// on x86-64, one fused rounding on aarch64): MLX's rounding on this target, always right
     /// for [`Arithmetic::F32`](super::arithmetic::Arithmetic::F32).
     Mlx,
@@ -138,24 +163,24 @@ impl TileKernel {
         match isa {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512(avx512) => TileKernel {
-                pairs: Some(microkernel_avx512::pair_tiles(avx512)),
-                bf16: microkernel_bf16::avx512(avx512),
+                pairs: Some(avx512::pair_tiles(avx512)),
+                bf16: avx512::bf16_tile(avx512),
                 ..TileKernel::new(Isa::Avx2(avx512.avx2()))
             },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(avx2) => {
-                let (separate, fused) = microkernel_avx2::tiles(avx2);
-                let (grouped_separate, grouped_fused) = microkernel_avx2::grouped_tiles(avx2);
-                let bf16 = microkernel_bf16::avx2(avx2);
+                let (separate, fused) = avx2::tiles(avx2);
+                let (grouped_separate, grouped_fused) = avx2::grouped_tiles(avx2);
+                let bf16 = avx2::bf16_tile(avx2);
                 TileKernel { separate, fused, bf16, grouped_separate, grouped_fused, pairs: None, fma_when_exact: true }
             }
             #[cfg(target_arch = "aarch64")]
             Isa::Neon(neon) => {
-                let (tile, grouped) = (microkernel_neon::tile(neon), microkernel_neon::grouped_tile(neon));
+                let (tile, grouped) = (neon::tile(neon), neon::grouped_tile(neon));
                 TileKernel {
                     separate: tile,
                     fused: tile,
-                    bf16: microkernel_bf16::neon(neon),
+                    bf16: neon::bf16_tile(neon),
                     grouped_separate: grouped,
                     grouped_fused: grouped,
                     pairs: None,
@@ -163,11 +188,11 @@ impl TileKernel {
                 }
             }
             Isa::Portable => TileKernel {
-                separate: microkernel_portable::tile::<TargetMultiplyAdd>,
-                fused: microkernel_portable::tile::<TargetMultiplyAdd>,
-                bf16: microkernel_bf16::tile_portable,
-                grouped_separate: microkernel_portable::tile_grouped::<TargetMultiplyAdd>,
-                grouped_fused: microkernel_portable::tile_grouped::<TargetMultiplyAdd>,
+                separate: portable::tile::<TargetMultiplyAdd>,
+                fused: portable::tile::<TargetMultiplyAdd>,
+                bf16: portable::tile_bf16,
+                grouped_separate: portable::tile_grouped::<TargetMultiplyAdd>,
+                grouped_fused: portable::tile_grouped::<TargetMultiplyAdd>,
                 pairs: None,
                 fma_when_exact: false,
             },
@@ -307,5 +332,73 @@ impl TileKernel {
 impl fmt::Debug for TileKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("TileKernel")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bf16_from_f32;
+    use crate::testing::lcg_values;
+    use half::bf16;
+
+    /// The tile as MLX's bf16 loop computes it: `sum = bf16(sum + bf16(x · w))`, from `start`.
+    fn expected(kc: usize, a: &[f32], b: &[f32], start: &[f32; TILE]) -> [f32; TILE] {
+        let mut c = *start;
+        for k in 0..kc {
+            for i in 0..MR {
+                for j in 0..NR {
+                    let product = bf16_from_f32(a[k * MR + i] * b[k * NR + j]).to_f32();
+                    c[i * NR + j] = bf16_from_f32(c[i * NR + j] + product).to_f32();
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn every_bf16_kernel_rounds_each_product_and_sum_to_bf16() {
+        for kc in [0usize, 1, 2, 3, 7, 64] {
+            let mut a: Vec<f32> = lcg_values::<bf16>(kc * MR, 1, 300.0).iter().map(|x| x.to_f32()).collect();
+            let mut b: Vec<f32> = lcg_values::<bf16>(kc * NR, 2, 3.0).iter().map(|x| x.to_f32()).collect();
+            // NaN, infinities, a subnormal product and an overflow on a few lanes.
+            let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-30, 3e38, -0.0];
+            for (i, &x) in specials.iter().enumerate() {
+                if let Some(v) = a.get_mut(i * 7) {
+                    *v = bf16_from_f32(x).to_f32();
+                }
+                if let Some(v) = b.get_mut(i * 11 + 3) {
+                    *v = bf16_from_f32(x).to_f32();
+                }
+            }
+            let start: [f32; TILE] = std::array::from_fn(|i| bf16_from_f32(i as f32 * 0.37 - 9.0).to_f32());
+            let want = expected(kc, &a, &b, &start);
+            let zeros = expected(kc, &a, &b, &[0.0; TILE]);
+            for kernel in MicroKernel::available() {
+                let tiles = kernel.resolve();
+                for (accumulate, want) in [(true, &want), (false, &zeros)] {
+                    let mut c = start;
+                    tiles.run_steps(Steps::Bf16, kc, (&a, &b), &mut c, accumulate, &[]);
+                    for (i, (&x, &y)) in c.iter().zip(want).enumerate() {
+                        let same = bf16_from_f32(x).to_bits() == bf16_from_f32(y).to_bits();
+                        assert!(same, "{kernel:?} kc {kc} [{i}]: {x:?}, want {y:?}");
+                        assert!(x.is_nan() || x.to_bits() == y.to_bits(), "{kernel:?} kc {kc} [{i}]: {x:?} vs {y:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_accumulator_stops_growing_where_bf16_does() {
+        // 256 + 1 is a tie between 256 and 258 in bf16 and rounds to the even 256: a sum of
+        // ones stays there, where an f32 accumulator would count on.
+        let kc = 300;
+        let (a, b) = (vec![1.0f32; kc * MR], vec![1.0f32; kc * NR]);
+        for kernel in MicroKernel::available() {
+            let mut c = [0.0; TILE];
+            kernel.resolve().run_steps(Steps::Bf16, kc, (&a, &b), &mut c, false, &[]);
+            assert!(c.iter().all(|&x| x == 256.0), "{kernel:?}: {:?}", &c[..4]);
+        }
     }
 }

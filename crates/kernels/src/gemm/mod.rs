@@ -13,17 +13,18 @@
 //! The AVX-512 kernel computes two tiles that share a panel of `b` at once.
 //!
 //! The driver also serves [`quantized`](crate::quantized): a right operand dequantized while
-//! it is packed (`right_operand`), a k-sum in bf16 arithmetic (`microkernel_bf16`: every
-//! product and sum rounded to bf16), and k-sums in groups (`groups`).
+//! it is packed (`right_operand`), a k-sum in bf16 arithmetic (the micro-kernels' bf16 tiles:
+//! every product and sum rounded to bf16), and k-sums in groups (`groups`).
 //!
 //! - `matrix`: [`MatRef`], strided views and MLX's classification of them.
 //! - `arithmetic`: the shared scalar rules (clip, casts, where the bias goes, the arithmetic of
 //!   the k-sum, the target's [`MultiplyAdd`]).
 //! - [`reference`](reference()): the scalar twin that defines the bits.
-//! - `tile`, `right_operand`, `pack`, `microkernel_*`, `magnitudes`, `groups`, `epilogue`,
-//!   `driver`: the fast path (the register tile, the right operand, packing to `f32` panels,
-//!   the AVX2, AVX-512 and portable micro-kernels, when FMA is exact, grouped k-sums, the
-//!   store, the cache blocking and threads).
+//! - `tile`, `right_operand`, `pack`, `microkernel` (its tiles one file per instruction set:
+//!   `microkernel/portable.rs`, `avx2.rs`, `avx512.rs`, `neon.rs`), `magnitudes`, `groups`,
+//!   `epilogue`, `driver`, `scratch`: the fast path (the register tile, the right operand,
+//!   packing to `f32` panels, the micro-kernels, when FMA is exact, grouped k-sums, the store,
+//!   the cache blocking and threads, the reused packing buffers).
 
 pub(crate) mod arithmetic;
 pub(crate) mod driver;
@@ -32,14 +33,10 @@ mod groups;
 pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
-mod microkernel_avx2;
-mod microkernel_avx512;
-mod microkernel_bf16;
-mod microkernel_neon;
-mod microkernel_portable;
 mod pack;
 mod reference;
 pub(crate) mod right_operand;
+pub(crate) mod scratch;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tile;

@@ -156,183 +156,115 @@ pub(crate) fn pack_b_panel<B: Float, O: Float>(b: &MatRef<'_, B>, j0: usize, col
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{MR, NR, operand};
-    use crate::Float;
-    use crate::lanes::{clip8, load8, round8, transpose8};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`gather_rows_tf`] behind the token that proves its target features.
-        pub(super) fn gather_rows[A: Float, O: Float](
-            src: &[&[A]; MR],
-            out: &mut [f32],
-            clip: Option<(f32, f32)>,
-        ) = gather_rows_tf;
-    }
-
-    /// [`super::gather_rows`] 8 k at a time: the `MR` rows' 8 values (clipped, cast to `O`,
-    /// widened: [`operand`]) transposed 8 × 8 with two rows of zeros, each k's `MR` values
-    /// stored by an 8-lane store whose last 2 lanes the next k's store overwrites (the last
-    /// k of each 8 stored as 4 + 2 lanes); the k past the last multiple of 8 one by one.
-    #[target_feature(enable = "avx2,fma")]
-    fn gather_rows_tf<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
-        const _: () = assert!(MR == 6);
-        let len = out.len() / MR;
-        let src = src.map(|row| &row[..len]);
-        let full = len / 8 * 8;
-        for k0 in (0..full).step_by(8) {
-            let mut rows = [_mm256_setzero_ps(); 8];
-            for (row, values) in rows.iter_mut().zip(src) {
-                let values = &values[k0..k0 + 8];
-                // SAFETY: `values` holds 8 values.
-                let v = unsafe { load8::<A>(values.as_ptr()) };
-                *row = round8::<O>(match clip {
-                    Some(bounds) => clip8(v, bounds),
-                    None => v,
-                });
-            }
-            let columns = transpose8(rows);
-            let chunk = &mut out[k0 * MR..(k0 + 8) * MR];
-            for (i, column) in columns.iter().enumerate().take(7) {
-                let dst = &mut chunk[i * MR..i * MR + 8];
-                // SAFETY: `dst` holds 8 floats (the 2 past this k's `MR` belong to the next k,
-                // which is stored after).
-                unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), *column) };
-            }
-            let last = &mut chunk[7 * MR..8 * MR];
-            // SAFETY: `last` holds 6 floats: 4 from the low half, 2 from the high half.
-            unsafe {
-                _mm_storeu_ps(last.as_mut_ptr(), _mm256_castps256_ps128(columns[7]));
-                let high = _mm_castps_si128(_mm256_extractf128_ps::<1>(columns[7]));
-                _mm_storel_epi64(last.as_mut_ptr().add(4).cast(), high);
-            }
-        }
-        for k in full..len {
-            for (d, row) in out[k * MR..(k + 1) * MR].iter_mut().zip(src) {
-                *d = operand::<A, O>(row[k], clip);
-            }
-        }
-    }
-
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`pack_columns_tf`] behind the token that proves its target features.
-        pub(super) fn pack_columns[B: Float, O: Float](columns: &[&[B]; NR], dst: &mut [f32]) = pack_columns_tf;
-    }
-
-    /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, 8 columns × 8 k
-    /// per transpose, the k past the last multiple of 8 one by one.
-    #[target_feature(enable = "avx2,fma")]
-    fn pack_columns_tf<B: Float, O: Float>(columns: &[&[B]; NR], dst: &mut [f32]) {
+    /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, `LANES` columns ×
+    /// `LANES` k per transpose, the k past the last multiple of `LANES` one by one.
+    entry fn pack_columns[B: Float, O: Float](columns: &[&[B]; NR], dst: &mut [f32]) {
         let k_len = dst.len() / NR;
-        let full = k_len / 8 * 8;
-        for k0 in (0..full).step_by(8) {
-            for group in 0..NR / 8 {
+        let full = k_len / v::LANES * v::LANES;
+        for k0 in (0..full).step_by(v::LANES) {
+            for group in 0..NR / v::LANES {
+                let first = group * v::LANES;
+                let rows = std::array::from_fn(|c| v::round::<O>(v::load_at(columns[first + c], k0)));
+                for (i, lanes) in v::transpose(rows).into_iter().enumerate() {
+                    v::store_at(dst, (k0 + i) * NR + first, lanes);
+                }
+            }
+        }
+        for k in full..k_len {
+            for (c, column) in columns.iter().enumerate() {
+                dst[k * NR + c] = operand::<B, O>(column[k], None);
+            }
+        }
+    }
+
+    only Avx2 {
+        use std::arch::x86_64::*;
+
+        /// [`super::gather_rows`] 8 k at a time: the `MR` rows' 8 values (clipped, cast to `O`,
+        /// widened: [`operand`]) transposed 8 × 8 with two rows of zeros, each k's `MR` values
+        /// stored by an 8-lane store whose last 2 lanes the next k's store overwrites (the last
+        /// k of each 8 stored as 4 + 2 lanes); the k past the last multiple of 8 one by one.
+        entry fn gather_rows[A: Float, O: Float](src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
+            const _: () = assert!(MR == 6);
+            let len = out.len() / MR;
+            let src = src.map(|row| &row[..len]);
+            let full = len / 8 * 8;
+            for k0 in (0..full).step_by(8) {
                 let mut rows = [_mm256_setzero_ps(); 8];
-                for (c, row) in rows.iter_mut().enumerate() {
-                    let src = &columns[group * 8 + c][k0..k0 + 8];
-                    // SAFETY: `src` holds 8 values.
-                    *row = round8::<O>(unsafe { load8::<B>(src.as_ptr()) });
+                for (row, values) in rows.iter_mut().zip(src) {
+                    let values = &values[k0..k0 + 8];
+                    // SAFETY: `values` holds 8 values.
+                    let x = unsafe { v::load::<A>(values.as_ptr()) };
+                    *row = v::round::<O>(match clip {
+                        Some(bounds) => v::clip(x, bounds),
+                        None => x,
+                    });
                 }
-                for (i, v) in transpose8(rows).into_iter().enumerate() {
-                    let out = &mut dst[(k0 + i) * NR + group * 8..(k0 + i) * NR + group * 8 + 8];
-                    // SAFETY: `out` holds 8 floats.
-                    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+                let columns = v::transpose(rows);
+                let chunk = &mut out[k0 * MR..(k0 + 8) * MR];
+                for (i, column) in columns.iter().enumerate().take(7) {
+                    let dst = &mut chunk[i * MR..i * MR + 8];
+                    // SAFETY: `dst` holds 8 floats (the 2 past this k's `MR` belong to the next k,
+                    // which is stored after).
+                    unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), *column) };
                 }
-            }
-        }
-        for k in full..k_len {
-            for (c, column) in columns.iter().enumerate() {
-                dst[k * NR + c] = operand::<B, O>(column[k], None);
-            }
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::{MR, NR, operand};
-    use crate::Float;
-    use crate::lanes_neon::{clip4, load_at, round4, transpose4};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`gather_rows_tf`] behind the token that proves its target features.
-        pub(super) fn gather_rows[A: Float, O: Float](
-            src: &[&[A]; MR],
-            out: &mut [f32],
-            clip: Option<(f32, f32)>,
-        ) = gather_rows_tf;
-    }
-
-    /// [`super::gather_rows`] 4 k at a time: the `MR` rows' 4 values (clipped, cast to `O`,
-    /// widened: [`operand`]), rows 0..4 transposed 4 × 4 and rows 4, 5 interleaved in pairs,
-    /// each k's `MR` values stored as 4 + 2 lanes; the k past the last multiple of 4 one by one.
-    #[target_feature(enable = "neon")]
-    fn gather_rows_tf<A: Float, O: Float>(src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
-        const _: () = assert!(MR == 6);
-        let len = out.len() / MR;
-        let src = src.map(|row| &row[..len]);
-        let full = len / 4 * 4;
-        for k0 in (0..full).step_by(4) {
-            let mut rows = [vdupq_n_f32(0.0); MR];
-            for (row, values) in rows.iter_mut().zip(src) {
-                let v = load_at(values, k0);
-                *row = round4::<O>(match clip {
-                    Some(bounds) => clip4(v, bounds),
-                    None => v,
-                });
-            }
-            let columns = transpose4([rows[0], rows[1], rows[2], rows[3]]);
-            // (rows[4][k], rows[5][k]) for k = 0, 1, then for k = 2, 3.
-            let pairs = [vzip1q_f32(rows[4], rows[5]), vzip2q_f32(rows[4], rows[5])];
-            let chunk = &mut out[k0 * MR..(k0 + 4) * MR];
-            for (k, column) in columns.into_iter().enumerate() {
-                let dst = &mut chunk[k * MR..(k + 1) * MR];
-                let pair = if k % 2 == 0 { vget_low_f32(pairs[k / 2]) } else { vget_high_f32(pairs[k / 2]) };
-                // SAFETY: `dst` holds `MR` = 6 floats: 4 from the column, 2 from the pair.
+                let last = &mut chunk[7 * MR..8 * MR];
+                // SAFETY: `last` holds 6 floats: 4 from the low half, 2 from the high half.
                 unsafe {
-                    vst1q_f32(dst.as_mut_ptr(), column);
-                    vst1_f32(dst.as_mut_ptr().add(4), pair);
+                    _mm_storeu_ps(last.as_mut_ptr(), _mm256_castps256_ps128(columns[7]));
+                    let high = _mm_castps_si128(_mm256_extractf128_ps::<1>(columns[7]));
+                    _mm_storel_epi64(last.as_mut_ptr().add(4).cast(), high);
                 }
             }
-        }
-        for k in full..len {
-            for (d, row) in out[k * MR..(k + 1) * MR].iter_mut().zip(src) {
-                *d = operand::<A, O>(row[k], clip);
+            for k in full..len {
+                for (d, row) in out[k * MR..(k + 1) * MR].iter_mut().zip(src) {
+                    *d = operand::<A, O>(row[k], clip);
+                }
             }
         }
     }
 
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`pack_columns_tf`] behind the token that proves its target features.
-        pub(super) fn pack_columns[B: Float, O: Float](columns: &[&[B]; NR], dst: &mut [f32]) = pack_columns_tf;
-    }
+    only Neon {
+        use std::arch::aarch64::*;
 
-    /// `dst[k · NR + c] = operand(columns[c][k])` for every k: a full panel, 4 columns × 4 k
-    /// per transpose, the k past the last multiple of 4 one by one.
-    #[target_feature(enable = "neon")]
-    fn pack_columns_tf<B: Float, O: Float>(columns: &[&[B]; NR], dst: &mut [f32]) {
-        let k_len = dst.len() / NR;
-        let full = k_len / 4 * 4;
-        for k0 in (0..full).step_by(4) {
-            for group in 0..NR / 4 {
-                let rows = std::array::from_fn(|c| round4::<O>(load_at(columns[group * 4 + c], k0)));
-                for (i, v) in transpose4(rows).into_iter().enumerate() {
-                    let out = &mut dst[(k0 + i) * NR + group * 4..(k0 + i) * NR + group * 4 + 4];
-                    // SAFETY: `out` holds 4 floats.
-                    unsafe { vst1q_f32(out.as_mut_ptr(), v) };
+        /// [`super::gather_rows`] 4 k at a time: the `MR` rows' 4 values (clipped, cast to `O`,
+        /// widened: [`operand`]), rows 0..4 transposed 4 × 4 and rows 4, 5 interleaved in pairs,
+        /// each k's `MR` values stored as 4 + 2 lanes; the k past the last multiple of 4 one by one.
+        entry fn gather_rows[A: Float, O: Float](src: &[&[A]; MR], out: &mut [f32], clip: Option<(f32, f32)>) {
+            const _: () = assert!(MR == 6);
+            let len = out.len() / MR;
+            let src = src.map(|row| &row[..len]);
+            let full = len / 4 * 4;
+            for k0 in (0..full).step_by(4) {
+                let mut rows = [vdupq_n_f32(0.0); MR];
+                for (row, values) in rows.iter_mut().zip(src) {
+                    let x = v::load_at(values, k0);
+                    *row = v::round::<O>(match clip {
+                        Some(bounds) => v::clip(x, bounds),
+                        None => x,
+                    });
+                }
+                let columns = v::transpose([rows[0], rows[1], rows[2], rows[3]]);
+                // (rows[4][k], rows[5][k]) for k = 0, 1, then for k = 2, 3.
+                let pairs = [vzip1q_f32(rows[4], rows[5]), vzip2q_f32(rows[4], rows[5])];
+                let chunk = &mut out[k0 * MR..(k0 + 4) * MR];
+                for (k, column) in columns.into_iter().enumerate() {
+                    let dst = &mut chunk[k * MR..(k + 1) * MR];
+                    let pair = if k % 2 == 0 { vget_low_f32(pairs[k / 2]) } else { vget_high_f32(pairs[k / 2]) };
+                    // SAFETY: `dst` holds `MR` = 6 floats: 4 from the column, 2 from the pair.
+                    unsafe {
+                        vst1q_f32(dst.as_mut_ptr(), column);
+                        vst1_f32(dst.as_mut_ptr().add(4), pair);
+                    }
                 }
             }
-        }
-        for k in full..k_len {
-            for (c, column) in columns.iter().enumerate() {
-                dst[k * NR + c] = operand::<B, O>(column[k], None);
+            for k in full..len {
+                for (d, row) in out[k * MR..(k + 1) * MR].iter_mut().zip(src) {
+                    *d = operand::<A, O>(row[k], clip);
+                }
             }
         }
     }

@@ -230,7 +230,7 @@ fn each_rule_rounds_a_step_as_it_says() {
 /// fused reference's bits over random panels.
 #[test]
 fn the_portable_tile_under_the_fused_rule_is_the_fused_reference() {
-    use super::microkernel_portable::tile_slices;
+    use super::microkernel::portable::tile_slices;
     use super::tile::{MR, NR, TILE};
     let kc = 300;
     let a: Vec<f32> = (0..kc * MR).map(|i| ((i * 7919) % 1013) as f32 / 97.0 - 5.0).collect();

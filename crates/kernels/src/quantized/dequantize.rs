@@ -153,7 +153,7 @@ mod avx2 {
     use super::super::matrix::Scales;
     use super::{Dequantized, NR, word};
     use crate::Float;
-    use crate::lanes::round8;
+    use crate::simd::avx2::round;
     use std::arch::x86_64::*;
 
     /// One lane per row of `rows`: the word holding codes `k0..k0 + 4` of that row in its low
@@ -205,8 +205,8 @@ mod avx2 {
                     let codes = _mm256_and_si256(_mm256_srl_epi32(if i < 4 { low } else { high }, shift), mask);
                     let value = match q.mode() {
                         QuantizationMode::Affine => {
-                            let scaled = round8::<T>(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(codes)));
-                            round8::<T>(_mm256_add_ps(scaled, bias))
+                            let scaled = round::<T>(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(codes)));
+                            round::<T>(_mm256_add_ps(scaled, bias))
                         }
                         // SAFETY: every code is below 256, the table's length.
                         QuantizationMode::Mxfp8 => unsafe { _mm256_i32gather_ps::<4>(w.fp_values.as_ptr(), codes) },
@@ -245,7 +245,7 @@ mod neon {
     use super::super::format::QuantizationMode;
     use super::super::matrix::Scales;
     use super::{Dequantized, NR, word};
-    use crate::lanes_neon::round4;
+    use crate::simd::neon::round;
     use crate::{ElementType, Float};
     use std::arch::aarch64::*;
 
@@ -301,7 +301,7 @@ mod neon {
                             match T::DTYPE {
                                 // `bias + scale · q` rounded once (aarch64's rule).
                                 ElementType::F32 => vfmaq_f32(bias, scale, code),
-                                ElementType::Bf16 => round4::<T>(vaddq_f32(round4::<T>(vmulq_f32(scale, code)), bias)),
+                                ElementType::Bf16 => round::<T>(vaddq_f32(round::<T>(vmulq_f32(scale, code)), bias)),
                             }
                         }
                         QuantizationMode::Mxfp8 => {

@@ -11,10 +11,8 @@
 //! The grouped kernel runs the same steps a group at a time, from zeros, and after each group
 //! adds the scaled sums into the tile in memory (`c + round(s · P)`, a multiply then an add).
 
-#![cfg(target_arch = "x86_64")]
-
-use super::tile::{GroupedTileFn, TileFn};
 use crate::cpu::Avx2;
+use crate::gemm::tile::{GroupedTileFn, TileFn};
 
 /// The AVX2 tile functions, `(separate, fused)`, for the CPU the token vouches for.
 pub(crate) fn tiles(_: Avx2) -> (TileFn, TileFn) {
@@ -26,8 +24,13 @@ pub(crate) fn grouped_tiles(_: Avx2) -> (GroupedTileFn, GroupedTileFn) {
     (x86::grouped_6x16::<false>, x86::grouped_6x16::<true>)
 }
 
+/// The AVX2 tile function of bf16 arithmetic, for the CPU the token vouches for.
+pub(crate) fn bf16_tile(_: Avx2) -> TileFn {
+    bf16::tile_6x16
+}
+
 mod x86 {
-    use super::super::tile::{LINE, MR, NR, NextLines};
+    use crate::gemm::tile::{LINE, MR, NR, NextLines};
     use std::arch::x86_64::*;
 
     /// k steps per iteration of the main loop.
@@ -35,7 +38,7 @@ mod x86 {
     /// How far ahead of the current k step `a` is prefetched, in floats (32 steps).
     const A_AHEAD: usize = 32 * MR;
 
-    /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile; `FUSED` uses
+    /// [`TileFn`](crate::gemm::tile::TileFn)'s contract for the 6 × 16 tile; `FUSED` uses
     /// `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product is
     /// exact, which the caller checks).
     ///
@@ -114,7 +117,7 @@ mod x86 {
         }
     }
 
-    /// [`GroupedTileFn`](super::super::tile::GroupedTileFn)'s contract for the 6 × 16 tile;
+    /// [`GroupedTileFn`](crate::gemm::tile::GroupedTileFn)'s contract for the 6 × 16 tile;
     /// `FUSED` as for [`tile_6x16`].
     ///
     /// # Safety
@@ -185,6 +188,86 @@ mod x86 {
                 }
                 scales = scales.add(NR);
                 groups -= 1;
+            }
+        }
+    }
+}
+
+mod bf16 {
+    use crate::gemm::tile::{MR, NR, NextLines};
+    use crate::simd::avx2::round_bf16_not_nan as round;
+    use std::arch::x86_64::*;
+
+    /// Rows per half of the tile.
+    const HALF: usize = MR / 2;
+
+    /// [`TileFn`](crate::gemm::tile::TileFn)'s contract for the 6 × 16 tile in bf16
+    /// arithmetic: rows `0..3`, then rows `3..6`, each over all `kc` steps (the panel of `b`
+    /// is read twice, from L1).
+    ///
+    /// # Safety
+    /// AVX2 must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads,
+    /// `c` for `MR · NR` reads and writes. `next` (`next_len` floats) is only prefetched, never
+    /// read: any address is sound.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile_6x16(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        accumulate: bool,
+        next: *const f32,
+        next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: the halves read and write within the extents the caller guarantees (rows
+        // `3..6` start at `a + 3` and `c + 3 · NR`); prefetches never fault.
+        unsafe {
+            half(kc, a, b, c, accumulate, (next, next_len));
+            half(kc, a.add(HALF), b, c.add(HALF * NR), accumulate, (b, 0));
+        }
+    }
+
+    /// Rows `0..3` of the tile at `a` (panel rows `MR` apart) and `c`, over `kc` steps;
+    /// prefetches `next` (one line per two steps).
+    ///
+    /// # Safety
+    /// As [`tile_6x16`]: `a` valid for reading `kc · MR` floats (3 of every `MR`), `b` for
+    /// `kc · NR`, `c` for `3 · NR` reads and writes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn half(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool, next: (*const f32, usize)) {
+        // SAFETY: every read and write below stays within the extents above; prefetches are
+        // hints computed with `wrapping_add`.
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; HALF];
+            if accumulate {
+                for (i, row) in acc.iter_mut().enumerate() {
+                    row[0] = _mm256_loadu_ps(c.add(i * NR));
+                    row[1] = _mm256_loadu_ps(c.add(i * NR + 8));
+                }
+            }
+            let mut next = NextLines::new(next.0, next.1, b);
+            let (mut a, mut b) = (a, b);
+            let mut k = kc;
+            while k > 0 {
+                if k.is_multiple_of(2) {
+                    _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
+                }
+                let b0 = _mm256_loadu_ps(b);
+                let b1 = _mm256_loadu_ps(b.add(8));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let x = _mm256_broadcast_ss(&*a.add(i));
+                    row[0] = round(_mm256_add_ps(row[0], round(_mm256_mul_ps(x, b0))));
+                    row[1] = round(_mm256_add_ps(row[1], round(_mm256_mul_ps(x, b1))));
+                }
+                a = a.add(MR);
+                b = b.add(NR);
+                k -= 1;
+            }
+            for (i, row) in acc.iter().enumerate() {
+                _mm256_storeu_ps(c.add(i * NR), row[0]);
+                _mm256_storeu_ps(c.add(i * NR + 8), row[1]);
             }
         }
     }

@@ -188,81 +188,28 @@ fn rotate_pair<T: Float>(a: T, b: T, cos: [T; 2], sin: [T; 2]) -> (T, T) {
     (low, high)
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{RopePartition, partitions, rotate_pair};
-    use crate::Float;
-    use crate::lanes::{load_at, round8, store_at};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`rotate_head_tf`] behind the token that proves its target features.
-        pub(super) fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopePartition<T>]) = rotate_head_tf;
-    }
-
-    /// One head: each partition's low and high halves 8 channels at a time.
-    #[target_feature(enable = "avx2,fma")]
-    fn rotate_head_tf<T: Float>(head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
+    /// One head: each partition's low and high halves `LANES` channels at a time, each product
+    /// rounded to `T` before the add (a multiply, then an add), as the scalar pair.
+    entry fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
         for (u, cos, sin) in partitions(head, token, parts) {
             let half = u.len() / 2;
             let mut j = 0;
-            while j + 8 <= half {
-                // Channels `j..j+8` and `j+half..j+half+8` are in `u`, `cos` and `sin` (each of
-                // the partition's `2·half` values).
-                let a = load_at(u, j);
-                let b = load_at(u, j + half);
-                let (cos_low, cos_high) = (load_at(cos, j), load_at(cos, j + half));
-                let (sin_low, sin_high) = (load_at(sin, j), load_at(sin, j + half));
-                let minus_b = round8::<T>(_mm256_xor_ps(b, _mm256_set1_ps(-0.0)));
-                let low =
-                    _mm256_add_ps(round8::<T>(_mm256_mul_ps(a, cos_low)), round8::<T>(_mm256_mul_ps(minus_b, sin_low)));
-                let high =
-                    _mm256_add_ps(round8::<T>(_mm256_mul_ps(b, cos_high)), round8::<T>(_mm256_mul_ps(a, sin_high)));
-                store_at(u, j, low);
-                store_at(u, j + half, high);
-                j += 8;
-            }
-            for j in j..half {
-                (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);
-            }
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::{RopePartition, partitions, rotate_pair};
-    use crate::Float;
-    use crate::lanes_neon::{load_at, round4, store_at};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`rotate_head_tf`] behind the token that proves its target features.
-        pub(super) fn rotate_head[T: Float](head: &mut [T], token: usize, parts: &[RopePartition<T>]) = rotate_head_tf;
-    }
-
-    /// One head: each partition's low and high halves 4 channels at a time, each product
-    /// rounded to `T` before the add (`fmul`, `fadd`), as the scalar pair.
-    #[target_feature(enable = "neon")]
-    fn rotate_head_tf<T: Float>(head: &mut [T], token: usize, parts: &[RopePartition<T>]) {
-        for (u, cos, sin) in partitions(head, token, parts) {
-            let half = u.len() / 2;
-            let mut j = 0;
-            while j + 4 <= half {
-                // Channels `j..j+4` and `j+half..j+half+4` are in `u`, `cos` and `sin` (each of
-                // the partition's `2·half` values).
-                let a = load_at(u, j);
-                let b = load_at(u, j + half);
-                let (cos_low, cos_high) = (load_at(cos, j), load_at(cos, j + half));
-                let (sin_low, sin_high) = (load_at(sin, j), load_at(sin, j + half));
-                let minus_b = round4::<T>(vnegq_f32(b));
-                let low = vaddq_f32(round4::<T>(vmulq_f32(a, cos_low)), round4::<T>(vmulq_f32(minus_b, sin_low)));
-                let high = vaddq_f32(round4::<T>(vmulq_f32(b, cos_high)), round4::<T>(vmulq_f32(a, sin_high)));
-                store_at(u, j, low);
-                store_at(u, j + half, high);
-                j += 4;
+            while j + v::LANES <= half {
+                // Channels `j..j + LANES` and `j + half..j + half + LANES` are in `u`, `cos` and
+                // `sin` (each of the partition's `2·half` values).
+                let a = v::load_at(u, j);
+                let b = v::load_at(u, j + half);
+                let (cos_low, cos_high) = (v::load_at(cos, j), v::load_at(cos, j + half));
+                let (sin_low, sin_high) = (v::load_at(sin, j), v::load_at(sin, j + half));
+                let minus_b = v::round::<T>(v::neg(b));
+                let low = v::add(v::round::<T>(v::mul(a, cos_low)), v::round::<T>(v::mul(minus_b, sin_low)));
+                let high = v::add(v::round::<T>(v::mul(b, cos_high)), v::round::<T>(v::mul(a, sin_high)));
+                v::store_at(u, j, low);
+                v::store_at(u, j + half, high);
+                j += v::LANES;
             }
             for j in j..half {
                 (u[j], u[j + half]) = rotate_pair(u[j], u[j + half], [cos[j], cos[j + half]], [sin[j], sin[j + half]]);

@@ -1,4 +1,12 @@
-//! Checks and sizes shared by the kernels over rows of a last axis.
+//! The kernels over rows of a last axis: the norms ([`rms_norm`], [`vision_rms_norm`],
+//! [`layer_norm`]) and RoPE ([`rope`]), each reproducing one MLX op sequence per row; and the
+//! checks and sizes they (and the element-wise kernels) share. The crate re-exports the kernels
+//! at its root (`kernels::rms_norm`, …).
+
+pub mod layer_norm;
+pub mod rms_norm;
+pub mod rope;
+pub mod vision_rms_norm;
 
 use crate::{Error, Result};
 

@@ -166,115 +166,39 @@ fn normalize_rows_portable<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::scale;
-    use crate::lanes::{load_at, row_pointers, row_sums8, store_at, to_array};
-    use crate::power::avx2::square_as_pow8;
-    use crate::{Float, rows};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v (power = crate::power) for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`normalize_rows_tf`] behind the token that proves its target features.
-        pub(super) fn normalize_rows[T: Float](
-            x: &mut [T],
-            weight: Option<&[f32]>,
-            eps: f32,
-            dim: usize,
-        ) = normalize_rows_tf;
-    }
-
-    /// Groups of 8 rows: the 8 sums of `powf(f, 2)` in one vector (a row per lane), then each
-    /// row scaled in place 8 columns at a time.
-    #[target_feature(enable = "avx2,fma")]
-    fn normalize_rows_tf<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
+    /// Groups of `LANES` rows: the sums of `powf(f, 2)` in one vector (a row per lane), then
+    /// each row scaled in place `LANES` columns at a time.
+    entry fn normalize_rows[T: Float](x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
         let count = x.len() / dim;
-        let inverse_dim = _mm256_set1_ps(rows::inverse_count(dim));
-        for first in (0..count).step_by(8) {
-            let pointers = row_pointers(x, dim, first);
+        let inverse_dim = v::splat(rows::inverse_count(dim));
+        for first in (0..count).step_by(v::LANES) {
+            let pointers = crate::simd::row_pointers(x, dim, first);
             // SAFETY: each pointer starts a row of `dim` values of `x`, read before any write.
-            let sums = unsafe { row_sums8(&pointers, dim, |f| square_as_pow8(f)) };
-            let mean = _mm256_mul_ps(sums, inverse_dim);
-            let r = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(_mm256_add_ps(mean, _mm256_set1_ps(eps))));
-            for (row, r) in (first..count).zip(to_array(r)) {
+            let sums = unsafe { v::row_sums(&pointers, dim, |f| power::square_as_pow(f)) };
+            let mean = v::mul(sums, inverse_dim);
+            let r = v::div(v::splat(1.0), v::sqrt(v::add(mean, v::splat(eps))));
+            for (row, r) in (first..count).zip(v::to_array(r)) {
                 scale_row(&mut x[row * dim..(row + 1) * dim], r, weight);
             }
         }
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn scale_row<T: Float>(x: &mut [T], r: f32, weight: Option<&[f32]>) {
-        let rv = _mm256_set1_ps(r);
+    /// One row in place: `LANES` columns at a time, the tail by [`scale`].
+    fn scale_row[T: Float](x: &mut [T], r: f32, weight: Option<&[f32]>) {
+        let rv = v::splat(r);
         let n = x.len().min(weight.map_or(usize::MAX, <[f32]>::len));
         let mut c = 0;
-        while c + 8 <= n {
-            let y = _mm256_mul_ps(load_at(x, c), rv);
+        while c + v::LANES <= n {
+            let y = v::mul(v::load_at(x, c), rv);
             let y = match weight {
-                Some(w) => _mm256_mul_ps(y, load_at(w, c)),
+                Some(w) => v::mul(y, v::load_at(w, c)),
                 None => y,
             };
-            store_at(x, c, y);
-            c += 8;
-        }
-        for c in c..n {
-            x[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::scale;
-    use crate::lanes_neon::{load_at, row_pointers, row_sums4, store_at, to_array};
-    use crate::power::neon::square_as_pow4;
-    use crate::{Float, rows};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`normalize_rows_tf`] behind the token that proves its target features.
-        pub(super) fn normalize_rows[T: Float](
-            x: &mut [T],
-            weight: Option<&[f32]>,
-            eps: f32,
-            dim: usize,
-        ) = normalize_rows_tf;
-    }
-
-    /// Groups of 4 rows: the 4 sums of `powf(f, 2)` in one vector (a row per lane), then each
-    /// row scaled in place 4 columns at a time.
-    #[target_feature(enable = "neon")]
-    fn normalize_rows_tf<T: Float>(x: &mut [T], weight: Option<&[f32]>, eps: f32, dim: usize) {
-        let count = x.len() / dim;
-        let inverse_dim = vdupq_n_f32(rows::inverse_count(dim));
-        for first in (0..count).step_by(4) {
-            let pointers = row_pointers(x, dim, first);
-            // SAFETY: each pointer starts a row of `dim` values of `x`, read before any write.
-            let sums = unsafe { row_sums4(&pointers, dim, |f| square_as_pow4(f)) };
-            let mean = vmulq_f32(sums, inverse_dim);
-            let r = vdivq_f32(vdupq_n_f32(1.0), vsqrtq_f32(vaddq_f32(mean, vdupq_n_f32(eps))));
-            for (row, r) in (first..count).zip(to_array(r)) {
-                scale_row(&mut x[row * dim..(row + 1) * dim], r, weight);
-            }
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "neon")]
-    fn scale_row<T: Float>(x: &mut [T], r: f32, weight: Option<&[f32]>) {
-        let rv = vdupq_n_f32(r);
-        let n = x.len().min(weight.map_or(usize::MAX, <[f32]>::len));
-        let mut c = 0;
-        while c + 4 <= n {
-            let y = vmulq_f32(load_at(x, c), rv);
-            let y = match weight {
-                Some(w) => vmulq_f32(y, load_at(w, c)),
-                None => y,
-            };
-            store_at(x, c, y);
-            c += 4;
+            v::store_at(x, c, y);
+            c += v::LANES;
         }
         for c in c..n {
             x[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));

@@ -135,30 +135,12 @@ fn affine<T: Float>(centred: f32, r: f32, weight: Option<T>, bias: Option<T>) ->
     y
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::affine;
-    use crate::lanes::{load_at, round8, row_pointers, row_sums8, store_at, to_array};
-    use crate::{Float, rows};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`rows_tf`] behind the token that proves its target features.
-        pub(super) fn rows[X: Float, T: Float](
-            x: &[X],
-            weight: Option<&[T]>,
-            bias: Option<&[T]>,
-            eps: f32,
-            dim: usize,
-            out: &mut [T],
-        ) = rows_tf;
-    }
-
-    /// Groups of 8 rows: the 8 sums, then the 8 sums of centred squares in one vector each (a
-    /// row per lane), then each row normalised 8 columns at a time.
-    #[target_feature(enable = "avx2,fma")]
-    fn rows_tf<X: Float, T: Float>(
+    /// Groups of `LANES` rows: the sums, then the sums of centred squares, in one vector each
+    /// (a row per lane), then each row normalised `LANES` columns at a time.
+    entry fn rows[X: Float, T: Float](
         x: &[X],
         weight: Option<&[T]>,
         bias: Option<&[T]>,
@@ -167,30 +149,29 @@ mod avx2 {
         out: &mut [T],
     ) {
         let count = x.len() / dim;
-        let inverse_dim = _mm256_set1_ps(rows::inverse_count(dim));
-        for first in (0..count).step_by(8) {
-            let pointers = row_pointers(x, dim, first);
+        let inverse_dim = v::splat(rows::inverse_count(dim));
+        for first in (0..count).step_by(v::LANES) {
+            let pointers = crate::simd::row_pointers(x, dim, first);
             // SAFETY: each pointer starts a row of `dim` values of `x`.
-            let mean = _mm256_mul_ps(unsafe { row_sums8(&pointers, dim, |f| f) }, inverse_dim);
+            let mean = v::mul(unsafe { v::row_sums(&pointers, dim, |f| f) }, inverse_dim);
             // SAFETY: as above.
             let squares = unsafe {
-                row_sums8(&pointers, dim, |f| {
-                    let centred = _mm256_sub_ps(f, mean);
-                    _mm256_mul_ps(centred, centred)
+                v::row_sums(&pointers, dim, |f| {
+                    let centred = v::sub(f, mean);
+                    v::mul(centred, centred)
                 })
             };
-            let variance = _mm256_mul_ps(squares, inverse_dim);
-            let r = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(_mm256_add_ps(variance, _mm256_set1_ps(eps))));
-            for ((row, r), mean) in (first..count).zip(to_array(r)).zip(to_array(mean)) {
+            let variance = v::mul(squares, inverse_dim);
+            let r = v::div(v::splat(1.0), v::sqrt(v::add(variance, v::splat(eps))));
+            for ((row, r), mean) in (first..count).zip(v::to_array(r)).zip(v::to_array(mean)) {
                 let span = row * dim..(row + 1) * dim;
                 normalize_row(&x[span.clone()], mean, r, weight, bias, &mut out[span]);
             }
         }
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn normalize_row<X: Float, T: Float>(
+    /// One row: `LANES` columns at a time, the tail by [`affine`].
+    fn normalize_row[X: Float, T: Float](
         x: &[X],
         mean: f32,
         r: f32,
@@ -198,106 +179,21 @@ mod avx2 {
         bias: Option<&[T]>,
         out: &mut [T],
     ) {
-        let (mean_v, rv) = (_mm256_set1_ps(mean), _mm256_set1_ps(r));
+        let (mean_v, rv) = (v::splat(mean), v::splat(r));
         let n =
             x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len)).min(bias.map_or(usize::MAX, <[T]>::len));
         let mut c = 0;
-        while c + 8 <= n {
-            let centred = _mm256_sub_ps(load_at(x, c), mean_v);
-            let mut y = round8::<T>(_mm256_mul_ps(centred, rv));
+        while c + v::LANES <= n {
+            let centred = v::sub(v::load_at(x, c), mean_v);
+            let mut y = v::round::<T>(v::mul(centred, rv));
             if let Some(w) = weight {
-                y = round8::<T>(_mm256_mul_ps(y, load_at(w, c)));
+                y = v::round::<T>(v::mul(y, v::load_at(w, c)));
             }
             if let Some(b) = bias {
-                y = _mm256_add_ps(y, load_at(b, c));
+                y = v::add(y, v::load_at(b, c));
             }
-            store_at(out, c, y);
-            c += 8;
-        }
-        for c in c..n {
-            out[c] = affine(x[c].to_f32() - mean, r, weight.map(|w| w[c]), bias.map(|b| b[c]));
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::affine;
-    use crate::lanes_neon::{load_at, round4, row_pointers, row_sums4, store_at, to_array};
-    use crate::{Float, rows};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`rows_tf`] behind the token that proves its target features.
-        pub(super) fn rows[X: Float, T: Float](
-            x: &[X],
-            weight: Option<&[T]>,
-            bias: Option<&[T]>,
-            eps: f32,
-            dim: usize,
-            out: &mut [T],
-        ) = rows_tf;
-    }
-
-    /// Groups of 4 rows: the 4 sums, then the 4 sums of centred squares in one vector each (a
-    /// row per lane), then each row normalised 4 columns at a time.
-    #[target_feature(enable = "neon")]
-    fn rows_tf<X: Float, T: Float>(
-        x: &[X],
-        weight: Option<&[T]>,
-        bias: Option<&[T]>,
-        eps: f32,
-        dim: usize,
-        out: &mut [T],
-    ) {
-        let count = x.len() / dim;
-        let inverse_dim = vdupq_n_f32(rows::inverse_count(dim));
-        for first in (0..count).step_by(4) {
-            let pointers = row_pointers(x, dim, first);
-            // SAFETY: each pointer starts a row of `dim` values of `x`.
-            let mean = vmulq_f32(unsafe { row_sums4(&pointers, dim, |f| f) }, inverse_dim);
-            // SAFETY: as above.
-            let squares = unsafe {
-                row_sums4(&pointers, dim, |f| {
-                    let centred = vsubq_f32(f, mean);
-                    vmulq_f32(centred, centred)
-                })
-            };
-            let variance = vmulq_f32(squares, inverse_dim);
-            let r = vdivq_f32(vdupq_n_f32(1.0), vsqrtq_f32(vaddq_f32(variance, vdupq_n_f32(eps))));
-            for ((row, r), mean) in (first..count).zip(to_array(r)).zip(to_array(mean)) {
-                let span = row * dim..(row + 1) * dim;
-                normalize_row(&x[span.clone()], mean, r, weight, bias, &mut out[span]);
-            }
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "neon")]
-    fn normalize_row<X: Float, T: Float>(
-        x: &[X],
-        mean: f32,
-        r: f32,
-        weight: Option<&[T]>,
-        bias: Option<&[T]>,
-        out: &mut [T],
-    ) {
-        let (mean_v, rv) = (vdupq_n_f32(mean), vdupq_n_f32(r));
-        let n =
-            x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len)).min(bias.map_or(usize::MAX, <[T]>::len));
-        let mut c = 0;
-        while c + 4 <= n {
-            let centred = vsubq_f32(load_at(x, c), mean_v);
-            let mut y = round4::<T>(vmulq_f32(centred, rv));
-            if let Some(w) = weight {
-                y = round4::<T>(vmulq_f32(y, load_at(w, c)));
-            }
-            if let Some(b) = bias {
-                y = vaddq_f32(y, load_at(b, c));
-            }
-            store_at(out, c, y);
-            c += 4;
+            v::store_at(out, c, y);
+            c += v::LANES;
         }
         for c in c..n {
             out[c] = affine(x[c].to_f32() - mean, r, weight.map(|w| w[c]), bias.map(|b| b[c]));

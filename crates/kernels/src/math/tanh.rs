@@ -176,7 +176,7 @@ fn truncate(v: f32) -> i32 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{INV_LN2, LN2_HI, LN2_LO, ONE, Q, TINY, TWO};
-    use crate::lanes::{from_array, to_array};
+    use crate::simd::avx2::{from_array, to_array};
     use std::arch::x86_64::*;
 
     crate::cpu::target_entry! {

@@ -37,8 +37,8 @@ use std::sync::OnceLock;
 /// The instruction set the kernels run, as [`isa`] resolves it for this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isa {
-    /// AVX-512F (with AVX2 and FMA): the matrix products' paired tiles, the bf16 tiles and the
-    /// softmax lanes in 16-lane registers; the AVX2 kernels everywhere else.
+    /// AVX-512F (with AVX2 and FMA): the matrix products' paired tiles, the bf16 tiles, the
+    /// softmax lanes and `exp` in 16-lane registers; the AVX2 kernels everywhere else.
     #[cfg(target_arch = "x86_64")]
     Avx512(Avx512),
     /// AVX2 and FMA: 8 float32 lanes.
@@ -168,11 +168,13 @@ pub struct Neon(());
 
 /// Declares a safe entry to a `#[target_feature]` function: `fn name[generics](args) = target;`
 /// after the token type (`Avx2` or `Avx512`; `Neon` on aarch64) becomes
-/// `fn name<generics>(token, args)`, which calls `target::<generics>(args)`.
+/// `fn name<generics>(token, args)`, which calls `target::<generics>(args)`; with a body in
+/// place of `= target;` (as [`simd::stamp!`](crate::simd) writes its entries), it runs the body.
 ///
-/// The call goes through a trampoline compiled with exactly the token's features, which calls
-/// `target` without `unsafe`: it compiles only if `target` is a safe function (no `unsafe fn`
-/// with preconditions of its own) whose features the token's include. The one `unsafe` is the
+/// The call goes through a trampoline compiled with exactly the token's features, whose body
+/// (the call of `target`, or the body given) is safe code: it compiles only if `target` is a
+/// safe function (no `unsafe fn` with preconditions of its own) whose features the token's
+/// include. The one `unsafe` is the
 /// call into the trampoline, whose only precondition, those features, the token discharges
 /// (only [`isa`] makes one, after checking the CPU). NEON is in aarch64's baseline target, but
 /// a function calling its intrinsics still declares the feature, so it is reached the same way.
@@ -193,14 +195,26 @@ macro_rules! target_entry {
         $vis:vis fn $name:ident $([$($g:ident: $bound:path),+ $(,)?])? ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
         = $target:ident;
     ) => {
+        $crate::cpu::target_entry! {
+            @entry $token, $features;
+            $(#[$attr])*
+            $vis fn $name $([$($g: $bound),+])? ($($arg: $ty),*) $(-> $ret)? {
+                $target $(::<$($g),+>)? ($($arg),*)
+            }
+        }
+    };
+    (
+        @entry $token:ident, $features:literal;
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident $([$($g:ident: $bound:path),+ $(,)?])? ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
+        $body:block
+    ) => {
         $(#[$attr])*
         #[inline(always)]
         $vis fn $name $(<$($g: $bound),+>)? (_: $crate::cpu::$token, $($arg: $ty),*) $(-> $ret)? {
             #[target_feature(enable = $features)]
             #[inline]
-            fn trampoline $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
-                $target $(::<$($g),+>)? ($($arg),*)
-            }
+            fn trampoline $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? $body
             // SAFETY: the trampoline is safe but for its `#[target_feature]`s, which are the
             // token's: only `cpu::isa` makes one, after checking that the CPU has them.
             unsafe { trampoline $(::<$($g),+>)? ($($arg),*) }

@@ -2,10 +2,10 @@
 //! 32 vector registers; a k step's four vectors of `b` and two of `a` take six more). Per k
 //! step four loads of `b`, one load of `a`'s first four values and one of its last two, and for
 //! each accumulator one `vfmaq_laneq_f32` (or `vfmaq_lane_f32`): `acc + b_j · a_i` with one
-//! rounding, the step of [`Fused`](super::arithmetic::Fused). That is the stock aarch64 wheel's
-//! rule, [`TargetMultiplyAdd`](super::arithmetic::TargetMultiplyAdd) there, so one kernel
-//! serves [`Steps::Mlx`](super::microkernel::Steps::Mlx) and
-//! [`Steps::Fused`](super::microkernel::Steps::Fused), and each accumulator computes what the
+//! rounding, the step of [`Fused`](crate::gemm::arithmetic::Fused). That is the stock aarch64 wheel's
+//! rule, [`TargetMultiplyAdd`](crate::gemm::arithmetic::TargetMultiplyAdd) there, so one kernel
+//! serves [`Steps::Mlx`](super::Steps::Mlx) and
+//! [`Steps::Fused`](super::Steps::Fused), and each accumulator computes what the
 //! portable tile's `f32::mul_add` chain computes, in the same k order: the same bits.
 //!
 //! The grouped kernel runs the same steps a group at a time, from zeros, and after each group
@@ -14,10 +14,8 @@
 //!
 //! Neither kernel reads or prefetches `next`.
 
-#![cfg(target_arch = "aarch64")]
-
-use super::tile::{GroupedTileFn, TileFn};
 use crate::cpu::Neon;
+use crate::gemm::tile::{GroupedTileFn, TileFn};
 
 /// The NEON tile function (the fused step) for the CPU the token vouches for.
 pub(crate) fn tile(_: Neon) -> TileFn {
@@ -29,10 +27,13 @@ pub(crate) fn grouped_tile(_: Neon) -> GroupedTileFn {
     arm::grouped_6x16
 }
 
-pub(super) use arm::{load_rows, store_rows};
+/// The NEON tile function of bf16 arithmetic, for the CPU the token vouches for.
+pub(crate) fn bf16_tile(_: Neon) -> TileFn {
+    bf16::tile_6x16
+}
 
 mod arm {
-    use super::super::tile::{MR, NR};
+    use crate::gemm::tile::{MR, NR};
     use std::arch::aarch64::*;
 
     /// Vectors per row of the tile.
@@ -45,7 +46,7 @@ mod arm {
     /// NEON must be available; with `accumulate`, `c` must be valid for `R · NR` reads.
     #[inline]
     #[target_feature(enable = "neon")]
-    pub(in crate::gemm) unsafe fn load_rows<const R: usize>(c: *const f32, accumulate: bool) -> [[float32x4_t; Q]; R] {
+    pub(super) unsafe fn load_rows<const R: usize>(c: *const f32, accumulate: bool) -> [[float32x4_t; Q]; R] {
         let mut acc = [[vdupq_n_f32(0.0); Q]; R];
         if accumulate {
             for (i, row) in acc.iter_mut().enumerate() {
@@ -65,7 +66,7 @@ mod arm {
     /// NEON must be available; `c` must be valid for `R · NR` writes.
     #[inline]
     #[target_feature(enable = "neon")]
-    pub(in crate::gemm) unsafe fn store_rows<const R: usize>(c: *mut f32, acc: &[[float32x4_t; Q]; R]) {
+    pub(super) unsafe fn store_rows<const R: usize>(c: *mut f32, acc: &[[float32x4_t; Q]; R]) {
         for (i, row) in acc.iter().enumerate() {
             for (q, v) in row.iter().enumerate() {
                 // SAFETY: `i · NR + 4q + 4 ≤ R · NR`, within what the caller guarantees.
@@ -95,7 +96,7 @@ mod arm {
         }};
     }
 
-    /// [`TileFn`](super::super::tile::TileFn)'s contract for the 6 × 16 tile, each step one
+    /// [`TileFn`](crate::gemm::tile::TileFn)'s contract for the 6 × 16 tile, each step one
     /// fused multiply-add per accumulator.
     ///
     /// # Safety
@@ -132,7 +133,7 @@ mod arm {
         }
     }
 
-    /// [`GroupedTileFn`](super::super::tile::GroupedTileFn)'s contract for the 6 × 16 tile,
+    /// [`GroupedTileFn`](crate::gemm::tile::GroupedTileFn)'s contract for the 6 × 16 tile,
     /// every step fused.
     ///
     /// # Safety
@@ -179,12 +180,79 @@ mod arm {
     }
 }
 
+mod bf16 {
+    use super::arm::{load_rows, store_rows};
+    use crate::gemm::tile::{MR, NR};
+    use crate::simd::neon::round_bf16_not_nan as round;
+    use std::arch::aarch64::*;
+
+    /// Rows per half of the tile.
+    const HALF: usize = MR / 2;
+    /// Vectors per row of the tile.
+    const Q: usize = NR / 4;
+
+    /// [`TileFn`](crate::gemm::tile::TileFn)'s contract for the 6 × 16 tile in bf16
+    /// arithmetic: rows `0..3`, then rows `3..6`, each over all `kc` steps (the panel of `b`
+    /// is read twice, from L1).
+    ///
+    /// # Safety
+    /// NEON must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR` reads,
+    /// `c` for `MR · NR` reads and writes. `next` is not used.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn tile_6x16(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        accumulate: bool,
+        _next: *const f32,
+        _next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: the halves read and write within the extents the caller guarantees (rows
+        // `3..6` start at `a + 3` and `c + 3 · NR`).
+        unsafe {
+            half(kc, a, b, c, accumulate);
+            half(kc, a.add(HALF), b, c.add(HALF * NR), accumulate);
+        }
+    }
+
+    /// Rows `0..3` of the tile at `a` (panel rows `MR` apart) and `c`, over `kc` steps.
+    ///
+    /// # Safety
+    /// As [`tile_6x16`]: `a` valid for reading `kc · MR` floats (3 of every `MR`), `b` for
+    /// `kc · NR`, `c` for `3 · NR` reads and writes.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn half(kc: usize, a: *const f32, b: *const f32, c: *mut f32, accumulate: bool) {
+        // SAFETY: every read and write below stays within the extents above.
+        unsafe {
+            let mut acc = load_rows::<HALF>(c, accumulate);
+            let (mut a, mut b) = (a, b);
+            let mut k = kc;
+            while k > 0 {
+                let bv: [float32x4_t; Q] = std::array::from_fn(|q| vld1q_f32(b.add(4 * q)));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let x = vld1q_dup_f32(a.add(i));
+                    for (v, &y) in row.iter_mut().zip(&bv) {
+                        *v = round(vaddq_f32(*v, round(vmulq_f32(x, y))));
+                    }
+                }
+                a = a.add(MR);
+                b = b.add(NR);
+                k -= 1;
+            }
+            store_rows(c, &acc);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::arithmetic::{Fused, TargetMultiplyAdd};
-    use super::super::microkernel::{MicroKernel, Steps};
-    use super::super::microkernel_portable::{tile_grouped, tile_slices};
-    use super::super::tile::{MR, NR, TILE};
+    use super::super::portable::{tile_grouped, tile_slices};
+    use super::super::{MicroKernel, Steps};
+    use crate::gemm::arithmetic::{Fused, TargetMultiplyAdd};
+    use crate::gemm::tile::{MR, NR, TILE};
     use crate::testing::lcg_values;
 
     /// The NEON kernels are the fused rule's, which must be the target's.

@@ -1,9 +1,10 @@
 //! MLX 0.32's CPU `exp` (`mlx/backend/cpu/simd/math.h`): the Cephes polynomial with `fma`.
 //!
 //! [`exp`] is the definition of the bits: MLX's `simd::exp` for one float32 lane, written in
-//! the same order of operations. The slice kernels ([`exp_in_place`], [`exp_slice`]), the
-//! 8-lane AVX2 function (`avx2::exp8`, for the other kernels of this crate) and the 4-lane NEON
-//! one (`neon::exp4`, on aarch64) give the same bits for every input, NaN payloads included.
+//! the same order of operations. The slice kernels ([`exp_in_place`], [`exp_slice`]) and the
+//! lanes function, written once and stamped for AVX2 (8 lanes), AVX-512 (16) and NEON (4):
+//! `avx2::exp`, `avx512::exp`, `neon::exp`, for the other kernels of this crate, give the same
+//! bits for every input, NaN payloads included.
 
 use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel};
@@ -71,7 +72,8 @@ pub fn exp(x: f32) -> f32 {
 }
 
 /// Replaces every `x` of `values` with [`exp`]`(x)`: MLX's `exp` of a float32 array. Runs over
-/// all cores for long slices, with AVX2 + FMA where available; the bits do not depend on either.
+/// all cores for long slices, 16, 8 or 4 lanes at a time (AVX-512, AVX2 + FMA, NEON) where the
+/// CPU has them; the bits do not depend on either.
 pub fn exp_in_place(values: &mut [f32]) {
     let isa = crate::cpu::isa();
     parallel::for_row_blocks(values, 1, PARALLEL_MIN, |_, block| exp_block_in_place(isa, block));
@@ -108,6 +110,11 @@ const CHUNK: usize = 256;
 /// [`exp`] over one block, on this thread, by the fastest path the CPU has.
 fn exp_block_in_place(isa: Isa, values: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
+    if let Some(avx512) = isa.avx512() {
+        avx512::exp_in_place(avx512, values);
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
         avx2::exp_in_place(avx2, values);
         return;
@@ -128,109 +135,58 @@ pub(crate) fn exp_in_place_portable(values: &mut [f32]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod avx2 {
-    //! [`exp`](super::exp) on 8 float32 lanes with AVX2 + FMA.
+crate::simd::stamp! {
+    lanes v for Avx2, Avx512, Neon;
 
-    use super::{LIMIT, LOG2_E, POLY, exp};
-    use crate::lanes::{from_array, to_array};
-    use std::arch::x86_64::*;
-
-    /// [`exp`](super::exp) of each of 8 lanes, the same bits.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    pub(crate) fn exp8(x: __m256) -> __m256 {
-        let r = exp8_nonpositive(x);
-        let r = _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
-        _mm256_blendv_ps(r, _mm256_set1_ps(f32::INFINITY), _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(LIMIT)))
+    /// [`exp`](super::exp) of each lane, the same bits.
+    pub(crate) fn exp(x: v::V) -> v::V {
+        let r = v::select(v::is_nan(x), x, exp_nonpositive(x));
+        v::select(v::gt(x, v::splat(LIMIT)), v::splat(f32::INFINITY), r)
     }
 
-    /// [`exp`](super::exp) of each of 8 lanes that are all `≤ 0` or `−∞` (no NaN), the same
-    /// bits: [`exp8`] without the NaN and overflow cases (the softmax's `exp(s − max)`).
+    /// [`exp`](super::exp) of each lane, all `≤ 0` or `−∞` (no NaN), the same bits: [`exp`]
+    /// without the NaN and overflow cases (the softmax's `exp(s − max)`).
     ///
     /// `floor(y + 0.5)` (a double sum in MLX) is computed as the float32 `floor(y + 0.5f)`:
     /// for `|y| < 2^23` the float32 sum is exact, or rounds without crossing an integer, except
     /// at `y = 0.5 − 2⁻²⁵` (it rounds up to 1), which no float32 `x · 1.442695f` equals; for
     /// `|y| ≥ 2^23` (`|x|` far above 88) the result is overridden by the limits.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    pub(crate) fn exp8_nonpositive(x: __m256) -> __m256 {
-        let y = _mm256_mul_ps(x, _mm256_set1_ps(LOG2_E));
-        let n = _mm256_floor_ps(_mm256_add_ps(y, _mm256_set1_ps(0.5)));
-        let f = _mm256_sub_ps(y, n);
-        let mut p = _mm256_set1_ps(POLY[0]);
+    pub(crate) fn exp_nonpositive(x: v::V) -> v::V {
+        let y = v::mul(x, v::splat(LOG2_E));
+        let n = v::floor(v::add(y, v::splat(0.5)));
+        let f = v::sub(y, n);
+        let mut p = v::splat(POLY[0]);
         for &c in &POLY[1..] {
-            p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(c));
+            // `c + p · f` rounded once: `fma(p, f, c)`.
+            p = v::mul_add(p, f, v::splat(c));
         }
-        let biased = _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127));
-        let two_to_n = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(biased));
-        let r = _mm256_mul_ps(two_to_n, p);
-        _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(-LIMIT)), r)
+        let r = v::mul(v::two_to(n), p);
+        v::clear(v::lt(x, v::splat(-LIMIT)), r)
     }
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`exp_in_place_tf`] behind the token that proves its target features.
-        pub(crate) fn exp_in_place(values: &mut [f32]) = exp_in_place_tf;
-    }
-
-    /// [`exp`](super::exp) of every element, 8 lanes at a time, the tail one by one.
-    #[target_feature(enable = "avx2,fma")]
-    fn exp_in_place_tf(values: &mut [f32]) {
-        let (chunks, rest) = values.as_chunks_mut::<8>();
+    /// [`exp`](super::exp) of every element, `LANES` at a time, the tail one by one.
+    entry fn exp_in_place(values: &mut [f32]) {
+        let (chunks, rest) = values.as_chunks_mut::<{ v::LANES }>();
         for chunk in chunks {
-            *chunk = to_array(exp8(from_array(chunk)));
+            *chunk = v::to_array(exp(v::from_array(chunk)));
         }
-        for v in rest {
-            *v = exp(*v);
+        for x in rest {
+            *x = super::exp(*x);
         }
+    }
+
+    /// [`exp`] and [`exp_nonpositive`] of each run of lanes of `x` (for the tests).
+    #[cfg(test)]
+    entry fn lanes(x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let (mut all, mut nonpositive) = (Vec::new(), Vec::new());
+        for chunk in x.chunks_exact(v::LANES) {
+            let lanes = v::load_at(chunk, 0);
+            all.extend(v::to_array(exp(lanes)));
+            nonpositive.extend(v::to_array(exp_nonpositive(lanes)));
+        }
+        (all, nonpositive)
     }
 }
-
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod avx512 {
-    //! [`exp`](super::exp) on 16 float32 lanes with AVX-512F: the operations of
-    //! [`avx2::exp8`](super::avx2::exp8) on wider registers, the same bits.
-
-    use super::{LIMIT, LOG2_E, POLY};
-    use std::arch::x86_64::*;
-
-    /// [`exp`](super::exp) of each of 16 lanes, the same bits.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    pub(crate) fn exp16(x: __m512) -> __m512 {
-        let r = exp16_nonpositive(x);
-        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), r, x);
-        let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_set1_ps(LIMIT));
-        _mm512_mask_blend_ps(above, r, _mm512_set1_ps(f32::INFINITY))
-    }
-
-    /// [`exp`](super::exp) of each of 16 lanes that are all `≤ 0` or `−∞` (no NaN), the same
-    /// bits: [`exp16`] without the NaN and overflow cases, computed as
-    /// [`avx2::exp8_nonpositive`](super::avx2::exp8_nonpositive) computes it.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    pub(crate) fn exp16_nonpositive(x: __m512) -> __m512 {
-        let y = _mm512_mul_ps(x, _mm512_set1_ps(LOG2_E));
-        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(_mm512_add_ps(
-            y,
-            _mm512_set1_ps(0.5),
-        ));
-        let f = _mm512_sub_ps(y, n);
-        let mut p = _mm512_set1_ps(POLY[0]);
-        for &c in &POLY[1..] {
-            p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c));
-        }
-        let biased = _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127));
-        let two_to_n = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(biased));
-        let r = _mm512_mul_ps(two_to_n, p);
-        let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(-LIMIT));
-        _mm512_mask_blend_ps(below, r, _mm512_setzero_ps())
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-pub(crate) mod neon;
 
 #[cfg(test)]
 mod tests {
@@ -334,6 +290,39 @@ mod tests {
         assert_eq!(bits(&fast), bits(&twin));
     }
 
+    /// The instruction sets this CPU runs: each one's name, lanes, slice kernel and lanes
+    /// functions (`exp`, `exp_nonpositive` of each run of lanes).
+    #[allow(clippy::type_complexity, reason = "a test's table of closures")]
+    fn vector_paths() -> Vec<(&'static str, usize, Box<dyn Fn(&mut [f32])>, Box<dyn Fn(&[f32]) -> (Vec<f32>, Vec<f32>)>)>
+    {
+        let isa = crate::cpu::isa();
+        let mut paths: Vec<(
+            &'static str,
+            usize,
+            Box<dyn Fn(&mut [f32])>,
+            Box<dyn Fn(&[f32]) -> (Vec<f32>, Vec<f32>)>,
+        )> = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = isa.avx2() {
+            paths.push(("avx2", 8, Box::new(move |x| avx2::exp_in_place(t, x)), Box::new(move |x| avx2::lanes(t, x))));
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = isa.avx512() {
+            paths.push((
+                "avx512",
+                16,
+                Box::new(move |x| avx512::exp_in_place(t, x)),
+                Box::new(move |x| avx512::lanes(t, x)),
+            ));
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(t) = isa.neon() {
+            paths.push(("neon", 4, Box::new(move |x| neon::exp_in_place(t, x)), Box::new(move |x| neon::lanes(t, x))));
+        }
+        let _ = isa;
+        paths
+    }
+
     #[test]
     fn the_paths_agree_at_edge_cases() {
         let xs = edge_cases();
@@ -341,22 +330,12 @@ mod tests {
         let mut portable = xs.clone();
         exp_in_place_portable(&mut portable);
         assert_eq!(bits(&portable), bits(&want));
-        #[cfg(target_arch = "x86_64")]
-        if let Some(avx2) = crate::cpu::isa().avx2() {
-            // Every edge case in each of the 8 lanes.
-            for shift in 0..8 {
-                let mut lanes = xs[shift..].to_vec();
-                avx2::exp_in_place(avx2, &mut lanes);
-                assert_eq!(bits(&lanes), bits(&want[shift..]), "lane shift {shift}");
-            }
-        }
-        #[cfg(target_arch = "aarch64")]
-        if let Some(neon) = crate::cpu::isa().neon() {
-            // Every edge case in each of the 4 lanes.
-            for shift in 0..4 {
-                let mut lanes = xs[shift..].to_vec();
-                neon::exp_in_place(neon, &mut lanes);
-                assert_eq!(bits(&lanes), bits(&want[shift..]), "lane shift {shift}");
+        for (name, lanes, exp_in_place, _) in vector_paths() {
+            // Every edge case in each of the lanes.
+            for shift in 0..lanes {
+                let mut values = xs[shift..].to_vec();
+                exp_in_place(&mut values);
+                assert_eq!(bits(&values), bits(&want[shift..]), "{name}, lane shift {shift}");
             }
         }
         let mut all = xs.clone();
@@ -364,49 +343,21 @@ mod tests {
         assert_eq!(bits(&all), bits(&want));
     }
 
-    /// The 16-lane functions on the edge cases and a sweep of bit patterns: `exp16` everywhere,
-    /// `exp16_nonpositive` on its domain (`≤ 0` or `−∞`).
+    /// The lanes functions of every instruction set on the edge cases and a sweep of bit
+    /// patterns: `exp` everywhere, `exp_nonpositive` on its domain (`≤ 0` or `−∞`).
     #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn the_16_lane_functions_agree_with_the_twin() {
-        if crate::cpu::isa().avx512().is_none() {
-            return;
-        }
-        use std::arch::x86_64::*;
+    fn the_lanes_functions_agree_with_the_twin() {
         let mut xs = edge_cases();
         xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099 + (i & 7))));
-        let chunks = xs.len() / 16;
-        for c in 0..chunks {
-            let lanes = &xs[c * 16..c * 16 + 16];
-            let (mut all, mut nonpositive) = ([0f32; 16], [0f32; 16]);
-            let domain: Vec<f32> = lanes.iter().map(|&x| if x <= 0.0 { x } else { -x.abs() }).collect();
-            let domain: Vec<f32> = domain.iter().map(|&x| if x.is_nan() { f32::NEG_INFINITY } else { x }).collect();
-            // SAFETY: AVX-512F is available (checked above); each slice holds 16 floats.
-            unsafe {
-                _mm512_storeu_ps(all.as_mut_ptr(), avx512::exp16(_mm512_loadu_ps(lanes.as_ptr())));
-                _mm512_storeu_ps(nonpositive.as_mut_ptr(), avx512::exp16_nonpositive(_mm512_loadu_ps(domain.as_ptr())));
-            }
-            let want: Vec<f32> = lanes.iter().map(|&x| exp(x)).collect();
-            assert_eq!(bits(&all), bits(&want), "exp16 of {lanes:?}");
-            let want: Vec<f32> = domain.iter().map(|&x| exp(x)).collect();
-            assert_eq!(bits(&nonpositive), bits(&want), "exp16_nonpositive of {domain:?}");
-        }
-    }
-
-    /// The 4-lane NEON functions on the edge cases and a sweep of bit patterns: `exp4`
-    /// everywhere, `exp4_nonpositive` on its domain (`≤ 0` or `−∞`).
-    #[test]
-    #[cfg(target_arch = "aarch64")]
-    fn the_4_lane_functions_agree_with_the_twin() {
-        let Some(neon) = crate::cpu::isa().neon() else { return };
-        let mut xs = edge_cases();
-        xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099 + (i & 7))));
-        for lanes in xs.as_chunks::<4>().0 {
-            let domain = lanes.map(|x| if x.is_nan() { f32::NEG_INFINITY } else { -x.abs() });
-            let (all, _) = neon::lanes(neon, lanes);
-            let (_, nonpositive) = neon::lanes(neon, &domain);
-            assert_eq!(bits(&all), bits(&lanes.map(exp)), "exp4 of {lanes:?}");
-            assert_eq!(bits(&nonpositive), bits(&domain.map(exp)), "exp4_nonpositive of {domain:?}");
+        xs.truncate(xs.len() / 16 * 16);
+        let domain: Vec<f32> = xs.iter().map(|&x| if x.is_nan() { f32::NEG_INFINITY } else { -x.abs() }).collect();
+        let want: Vec<f32> = xs.iter().map(|&x| exp(x)).collect();
+        let want_nonpositive: Vec<f32> = domain.iter().map(|&x| exp(x)).collect();
+        for (name, _, _, lanes) in vector_paths() {
+            let (all, _) = lanes(&xs);
+            let (_, nonpositive) = lanes(&domain);
+            assert_eq!(bits(&all), bits(&want), "{name}: exp");
+            assert_eq!(bits(&nonpositive), bits(&want_nonpositive), "{name}: exp_nonpositive");
         }
     }
 

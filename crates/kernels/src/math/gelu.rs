@@ -225,59 +225,18 @@ fn gated_by_table_portable<T: Float>(table: &Table, gate: &[T], up: &[T], out: &
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{Table, lookup};
-    use crate::Float;
-    use crate::lanes::{from_array, load_at, store_at};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`gated_by_table_tf`] behind the token that proves its target features.
-        pub(super) fn gated_by_table[T: Float](table: &Table, gate: &[T], up: &[T], out: &mut [T]) = gated_by_table_tf;
-    }
-
-    /// 8 table lookups, then one product and rounding per 8 lanes.
-    #[target_feature(enable = "avx2,fma")]
-    fn gated_by_table_tf<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
+    /// `LANES` table lookups, then one product and rounding per `LANES` lanes.
+    entry fn gated_by_table[T: Float](table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
         let n = gate.len().min(up.len()).min(out.len());
         let mut c = 0;
-        while c + 8 <= n {
-            let g: [f32; 8] = std::array::from_fn(|i| lookup(table, gate[c + i]));
-            let y = _mm256_mul_ps(from_array(&g), load_at(up, c));
-            store_at(out, c, y);
-            c += 8;
-        }
-        for c in c..n {
-            out[c] = T::from_f32(lookup(table, gate[c]) * up[c].to_f32());
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::{Table, lookup};
-    use crate::Float;
-    use crate::lanes_neon::{from_array, load_at, store_at};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`gated_by_table_tf`] behind the token that proves its target features.
-        pub(super) fn gated_by_table[T: Float](table: &Table, gate: &[T], up: &[T], out: &mut [T]) = gated_by_table_tf;
-    }
-
-    /// 4 table lookups, then one product and rounding per 4 lanes.
-    #[target_feature(enable = "neon")]
-    fn gated_by_table_tf<T: Float>(table: &Table, gate: &[T], up: &[T], out: &mut [T]) {
-        let n = gate.len().min(up.len()).min(out.len());
-        let mut c = 0;
-        while c + 4 <= n {
-            let g: [f32; 4] = std::array::from_fn(|i| lookup(table, gate[c + i]));
-            let y = vmulq_f32(from_array(&g), load_at(up, c));
-            store_at(out, c, y);
-            c += 4;
+        while c + v::LANES <= n {
+            let gates = &gate[c..c + v::LANES];
+            let g: [f32; v::LANES] = std::array::from_fn(|i| lookup(table, gates[i]));
+            v::store_at(out, c, v::mul(v::from_array(&g), v::load_at(up, c)));
+            c += v::LANES;
         }
         for c in c..n {
             out[c] = T::from_f32(lookup(table, gate[c]) * up[c].to_f32());

@@ -6,8 +6,8 @@
 //! then `minimum`, which select one operand's value unchanged (a NaN operand on the left wins,
 //! payload and all).
 //!
-//! Every kernel here runs over all cores for long slices, 8 lanes per AVX2 vector where
-//! available, the same bits as the one-element definitions ([`add_scalar`], …).
+//! Every kernel here runs over all cores for long slices, 8 lanes per AVX2 vector (4 per NEON
+//! vector) where available, the same bits as the one-element definitions ([`add_scalar`], …).
 
 use crate::cpu::Isa;
 use crate::{Error, Float, Result, parallel, rows};
@@ -120,67 +120,26 @@ fn binary_in_place<T: Float, Op: BinaryOp>(kernel: &'static str, acc: &mut [T], 
     Ok(())
 }
 
-/// An element-wise float32 operation, on one value and on 8 lanes (AVX2) or 4 (NEON).
+/// MLX's `add` or `multiply` on float32 values, chosen at compile time in every loop.
 trait BinaryOp {
-    fn apply(a: f32, b: f32) -> f32;
-    /// # Safety
-    /// The CPU has AVX2 and FMA.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn apply8(a: std::arch::x86_64::__m256, b: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256;
-    /// # Safety
-    /// The CPU has NEON.
-    #[cfg(target_arch = "aarch64")]
-    unsafe fn apply4(
-        a: std::arch::aarch64::float32x4_t,
-        b: std::arch::aarch64::float32x4_t,
-    ) -> std::arch::aarch64::float32x4_t;
+    /// Whether the operation is `add` (else `multiply`).
+    const ADD: bool;
+
+    #[inline(always)]
+    fn apply(a: f32, b: f32) -> f32 {
+        if Self::ADD { a + b } else { a * b }
+    }
 }
 
 struct Add;
 struct Multiply;
 
 impl BinaryOp for Add {
-    #[inline(always)]
-    fn apply(a: f32, b: f32) -> f32 {
-        a + b
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn apply8(a: std::arch::x86_64::__m256, b: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
-        std::arch::x86_64::_mm256_add_ps(a, b)
-    }
-    #[cfg(target_arch = "aarch64")]
-    #[inline]
-    #[target_feature(enable = "neon")]
-    unsafe fn apply4(
-        a: std::arch::aarch64::float32x4_t,
-        b: std::arch::aarch64::float32x4_t,
-    ) -> std::arch::aarch64::float32x4_t {
-        std::arch::aarch64::vaddq_f32(a, b)
-    }
+    const ADD: bool = true;
 }
 
 impl BinaryOp for Multiply {
-    #[inline(always)]
-    fn apply(a: f32, b: f32) -> f32 {
-        a * b
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn apply8(a: std::arch::x86_64::__m256, b: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
-        std::arch::x86_64::_mm256_mul_ps(a, b)
-    }
-    #[cfg(target_arch = "aarch64")]
-    #[inline]
-    #[target_feature(enable = "neon")]
-    unsafe fn apply4(
-        a: std::arch::aarch64::float32x4_t,
-        b: std::arch::aarch64::float32x4_t,
-    ) -> std::arch::aarch64::float32x4_t {
-        std::arch::aarch64::vmulq_f32(a, b)
-    }
+    const ADD: bool = false;
 }
 
 /// `acc[i] = T(Op(acc[i], b[i]))` over one block, by the fastest path the CPU has.
@@ -230,120 +189,41 @@ fn clip_portable<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{BinaryOp, clip_scalar};
-    use crate::Float;
-    use crate::lanes::{load_at, store_at, store_exact_at};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`binary_in_place_tf`] behind the token that proves its target features.
-        pub(super) fn binary_in_place[T: Float, Op: BinaryOp](acc: &mut [T], b: &[T]) = binary_in_place_tf;
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    fn binary_in_place_tf<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
+    /// `acc[i] = T(Op(acc[i], b[i]))`, `LANES` at a time, the tail one by one.
+    entry fn binary_in_place[T: Float, Op: BinaryOp](acc: &mut [T], b: &[T]) {
         let n = acc.len().min(b.len());
         let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: `apply8` needs AVX2 and FMA, which are enabled here.
-            let y = unsafe { Op::apply8(load_at(acc, i), load_at(b, i)) };
-            store_at(acc, i, y);
-            i += 8;
+        while i + v::LANES <= n {
+            let (x, y) = (v::load_at(acc, i), v::load_at(b, i));
+            v::store_at(acc, i, if Op::ADD { v::add(x, y) } else { v::mul(x, y) });
+            i += v::LANES;
         }
         for i in i..n {
             acc[i] = T::from_f32(Op::apply(acc[i].to_f32(), b[i].to_f32()));
         }
     }
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`clip_in_place_tf`] behind the token that proves its target features.
-        pub(super) fn clip_in_place[T: Float](x: &mut [T], low: Option<T>, high: Option<T>) = clip_in_place_tf;
-    }
-
     /// `maximum` then `minimum` as selects on the widened lanes, stored back exactly.
-    #[target_feature(enable = "avx2,fma")]
-    fn clip_in_place_tf<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
-        let bound = |b: Option<T>| _mm256_set1_ps(b.map_or(0.0, |b| b.to_f32()));
-        let (low_v, high_v) = (bound(low), bound(high));
+    entry fn clip_in_place[T: Float](x: &mut [T], low: Option<T>, high: Option<T>) {
+        let bound = |b: Option<T>| v::splat(b.map_or(0.0, |b| b.to_f32()));
+        let (low_lanes, high_lanes) = (bound(low), bound(high));
         let mut i = 0;
-        while i + 8 <= x.len() {
-            let mut v = load_at(x, i);
+        while i + v::LANES <= x.len() {
+            let mut y = v::load_at(x, i);
             if low.is_some() {
-                // maximum(v, low): v where v is NaN or v > low, else low.
-                let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_GT_OQ>(v, low_v));
-                v = _mm256_blendv_ps(low_v, v, keep);
+                y = v::maximum(y, low_lanes);
             }
             if high.is_some() {
-                let keep = _mm256_or_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v), _mm256_cmp_ps::<_CMP_LT_OQ>(v, high_v));
-                v = _mm256_blendv_ps(high_v, v, keep);
+                y = v::minimum(y, high_lanes);
             }
-            store_exact_at(x, i, v);
-            i += 8;
+            v::store_exact_at(x, i, y);
+            i += v::LANES;
         }
-        for v in &mut x[i..] {
-            *v = clip_scalar(*v, low, high);
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::{BinaryOp, clip_scalar};
-    use crate::Float;
-    use crate::lanes_neon::{is_nan, load_at, store_at, store_exact_at};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`binary_in_place_tf`] behind the token that proves its target features.
-        pub(super) fn binary_in_place[T: Float, Op: BinaryOp](acc: &mut [T], b: &[T]) = binary_in_place_tf;
-    }
-
-    #[target_feature(enable = "neon")]
-    fn binary_in_place_tf<T: Float, Op: BinaryOp>(acc: &mut [T], b: &[T]) {
-        let n = acc.len().min(b.len());
-        let mut i = 0;
-        while i + 4 <= n {
-            // SAFETY: `apply4` needs NEON, which is enabled here.
-            let y = unsafe { Op::apply4(load_at(acc, i), load_at(b, i)) };
-            store_at(acc, i, y);
-            i += 4;
-        }
-        for i in i..n {
-            acc[i] = T::from_f32(Op::apply(acc[i].to_f32(), b[i].to_f32()));
-        }
-    }
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`clip_in_place_tf`] behind the token that proves its target features.
-        pub(super) fn clip_in_place[T: Float](x: &mut [T], low: Option<T>, high: Option<T>) = clip_in_place_tf;
-    }
-
-    /// `maximum` then `minimum` as selects on the widened lanes, stored back exactly.
-    #[target_feature(enable = "neon")]
-    fn clip_in_place_tf<T: Float>(x: &mut [T], low: Option<T>, high: Option<T>) {
-        let bound = |b: Option<T>| vdupq_n_f32(b.map_or(0.0, |b| b.to_f32()));
-        let (low_v, high_v) = (bound(low), bound(high));
-        let mut i = 0;
-        while i + 4 <= x.len() {
-            let mut v = load_at(x, i);
-            if low.is_some() {
-                // maximum(v, low): v where v is NaN or v > low, else low.
-                v = vbslq_f32(vorrq_u32(is_nan(v), vcgtq_f32(v, low_v)), v, low_v);
-            }
-            if high.is_some() {
-                v = vbslq_f32(vorrq_u32(is_nan(v), vcltq_f32(v, high_v)), v, high_v);
-            }
-            store_exact_at(x, i, v);
-            i += 4;
-        }
-        for v in &mut x[i..] {
-            *v = clip_scalar(*v, low, high);
+        for y in &mut x[i..] {
+            *y = clip_scalar(*y, low, high);
         }
     }
 }

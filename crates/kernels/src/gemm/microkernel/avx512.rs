@@ -8,18 +8,21 @@
 //! The k loop runs four steps per iteration and prefetches into L1 both panels of `a` a few
 //! iterations ahead and, one cache line per iteration, the memory the caller reads next.
 
-#![cfg(target_arch = "x86_64")]
-
-use super::tile::PairTileFn;
 use crate::cpu::Avx512;
+use crate::gemm::tile::{PairTileFn, TileFn};
 
 /// The AVX-512 pair-tile functions, `(separate, fused)`, for the CPU the token vouches for.
 pub(crate) fn pair_tiles(_: Avx512) -> (PairTileFn, PairTileFn) {
     (x86::pair_6x16::<false>, x86::pair_6x16::<true>)
 }
 
+/// The AVX-512 tile function of bf16 arithmetic, for the CPU the token vouches for.
+pub(crate) fn bf16_tile(_: Avx512) -> TileFn {
+    bf16::tile_6x16
+}
+
 mod x86 {
-    use super::super::tile::{LINE, MR, NR, NextLines};
+    use crate::gemm::tile::{LINE, MR, NR, NextLines};
     use std::arch::x86_64::*;
 
     /// k steps per iteration of the main loop.
@@ -27,7 +30,7 @@ mod x86 {
     /// How far ahead of the current k step `a` is prefetched, in floats (32 steps).
     const A_AHEAD: usize = 32 * MR;
 
-    /// [`PairTileFn`](super::super::tile::PairTileFn)'s contract for two 6 × 16 tiles; `FUSED`
+    /// [`PairTileFn`](crate::gemm::tile::PairTileFn)'s contract for two 6 × 16 tiles; `FUSED`
     /// uses `fma(a, b, acc)` for `acc + round(a · b)` (the same bits only where every product
     /// is exact, which the caller checks).
     ///
@@ -105,6 +108,62 @@ mod x86 {
                 for (i, row) in tile.iter().enumerate() {
                     _mm512_storeu_ps(c.add(i * NR), *row);
                 }
+            }
+        }
+    }
+}
+
+mod bf16 {
+    use crate::gemm::tile::{MR, NR, NextLines};
+    use crate::simd::avx512::round_bf16_not_nan as round;
+    use std::arch::x86_64::*;
+
+    /// [`TileFn`](crate::gemm::tile::TileFn)'s contract for the 6 × 16 tile in bf16
+    /// arithmetic, one `__m512` accumulator per row.
+    ///
+    /// # Safety
+    /// AVX-512F must be available; `a` must be valid for `kc · MR` reads, `b` for `kc · NR`
+    /// reads, `c` for `MR · NR` reads and writes. `next` (`next_len` floats) is only
+    /// prefetched, never read: any address is sound.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tile_6x16(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        accumulate: bool,
+        next: *const f32,
+        next_len: usize,
+    ) {
+        const _: () = assert!(MR == 6 && NR == 16);
+        // SAFETY: every read and write below stays within the extents the caller guarantees
+        // (`a` below `kc · MR`, `b` below `kc · NR`, `c` below `MR · NR`); the prefetches are
+        // hints that never fault, computed with `wrapping_add`.
+        unsafe {
+            let mut acc = [_mm512_setzero_ps(); MR];
+            if accumulate {
+                for (i, row) in acc.iter_mut().enumerate() {
+                    *row = _mm512_loadu_ps(c.add(i * NR));
+                }
+            }
+            let mut next = NextLines::new(next, next_len, b);
+            let (mut a, mut b) = (a, b);
+            let mut k = kc;
+            while k > 0 {
+                if k.is_multiple_of(2) {
+                    _mm_prefetch::<_MM_HINT_T0>(next.advance().cast());
+                }
+                let bv = _mm512_loadu_ps(b);
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let x = _mm512_set1_ps(*a.add(i));
+                    *row = round(_mm512_add_ps(*row, round(_mm512_mul_ps(x, bv))));
+                }
+                a = a.add(MR);
+                b = b.add(NR);
+                k -= 1;
+            }
+            for (i, row) in acc.iter().enumerate() {
+                _mm512_storeu_ps(c.add(i * NR), *row);
             }
         }
     }

@@ -99,117 +99,40 @@ fn scale<T: Float>(f: f32, r: f32, weight: Option<T>) -> T {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::scale;
-    use crate::lanes::{load_at, round8, row_pointers, row_sums8, store_at, to_array};
-    use crate::{Float, rows};
-    use std::arch::x86_64::*;
+crate::simd::stamp! {
+    lanes v for Avx2, Neon;
 
-    crate::cpu::target_entry! {
-        Avx2;
-        /// [`rows_tf`] behind the token that proves its target features.
-        pub(super) fn rows[X: Float, T: Float](
-            x: &[X],
-            weight: Option<&[T]>,
-            eps: f32,
-            dim: usize,
-            out: &mut [T],
-        ) = rows_tf;
-    }
-
-    /// Groups of 8 rows: the 8 sums of squares in one vector (a row per lane), then each row
-    /// scaled 8 columns at a time.
-    #[target_feature(enable = "avx2,fma")]
-    fn rows_tf<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
+    /// Groups of `LANES` rows: the sums of squares in one vector (a row per lane; a multiply
+    /// then an add, as the scalar loop), then each row scaled `LANES` columns at a time.
+    entry fn rows[X: Float, T: Float](x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
         let count = x.len() / dim;
-        let inverse_dim = _mm256_set1_ps(rows::inverse_count(dim));
-        for first in (0..count).step_by(8) {
-            let pointers = row_pointers(x, dim, first);
+        let inverse_dim = v::splat(rows::inverse_count(dim));
+        for first in (0..count).step_by(v::LANES) {
+            let pointers = crate::simd::row_pointers(x, dim, first);
             // SAFETY: each pointer starts a row of `dim` values of `x`.
-            let sums = unsafe { row_sums8(&pointers, dim, |f| _mm256_mul_ps(f, f)) };
-            let mean = _mm256_mul_ps(sums, inverse_dim);
-            let r = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(_mm256_add_ps(mean, _mm256_set1_ps(eps))));
-            for (row, r) in (first..count).zip(to_array(r)) {
+            let sums = unsafe { v::row_sums(&pointers, dim, |f| v::mul(f, f)) };
+            let mean = v::mul(sums, inverse_dim);
+            let r = v::div(v::splat(1.0), v::sqrt(v::add(mean, v::splat(eps))));
+            for (row, r) in (first..count).zip(v::to_array(r)) {
                 let span = row * dim..(row + 1) * dim;
                 scale_row(&x[span.clone()], r, weight, &mut out[span]);
             }
         }
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn scale_row<X: Float, T: Float>(x: &[X], r: f32, weight: Option<&[T]>, out: &mut [T]) {
-        let rv = _mm256_set1_ps(r);
+    /// One row: `LANES` columns at a time, the tail by [`scale`].
+    fn scale_row[X: Float, T: Float](x: &[X], r: f32, weight: Option<&[T]>, out: &mut [T]) {
+        let rv = v::splat(r);
         let n = x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len));
         let mut c = 0;
-        while c + 8 <= n {
-            let y = round8::<T>(_mm256_mul_ps(load_at(x, c), rv));
+        while c + v::LANES <= n {
+            let y = v::round::<T>(v::mul(v::load_at(x, c), rv));
             let y = match weight {
-                Some(w) => _mm256_mul_ps(y, load_at(w, c)),
+                Some(w) => v::mul(y, v::load_at(w, c)),
                 None => y,
             };
-            store_at(out, c, y);
-            c += 8;
-        }
-        for c in c..n {
-            out[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod neon {
-    use super::scale;
-    use crate::lanes_neon::{load_at, round4, row_pointers, row_sums4, store_at, to_array};
-    use crate::{Float, rows};
-    use std::arch::aarch64::*;
-
-    crate::cpu::target_entry! {
-        Neon;
-        /// [`rows_tf`] behind the token that proves its target features.
-        pub(super) fn rows[X: Float, T: Float](
-            x: &[X],
-            weight: Option<&[T]>,
-            eps: f32,
-            dim: usize,
-            out: &mut [T],
-        ) = rows_tf;
-    }
-
-    /// Groups of 4 rows: the 4 sums of squares in one vector (a row per lane, `fmul` then
-    /// `fadd`, as the scalar loop), then each row scaled 4 columns at a time.
-    #[target_feature(enable = "neon")]
-    fn rows_tf<X: Float, T: Float>(x: &[X], weight: Option<&[T]>, eps: f32, dim: usize, out: &mut [T]) {
-        let count = x.len() / dim;
-        let inverse_dim = vdupq_n_f32(rows::inverse_count(dim));
-        for first in (0..count).step_by(4) {
-            let pointers = row_pointers(x, dim, first);
-            // SAFETY: each pointer starts a row of `dim` values of `x`.
-            let sums = unsafe { row_sums4(&pointers, dim, |f| vmulq_f32(f, f)) };
-            let mean = vmulq_f32(sums, inverse_dim);
-            let r = vdivq_f32(vdupq_n_f32(1.0), vsqrtq_f32(vaddq_f32(mean, vdupq_n_f32(eps))));
-            for (row, r) in (first..count).zip(to_array(r)) {
-                let span = row * dim..(row + 1) * dim;
-                scale_row(&x[span.clone()], r, weight, &mut out[span]);
-            }
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "neon")]
-    fn scale_row<X: Float, T: Float>(x: &[X], r: f32, weight: Option<&[T]>, out: &mut [T]) {
-        let rv = vdupq_n_f32(r);
-        let n = x.len().min(out.len()).min(weight.map_or(usize::MAX, <[T]>::len));
-        let mut c = 0;
-        while c + 4 <= n {
-            let y = round4::<T>(vmulq_f32(load_at(x, c), rv));
-            let y = match weight {
-                Some(w) => vmulq_f32(y, load_at(w, c)),
-                None => y,
-            };
-            store_at(out, c, y);
-            c += 4;
+            v::store_at(out, c, y);
+            c += v::LANES;
         }
         for c in c..n {
             out[c] = scale(x[c].to_f32(), r, weight.map(|w| w[c]));
