@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use gemma_vision_hub::stand_in::{Fault, StandIn};
+use gemma_vision_hub::stand_in::Fault;
 use gemma_vision_hub::{Error, ErrorKind, Missing, Origin, Token, resolve_hub};
 
 fn first_shard(checkpoint: &gemma_vision_hub::stand_in::SeededCheckpoint) -> String {
@@ -21,10 +21,7 @@ fn nothing_complete(environment: &gemma_vision_hub::HubEnvironment) {
 
 #[test]
 fn a_dropped_connection_is_resumed_within_the_load() {
-    let scratch = TempDir::new("drop-once");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, _) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint, stand_in, commit: _, environment } = World::new("drop-once");
     let shard = first_shard(&checkpoint);
     // Its header's two answers (8 bytes, then under 10,000) pass whole; the next two answers,
     // for its 48 KiB of vision tensors, stop after 10,000 bytes.
@@ -38,10 +35,7 @@ fn a_dropped_connection_is_resumed_within_the_load() {
 
 #[test]
 fn an_interrupted_load_fails_cleanly_and_the_next_one_resumes() {
-    let scratch = TempDir::new("drop-always");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, _) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint, stand_in, commit: _, environment } = World::new("drop-always");
     let shard = first_shard(&checkpoint);
     let header = 8 + u64::from_le_bytes(checkpoint.files[&shard][..8].try_into().unwrap());
     // The two header requests pass whole; every data answer after them stops after 512 bytes.
@@ -68,11 +62,8 @@ fn an_interrupted_load_fails_cleanly_and_the_next_one_resumes() {
 
 #[test]
 fn refused_access_says_how_to_give_a_token_and_tokens_stay_on_the_hub() {
-    let scratch = TempDir::new("token");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, _) = hosting(&checkpoint);
+    let World { scratch: _scratch, checkpoint: _, stand_in, commit: _, mut environment } = World::new("token");
     stand_in.require_token("org/model", "hf_secret");
-    let mut environment = environment(&scratch, &stand_in);
     let error = resolve_hub(&model("org/model"), &selection(), &environment).unwrap_err();
     assert!(matches!(error, Error::Unauthorized { status: 401, token_sent: false, .. }), "{error}");
     assert_eq!(error.kind(), ErrorKind::Unauthorized);
@@ -96,10 +87,7 @@ fn refused_access_says_how_to_give_a_token_and_tokens_stay_on_the_hub() {
 
 #[test]
 fn missing_repositories_revisions_and_files_are_not_found() {
-    let scratch = TempDir::new("not-found");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, _) = hosting(&checkpoint);
-    let mut environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint, stand_in, commit: _, mut environment } = World::new("not-found");
     // Without a token the Hub answers 401 for a repository it does not show.
     let error = resolve_hub(&model("org/none"), &selection(), &environment).unwrap_err();
     assert!(matches!(error, Error::Unauthorized { status: 401, .. }), "{error}");
@@ -128,10 +116,7 @@ fn truncated_and_lying_answers_are_errors_with_nothing_half_written() {
         ("SHARD", Fault::LyingLength { delta: -3 }),
         ("SHARD", Fault::Status(500)),
     ] {
-        let scratch = TempDir::new("lying");
-        let checkpoint = checkpoint(&scratch);
-        let (stand_in, _) = hosting(&checkpoint);
-        let environment = environment(&scratch, &stand_in);
+        let World { scratch: _scratch, checkpoint, stand_in, commit: _, environment } = World::new("lying");
         let file = if file == "SHARD" { first_shard(&checkpoint) } else { file.to_owned() };
         stand_in.set_fault(&format!("org/model/{file}"), Some(fault.clone()));
         let error = resolve_hub(&model("org/model"), &selection(), &environment).unwrap_err();
@@ -152,10 +137,7 @@ fn truncated_and_lying_answers_are_errors_with_nothing_half_written() {
 
 #[test]
 fn a_server_that_ignores_ranges_gets_whole_files_in_the_hugging_face_layout() {
-    let scratch = TempDir::new("no-ranges");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, commit) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch, checkpoint, stand_in, commit, environment } = World::new("no-ranges");
     let shards: Vec<String> = checkpoint.files.keys().filter(|p| p.ends_with(".safetensors")).cloned().collect();
     for shard in &shards {
         stand_in.set_fault(&format!("org/model/{shard}"), Some(Fault::IgnoreRange));
@@ -185,13 +167,12 @@ fn a_server_that_ignores_ranges_gets_whole_files_in_the_hugging_face_layout() {
 
 #[test]
 fn a_header_that_does_not_parse_names_its_file() {
-    let scratch = TempDir::new("bad-header");
-    let mut checkpoint = checkpoint(&scratch);
-    let shard = first_shard(&checkpoint);
-    let bytes = checkpoint.files.get_mut(&shard).unwrap();
-    bytes[8] = b'[';
-    let (stand_in, _) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let mut shard = String::new();
+    let World { scratch: _scratch, checkpoint: _, stand_in: _stand_in, commit: _, environment } =
+        World::edited("bad-header", |checkpoint| {
+            shard = first_shard(checkpoint);
+            checkpoint.files.get_mut(&shard).unwrap()[8] = b'[';
+        });
     let error = resolve_hub(&model("org/model"), &selection(), &environment).unwrap_err();
     assert!(matches!(&error, Error::Malformed { what, .. } if *what == shard), "{error}");
     nothing_complete(&environment);
@@ -199,10 +180,8 @@ fn a_header_that_does_not_parse_names_its_file() {
 
 #[test]
 fn no_network_is_its_own_error_and_a_stored_copy_still_serves() {
-    let scratch = TempDir::new("no-network");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, _) = hosting(&checkpoint);
-    let mut environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint: _, stand_in: _stand_in, commit: _, mut environment } =
+        World::new("no-network");
     // A port nothing listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let unreachable = format!("http://{}", closed.local_addr().unwrap());
@@ -217,5 +196,4 @@ fn no_network_is_its_own_error_and_a_stored_copy_still_serves() {
     environment.endpoint = down.endpoint.clone();
     let resolved = resolve_hub(&model("org/model"), &selection(), &environment).unwrap();
     assert_eq!(resolved.dir, fetched.dir, "the ref recorded when online finds the stored commit");
-    drop(StandIn::start());
 }

@@ -8,10 +8,7 @@ use gemma_vision_hub::{Error, HfCache, MANIFEST_FILE, Origin, Store, resolve_hub
 
 #[test]
 fn a_name_fetches_only_the_vision_bytes_and_the_store_holds_them_whole() {
-    let scratch = TempDir::new("only-vision");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, commit) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch, checkpoint, stand_in, commit, environment } = World::new("only-vision");
     let selection = selection();
 
     let resolved = resolve_hub(&model("org/model"), &selection, &environment).unwrap();
@@ -52,10 +49,7 @@ fn a_name_fetches_only_the_vision_bytes_and_the_store_holds_them_whole() {
 
 #[test]
 fn the_second_load_fetches_nothing_and_a_pinned_commit_asks_nothing() {
-    let scratch = TempDir::new("second-load");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, commit) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint: _, stand_in, commit, environment } = World::new("second-load");
     let first = resolve_hub(&model("org/model"), &selection(), &environment).unwrap();
     stand_in.reset_served();
 
@@ -73,10 +67,7 @@ fn the_second_load_fetches_nothing_and_a_pinned_commit_asks_nothing() {
 
 #[test]
 fn offline_uses_what_is_here_or_fails_clearly() {
-    let scratch = TempDir::new("offline");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, commit) = hosting(&checkpoint);
-    let mut environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint: _, stand_in, commit, mut environment } = World::new("offline");
     environment.offline = true;
     let error = resolve_hub(&model("org/model"), &selection(), &environment).unwrap_err();
     assert!(matches!(error, Error::Offline { .. }), "{error}");
@@ -98,10 +89,7 @@ fn offline_uses_what_is_here_or_fails_clearly() {
 
 #[test]
 fn a_complete_hugging_face_snapshot_is_used_in_place() {
-    let scratch = TempDir::new("hf-cache");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, commit) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint, stand_in, commit, environment } = World::new("hf-cache");
     // The layout huggingface_hub's snapshot_download leaves: blobs, links, refs/main.
     let repo_dir = environment.hf_cache.join("models--org--model");
     let snapshot = repo_dir.join("snapshots").join(&commit);
@@ -142,10 +130,7 @@ fn a_complete_hugging_face_snapshot_is_used_in_place() {
 
 #[test]
 fn two_loads_at_once_fetch_once() {
-    let scratch = TempDir::new("concurrent");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, _) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint, stand_in, commit: _, environment } = World::new("concurrent");
     let dirs: Vec<_> = std::thread::scope(|scope| {
         let loads: Vec<_> = (0..2)
             .map(|_| scope.spawn(|| resolve_hub(&model("org/model"), &selection(), &environment).unwrap()))
@@ -165,10 +150,7 @@ fn two_loads_at_once_fetch_once() {
 
 #[test]
 fn the_store_and_refs_are_keyed_by_commit() {
-    let scratch = TempDir::new("new-commit");
-    let checkpoint = checkpoint(&scratch);
-    let (stand_in, first) = hosting(&checkpoint);
-    let environment = environment(&scratch, &stand_in);
+    let World { scratch: _scratch, checkpoint, stand_in, commit: first, environment } = World::new("new-commit");
     resolve_hub(&model("org/model"), &selection(), &environment).unwrap();
     let mut changed = checkpoint.clone();
     changed.files.insert("processor_config.json".into(), br#"{"image_processor": {"max_soft_tokens": 70}}"#.to_vec());

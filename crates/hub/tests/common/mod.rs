@@ -86,6 +86,33 @@ pub fn environment(root: &Path, stand_in: &StandIn) -> HubEnvironment {
     }
 }
 
+/// One test's world: a scratch directory, a seeded checkpoint ([`checkpoint`]), the stand-in
+/// hosting it as `org/model` on `main`, that commit, and an environment with its caches under
+/// the scratch directory.
+pub struct World {
+    pub scratch: TempDir,
+    pub checkpoint: SeededCheckpoint,
+    pub stand_in: StandIn,
+    pub commit: String,
+    pub environment: HubEnvironment,
+}
+
+impl World {
+    pub fn new(name: &str) -> World {
+        World::edited(name, |_| {})
+    }
+
+    /// With the checkpoint edited before it is hosted.
+    pub fn edited(name: &str, edit: impl FnOnce(&mut SeededCheckpoint)) -> World {
+        let scratch = TempDir::new(name);
+        let mut checkpoint = checkpoint(&scratch);
+        edit(&mut checkpoint);
+        let (stand_in, commit) = hosting(&checkpoint);
+        let environment = environment(&scratch, &stand_in);
+        World { scratch, checkpoint, stand_in, commit, environment }
+    }
+}
+
 /// A stand-in hosting `checkpoint` as `org/model` on `main`; the commit.
 pub fn hosting(checkpoint: &SeededCheckpoint) -> (StandIn, String) {
     let stand_in = StandIn::start().unwrap();
