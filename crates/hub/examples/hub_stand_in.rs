@@ -4,7 +4,7 @@
 //! hub_stand_in [--seeded ORG/NAME=MODEL_DIR]... [--plain ORG/NAME=DIR]... [--token ORG/NAME=TOKEN]...
 //! ```
 //!
-//! `--seeded` hosts a [`SeededCheckpoint`] made from a model directory (two shards, language
+//! `--seeded` hosts a [`SeededCheckpoint`] made from a model directory (two shards, 1 MiB of language
 //! model tensors beside its own), `--plain` a directory's files as they are, each on `main`.
 //! Prints the endpoint as its first line, then one line per hosted repository
 //! (`ORG/NAME COMMIT`), and serves until its standard input closes.
@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (repo, what) = value.split_once('=').ok_or_else(|| format!("{flag} takes ORG/NAME=VALUE"))?;
         match flag.as_str() {
             "--seeded" => {
-                let checkpoint = SeededCheckpoint::from_model_dir(Path::new(what), 2, 64 << 10, 1)?;
+                let checkpoint = SeededCheckpoint::from_model_dir(Path::new(what), 2, 1 << 20, 1)?;
                 hosted.push((repo.to_owned(), stand_in.host(repo, "main", checkpoint.hosted())));
             }
             "--plain" => {
