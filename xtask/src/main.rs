@@ -54,9 +54,10 @@ cargo xtask <command>
                 preprocess ends with one row per file of Pillow's test images;
                 --quick: the tiny vision cases only; --fresh: recompute the reference
                 outputs kept in .deps/parity-cache)
-  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm> [--help]
+  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|check> [--help]
                 timings beside the reference's (embed: corpus jobs; mlx-vlm: its generation,
-                stock against accelerated), written into BENCHMARKS.md
+                stock against accelerated), written into BENCHMARKS.md; check: that file's
+                generated sections against their templates (runs nothing)
   fuzz [--seconds N] [--target NAME]
                 every cargo-fuzz target under fuzz/ (or the one named) for N seconds each;
                 the decode_<format> targets seeded with Pillow's test images of their format

@@ -1,4 +1,4 @@
-//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed|mlx-vlm>`: our timings beside the reference's (and
+//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|check>`: our timings beside the reference's (and
 //! other implementations'), in one run, written into `BENCHMARKS.md`: each suite owns one marked
 //! section of that file, whose prose is its template under `bench/templates/`.
 //!
