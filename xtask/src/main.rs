@@ -54,10 +54,11 @@ cargo xtask <command>
                 preprocess ends with one row per file of Pillow's test images;
                 --quick: the tiny vision cases only; --fresh: recompute the reference
                 outputs kept in .deps/parity-cache)
-  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|check> [--help]
+  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|summary|check> [--help]
                 timings beside the reference's (embed: corpus jobs; mlx-vlm: its generation,
-                stock against accelerated), written into BENCHMARKS.md; check: that file's
-                generated sections against their templates (runs nothing)
+                stock against accelerated), written into BENCHMARKS.md; summary: its summary
+                rewritten from the sections' tables; check: the sections against their
+                templates and the summary against the sections (both run nothing)
   fuzz [--seconds N] [--target NAME]
                 every cargo-fuzz target under fuzz/ (or the one named) for N seconds each;
                 the decode_<format> targets seeded with Pillow's test images of their format

@@ -1,12 +1,14 @@
-//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|check>`: our timings beside the reference's (and
-//! other implementations'), in one run, written into `BENCHMARKS.md`: each suite owns one marked
-//! section of that file, whose prose is its template under `bench/templates/`.
+//! `cargo xtask bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|summary|check>`: our timings
+//! beside the reference's (and other implementations'), in one run, written into
+//! `BENCHMARKS.md`: each suite owns one marked section of that file, whose prose is its template
+//! under `bench/templates/`; the summary atop the file quotes the sections.
 //!
 //! Shared by the suites: [`machine`] (what the machine is and how loaded), [`criterion`]
 //! (reading criterion's results), [`gemm_peak`] (the machine's float32 GEMM peak), [`formula`]
 //! (FLOP formulas printed and evaluated from one text), [`template`], [`sections`] (the
-//! generated sections of BENCHMARKS.md and their check) and [`wheel`] (the release wheel of
-//! the Python package).
+//! generated sections of BENCHMARKS.md and their check), [`summary`] (the file's summary, one
+//! table per machine quoted from the sections' tables, read by [`markdown_table`]) and
+//! [`wheel`] (the release wheel of the Python package).
 
 mod criterion;
 pub(crate) mod e2e;
@@ -15,10 +17,12 @@ mod formula;
 mod gemm_peak;
 mod kernels;
 mod machine;
+mod markdown_table;
 mod mlx_vlm;
 mod ops;
 mod preprocess;
 mod sections;
+mod summary;
 mod template;
 mod wheel;
 
@@ -50,8 +54,10 @@ enum Suite {
     /// identical tokens
     #[command(name = "mlx-vlm")]
     MlxVlm(mlx_vlm::Args),
+    /// Rewrites BENCHMARKS.md's summary from the tables of its sections (runs nothing)
+    Summary,
     /// Checks BENCHMARKS.md's generated sections against their templates, their run stamps and
-    /// the reference's MLX release (runs nothing)
+    /// the reference's MLX release, and its summary against the sections (runs nothing)
     Check,
 }
 
@@ -72,6 +78,7 @@ pub fn main(args: &[String]) -> Result<()> {
         Suite::Kernels(args) => kernels::main(&args),
         Suite::Embed(args) => embed::main(&args),
         Suite::MlxVlm(args) => mlx_vlm::main(&args),
+        Suite::Summary => summary::write(),
         Suite::Check => match sections::check()?.as_slice() {
             [] => {
                 eprintln!("bench check: every generated section of BENCHMARKS.md is current");

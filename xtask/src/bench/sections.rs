@@ -7,8 +7,11 @@
 //! [`check`] says where the file and the templates have drifted apart: a section whose text no
 //! longer fits its template (the template's words changed since the run), a section without a
 //! stamp, or one run on another MLX than the reference pins (`xtask/python-reference.txt`).
-//! Such a section is regenerated (`cargo xtask bench NAME`) or removed.
+//! Such a section is regenerated (`cargo xtask bench NAME`) or removed. The `summary` section
+//! has no stamp: it is no run, but a quote of the others ([`summary`](super::summary)), checked
+//! against them here.
 
+use super::summary;
 use crate::project::{Result, root};
 use std::fs;
 
@@ -34,32 +37,52 @@ fn stamp(date: &str, mlx: &str) -> String {
 
 /// Replaces the section `name` of BENCHMARKS.md (appended if absent) with `content` and a
 /// stamp of today's date and the reference's MLX release; its opening line names `command`.
+/// Then rewrites the summary, which quotes the sections.
 pub fn write(name: &str, command: &str, content: &str) -> Result<()> {
     let path = root().join("BENCHMARKS.md");
     let text = fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n".to_owned());
-    let stamp = stamp(&today(), &reference_mlx()?);
-    let (begin, end) = (begin(name, command), end(name));
-    let block = format!("{begin}\n{}\n\n{stamp}\n{end}", content.trim_end());
-    let updated = match (text.find(&begin_prefix(name)), text.find(&end)) {
-        (Some(a), Some(b)) if a < b => format!("{}{block}{}", &text[..a], &text[b + end.len()..]),
-        _ => format!("{}\n\n{block}\n", text.trim_end()),
-    };
-    fs::write(&path, updated).map_err(|e| format!("writing {}: {e}", path.display()))
+    let stamped = format!("{}\n\n{}", content.trim_end(), stamp(&today(), &reference_mlx()?));
+    fs::write(&path, splice(&text, name, command, &stamped, false))
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    summary::write()
 }
 
-/// Every drift between BENCHMARKS.md's sections and the templates under `bench/templates/`,
-/// one line each naming the section and what to do.
-pub fn check() -> Result<Vec<String>> {
-    let text = fs::read_to_string(root().join("BENCHMARKS.md")).map_err(|e| format!("BENCHMARKS.md: {e}"))?;
-    let mlx = reference_mlx()?;
+/// `text` with section `name` holding `content` under an opening line naming `command`: in
+/// place of the section if `text` has it, else below the title (`first`) or at the end.
+pub fn splice(text: &str, name: &str, command: &str, content: &str, first: bool) -> String {
+    let (begin, end) = (begin(name, command), end(name));
+    let block = format!("{begin}\n{}\n{end}", content.trim_end());
+    match (text.find(&begin_prefix(name)), text.find(&end)) {
+        (Some(a), Some(b)) if a < b => format!("{}{block}{}", &text[..a], &text[b + end.len()..]),
+        _ if first => match text.split_once('\n') {
+            Some((title, rest)) => format!("{title}\n\n{block}\n\n{}", rest.trim_start_matches('\n')),
+            None => format!("{text}\n\n{block}\n"),
+        },
+        _ => format!("{}\n\n{block}\n", text.trim_end()),
+    }
+}
+
+/// The names of the templates under `bench/templates/`, sorted: one per section.
+pub fn template_names() -> Result<Vec<String>> {
     let dir = root().join("bench/templates");
     let mut names: Vec<String> = fs::read_dir(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.strip_suffix(".md").map(str::to_owned))
         .collect();
     names.sort();
+    Ok(names)
+}
+
+/// Every drift between BENCHMARKS.md's sections and the templates under `bench/templates/`,
+/// one line each naming the section and what to do; and the summary, if it no longer quotes
+/// the sections.
+pub fn check() -> Result<Vec<String>> {
+    let text = fs::read_to_string(root().join("BENCHMARKS.md")).map_err(|e| format!("BENCHMARKS.md: {e}"))?;
+    let mlx = reference_mlx()?;
+    let dir = root().join("bench/templates");
+    let names = template_names()?;
     let mut problems = Vec::new();
-    for name in names {
+    for name in names.into_iter().filter(|name| name != summary::NAME) {
         let template = fs::read_to_string(dir.join(format!("{name}.md"))).map_err(|e| format!("{name}.md: {e}"))?;
         let fix = "regenerate it (the command its opening line names) or remove it";
         let Some(body) = section(&text, &name) else { continue };
@@ -78,11 +101,27 @@ pub fn check() -> Result<Vec<String>> {
             problems.push(format!("section `{name}` does not fit bench/templates/{name}.md: {fix}"));
         }
     }
+    problems.extend(summary::check(&text)?);
     Ok(problems)
 }
 
+/// Every section of `text` as `(name, the text between its markers)`, in file order.
+pub fn all(text: &str) -> Vec<(&str, &str)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("<!-- begin ") {
+        let after = &rest[at + "<!-- begin ".len()..];
+        let Some(name) = after.split_once(" (").map(|(name, _)| name) else { break };
+        if let Some(body) = section(rest, name) {
+            found.push((name, body));
+        }
+        rest = after;
+    }
+    found
+}
+
 /// The text between section `name`'s markers, if the file has them.
-fn section<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+pub fn section<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     let at = text.find(&begin_prefix(name))?;
     let start = at + text[at..].find('\n')?;
     let stop = start + text[start..].find(&end(name))?;
@@ -90,7 +129,7 @@ fn section<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// `(date, mlx)` of a stamp line.
-fn parse_stamp(line: &str) -> Option<(&str, &str)> {
+pub fn parse_stamp(line: &str) -> Option<(&str, &str)> {
     let rest = line.trim().strip_prefix("_Run ")?.strip_suffix("._")?;
     let (date, mlx) = rest.split_once(" (UTC), MLX ")?;
     Some((date, mlx))
