@@ -5,7 +5,6 @@
 //! project's own binaries through cargo.
 
 mod aarch64_wheel;
-mod bench;
 mod cli;
 mod corpus;
 mod cross_kernels;
@@ -19,10 +18,8 @@ mod gpu_check;
 mod gpu_venv;
 mod package;
 mod parity;
-mod project;
 mod setup;
 mod soak;
-mod stack;
 mod stamp;
 mod test;
 mod wheels;
@@ -101,7 +98,7 @@ fn main() -> ExitCode {
         "cuda-build" => cuda_build::main(),
         "gpu-check" => gpu_check::main(rest),
         "parity" => parity::main(rest),
-        "bench" => bench::main(rest),
+        "bench" => bench::main(rest, setup::main),
         "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),
         "soak" => soak::main(rest),
         "wheels" => wheels::main(rest),
