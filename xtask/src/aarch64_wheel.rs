@@ -21,9 +21,9 @@
 //! same random checkpoint, bit for bit, and `accelerate` on mlx-vlm's model.
 
 use crate::emulated_parity::{PROFILE, PROFILE_OVERRIDE};
-use crate::project::{Result, cmd, deps, python, root, run, target_dir};
-use crate::stack::Stack;
 use crate::{cross_kernels, emulation, wheels};
+use project::stack::Stack;
+use project::{Result, cmd, deps, python, root, run, target_dir};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

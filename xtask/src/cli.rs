@@ -2,8 +2,8 @@
 //! `gemma-vision` binary, and run it with the same arguments (see its `--help`). Scripts may
 //! call `target/release/gemma-vision` directly once built.
 
-use crate::project::{Result, cargo, release_binary, run};
 use crate::setup;
+use project::{Result, cargo, release_binary, run};
 
 pub fn main(command: &str, args: &[String]) -> Result<()> {
     setup::main()?;

@@ -10,8 +10,8 @@
 //! already there without a stamp (unpacked by hand) is kept when its content digest is the pinned
 //! one, and replaced otherwise.
 
-use crate::project::{Result, cmd, deps, python, run};
 use crate::stamp::{stamp_matches, write_stamp};
+use project::{Result, cmd, deps, python, run};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::Read;

@@ -8,14 +8,14 @@
 //! the stock side (`.deps/aarch64/sysroot`: bookworm's glibc, whose `tanhf` and `powf` the
 //! kernels call as MLX does). `kernels` links no MLX, so nothing else is needed.
 
-use crate::project::{Result, cargo, cmd, oracle_python, run, target_dir};
 use crate::setup;
+use project::{Result, cargo, cmd, oracle_python, run, target_dir};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 /// The Rust target of the emulated side.
-pub const TARGET: &str = "aarch64-unknown-linux-gnu";
+pub const TARGET: &str = project::stack::AARCH64_LINUX;
 
 /// The example that computes the op list with the kernels.
 const EXAMPLE: &str = "cpu_arithmetic";
@@ -68,7 +68,7 @@ pub fn test_under_emulation(emulator: &Emulator<'_>) -> Result<f64> {
 /// against stock MLX's, op by op; an error unless every row is identical. `inputs` is the op
 /// list's inputs (`.npz`), `work` a directory for the exported arrays and our outputs.
 pub fn compare_op_list(emulator: &Emulator<'_>, inputs: &Path, platforms: &[Platform<'_>], work: &Path) -> Result<()> {
-    let script = crate::project::root().join("crates/parity/python/cpu_arithmetic.py");
+    let script = project::root().join("crates/parity/python/cpu_arithmetic.py");
     let export = |npz: &Path, dir: &Path| run(oracle_python(&script).arg("export").arg(npz).arg(dir));
     // The native example in the dev profile (`cargo test` built it already), the emulated one
     // in release (so did the emulated `cargo test`): float arithmetic is the same in both.

@@ -19,8 +19,8 @@
 //! abort in a static initialiser) fails the check.
 
 use crate::cuda_wheel;
-use crate::project::{Result, cargo, output};
 use crate::setup;
+use project::{Result, cargo, output};
 use std::path::{Path, PathBuf};
 
 pub fn main() -> Result<()> {

@@ -15,8 +15,8 @@
 //! driver's, and those of the `nvidia-*` wheels) are not fetched.
 
 use crate::corpus::{file_sha256, fresh_dir};
-use crate::project::{Result, cmd, deps, python, run};
 use crate::stamp::{stamp_matches, write_stamp};
+use project::{Result, cmd, deps, python, run};
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -13,7 +13,7 @@
 //! its features must be the bits `gemma-vision encode` writes for it.
 
 use crate::package::Packaged;
-use crate::project::{self, Result, cmd, deps, root, run, target_dir};
+use project::{self, Result, cmd, deps, root, run, target_dir};
 use std::fs;
 use std::path::Path;
 

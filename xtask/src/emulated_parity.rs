@@ -28,9 +28,9 @@
 //! build's seconds, and the step's.
 
 use crate::parity::{our_side, reference_side};
-use crate::project::{Result, run, target_dir};
 use crate::setup;
-use crate::stack::Stack;
+use project::stack::Stack;
+use project::{Result, run, target_dir};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -27,8 +27,8 @@
 
 use crate::cross_kernels::{self, Emulator, Platform};
 use crate::emulated_parity;
-use crate::project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
 use crate::setup;
+use project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

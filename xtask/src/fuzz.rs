@@ -34,7 +34,7 @@
 //! is a unit test instead, which CI runs.
 
 use crate::corpus;
-use crate::project::{Result, cargo, output, root, run, work_dir};
+use project::{Result, cargo, output, root, run, work_dir};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};

@@ -13,17 +13,17 @@
 //! 5. `parity ops` and `parity vision --quick` (the tiny vision cases; `--full`: every case) with
 //!    `PARITY_DEVICE=gpu`: mlx-vlm on `mx.gpu`, ours on MLX's ops on the GPU (the host kernels,
 //!    which give MLX's CPU bits, are not compared).
-//! 6. The e2e bench on the GPU ([`e2e::gpu`](crate::bench::e2e::gpu)).
+//! 6. The e2e bench on the GPU ([`e2e::gpu`](bench::e2e::gpu)).
 //!
 //! It ends with one line, `gpu-check: …`, and fails unless every parity row is bit-exact and
 //! our bf16 features equal mlx-vlm's in the bench.
 
-use crate::bench::e2e;
 use crate::gpu_venv;
 use crate::parity;
-use crate::project::{Result, cmd, target_dir};
-use crate::stack::Stack;
+use bench::e2e;
 use clap::Parser;
+use project::stack::Stack;
+use project::{Result, cmd, target_dir};
 
 #[derive(Debug, Parser)]
 #[command(

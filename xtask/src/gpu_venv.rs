@@ -8,9 +8,9 @@
 //! nothing. (The venv is used through `python -m` only, which a renamed venv serves.)
 
 use crate::corpus::fresh_dir;
-use crate::project::{Result, cmd, deps, output, run};
 use crate::setup::which;
 use crate::stamp::{stamp_matches, write_stamp};
+use project::{Result, cmd, deps, output, run};
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,6 @@
 //! project's own binaries through cargo.
 
 mod aarch64_wheel;
-mod bench;
 mod cli;
 mod corpus;
 mod cross_kernels;
@@ -19,10 +18,8 @@ mod gpu_check;
 mod gpu_venv;
 mod package;
 mod parity;
-mod project;
 mod setup;
 mod soak;
-mod stack;
 mod stamp;
 mod test;
 mod wheels;
@@ -54,9 +51,11 @@ cargo xtask <command>
                 preprocess ends with one row per file of Pillow's test images;
                 --quick: the tiny vision cases only; --fresh: recompute the reference
                 outputs kept in .deps/parity-cache)
-  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm> [--help]
+  bench <ops|preprocess|e2e|kernels|embed|mlx-vlm|summary|check> [--help]
                 timings beside the reference's (embed: corpus jobs; mlx-vlm: its generation,
-                stock against accelerated), written into BENCHMARKS.md
+                stock against accelerated), written into BENCHMARKS.md; summary: its summary
+                rewritten from the sections' tables; check: the sections against their
+                templates and the summary against the sections (both run nothing)
   fuzz [--seconds N] [--target NAME]
                 every cargo-fuzz target under fuzz/ (or the one named) for N seconds each;
                 the decode_<format> targets seeded with Pillow's test images of their format
@@ -99,7 +98,7 @@ fn main() -> ExitCode {
         "cuda-build" => cuda_build::main(),
         "gpu-check" => gpu_check::main(rest),
         "parity" => parity::main(rest),
-        "bench" => bench::main(rest),
+        "bench" => bench::main(rest, setup::main),
         "encode" | "preprocess" | "inspect" | "embed" => cli::main(command, rest),
         "soak" => soak::main(rest),
         "wheels" => wheels::main(rest),

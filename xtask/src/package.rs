@@ -9,7 +9,7 @@
 //! (they are not on crates.io yet) and shares this workspace's target directory and lock file,
 //! so that the dependencies they share with the workspace build are built once.
 
-use crate::project::{Result, cargo, cmd, run, target_dir};
+use project::{Result, cargo, cmd, run, target_dir};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -92,7 +92,7 @@ const LICENCES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
 /// An error unless the crate unpacked into `dir` holds the root's [`LICENCES`], byte for byte.
 fn carries_the_licences(archive: &Path, dir: &Path) -> Result<()> {
     for licence in LICENCES {
-        let root_text = fs::read(crate::project::root().join(licence)).map_err(|e| format!("{licence}: {e}"))?;
+        let root_text = fs::read(project::root().join(licence)).map_err(|e| format!("{licence}: {e}"))?;
         if fs::read(dir.join(licence)).ok() != Some(root_text) {
             return Err(format!(
                 "{} does not carry the root's {licence}: link it into the crate's directory \
@@ -117,7 +117,7 @@ pub fn docs() -> Result<()> {
 
 /// `version` of `[workspace.package]` in the root manifest.
 fn workspace_version() -> Result<String> {
-    let manifest = fs::read_to_string(crate::project::root().join("Cargo.toml")).map_err(|e| e.to_string())?;
+    let manifest = fs::read_to_string(project::root().join("Cargo.toml")).map_err(|e| e.to_string())?;
     let section = manifest.split("[workspace.package]").nth(1).ok_or("Cargo.toml has no [workspace.package]")?;
     section
         .lines()
@@ -136,7 +136,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-licences-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let archive = Path::new("example-0.1.0.crate");
-        let root = crate::project::root();
+        let root = project::root();
         let missing = carries_the_licences(archive, &dir).unwrap_err();
         assert!(missing.contains("LICENSE-MIT") && missing.contains("ln -s"), "{missing}");
         for licence in LICENCES {

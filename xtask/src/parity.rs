@@ -20,9 +20,9 @@
 //! rerun computes only what changed; `--fresh` drops the kept outputs first.
 
 use crate::corpus;
-use crate::project::{Result, root, run};
 use crate::setup;
-use crate::stack::Stack;
+use project::stack::Stack;
+use project::{Result, root, run};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;

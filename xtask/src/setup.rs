@@ -15,8 +15,8 @@
 //!   seeds of the decode fuzz targets (see [`corpus`](crate::corpus)).
 
 use crate::corpus;
-use crate::project::{self, Result, cmd, deps, output, python, run};
 use crate::stamp::{stamp_matches, write_stamp};
+use project::{self, Result, cmd, deps, output, python, run};
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,8 @@
 //! `cargo xtask soak [--iterations N]`: encodes the checked-in tiny checkpoints' images over and
 //! over in a release build and prints MLX's active memory and the resident set as it goes.
 
-use crate::project::{Result, cargo, root, run};
 use crate::setup;
+use project::{Result, cargo, root, run};
 
 pub fn main(args: &[String]) -> Result<()> {
     setup::main()?;

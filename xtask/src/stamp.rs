@@ -1,7 +1,7 @@
 //! The stamp files of idempotent setup steps: a directory a step made records the recipe it was
 //! made from (`.xtask-stamp`), and the step is skipped while the recipe is unchanged.
 
-use crate::project::Result;
+use project::Result;
 use std::fs;
 use std::path::Path;
 

@@ -8,8 +8,8 @@
 //! on the emulation step's outputs and run under `qemu-aarch64`) and its source install as
 //! users install them (`wheels`).
 
-use crate::project::{Result, cargo, cmd, python, root, run, target_dir};
 use crate::{cuda_build, downstream, emulation, package, setup, wheels};
+use project::{Result, cargo, cmd, python, root, run, target_dir};
 use std::path::PathBuf;
 
 pub fn main(extra: &[String]) -> Result<()> {

@@ -20,7 +20,7 @@
 //! (`PIP_FIND_LINKS`). The environments and the clone live under the target directory and are
 //! removed after each check.
 
-use crate::project::{Result, cmd, deps, output, python, root, run, target_dir};
+use project::{Result, cmd, deps, output, python, root, run, target_dir};
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};

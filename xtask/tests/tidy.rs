@@ -168,7 +168,8 @@ fn architecture_section<'a>(architecture: &'a str, krate: &str) -> Option<&'a st
     Some(&rest[..rest.find("\n- **`").unwrap_or(rest.len())])
 }
 
-/// `(crate name, its directory)` for every crate under `crates/`, and xtask.
+/// `(crate name, its directory)` for every crate under `crates/`, and the tooling's: xtask, the
+/// `project` it stands on, and `bench` (the bench suites; `bench/encode` is one `main.rs`).
 fn crates() -> Vec<(String, PathBuf)> {
     let mut crates: Vec<(String, PathBuf)> = std::fs::read_dir(root().join("crates"))
         .expect("crates/ is listed")
@@ -177,6 +178,8 @@ fn crates() -> Vec<(String, PathBuf)> {
         .map(|dir| (dir.file_name().expect("a name").to_string_lossy().into_owned(), dir))
         .collect();
     crates.push(("xtask".to_owned(), root().join("xtask")));
+    crates.push(("project".to_owned(), root().join("xtask/project")));
+    crates.push(("bench".to_owned(), root().join("bench")));
     crates.sort();
     crates
 }
