@@ -73,13 +73,14 @@ cargo xtask <command>
                 mlx-vlm (--aarch64: that one alone), the source install
   soak [--iterations N]
                 thousands of encodes, printing MLX active memory and RSS
-  encode --model DIR (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE
+  encode --model DIR|ORG/NAME[@REV] (--image FILE… | --frames FILE…) [--max-soft-tokens N] [--dtype native|f32] --out FILE
                 features of images, or of one video's frames (the release gemma-vision binary)
-  preprocess --model DIR --image FILE [--max-soft-tokens N] --out FILE
+  preprocess --model DIR|ORG/NAME[@REV] --image FILE [--max-soft-tokens N] --out FILE
                 what the encoder consumes for an image
-  inspect --model DIR [--max-soft-tokens N] [--image-size WxH] [--json]
-                what a checkpoint is: dimensions, quantized modules, budget, tensors
-  embed --model DIR --images DIR|GLOB|LIST --out DIR [--batch N] [--shard-size N] …
+  inspect --model DIR|ORG/NAME[@REV] [--max-soft-tokens N] [--image-size WxH] [--json]
+                what a checkpoint is and where it came from: dimensions, quantized modules,
+                budget, tensors
+  embed --model DIR|ORG/NAME[@REV] --images DIR|GLOB|LIST --out DIR [--batch N] [--shard-size N] …
                 a corpus into safetensors shards, resumable
 ";
 

@@ -153,11 +153,14 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     }
     let path = target.split('?').next().unwrap_or("/").to_owned();
     let mut guard = state.lock().unwrap_or_else(PoisonError::into_inner);
-    guard.served.requests.push(Request {
-        path: path.clone(),
-        range: range.clone(),
-        authorized: authorization.is_some(),
-    });
+    // Its own report is not a request to the Hub: asking twice must not count the first ask.
+    if path != SERVED_ROUTE {
+        guard.served.requests.push(Request {
+            path: path.clone(),
+            range: range.clone(),
+            authorized: authorization.is_some(),
+        });
+    }
     let token = authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")).map(str::to_owned);
     let answer = route(&guard, &path, range.as_deref(), token.as_deref());
     let fault = answer.content_of.as_ref().and_then(|f| guard.faults.get(f).cloned());
@@ -205,8 +208,11 @@ fn apply(mut answer: Answer, fault: Option<Fault>, faults: &mut BTreeMap<String,
     (answer, drop_after)
 }
 
+/// The route of the stand-in's own report of what it served (not counted as served).
+const SERVED_ROUTE: &str = "/_stand_in/served";
+
 fn route(state: &State, path: &str, range: Option<&str>, token: Option<&str>) -> Answer {
-    if path == "/_stand_in/served" {
+    if path == SERVED_ROUTE {
         let served = &state.served;
         return Answer::json(serde_json::json!({
             "content_bytes": served.content_bytes,
