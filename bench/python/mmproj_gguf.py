@@ -1,6 +1,6 @@
 """GGUF mmproj of a gemma4 or gemma4_unified checkpoint, for llama.cpp's mtmd (clip) vision encoder.
 
-    mmproj_gguf.py --model DIR --out FILE.gguf --dtype f32|f16|q8_0 [--activation reference|converter]
+    mmproj_gguf.py --model DIR --out FILE.gguf --dtype f32|f16|bf16|q8_0 [--activation reference|converter]
 
 Writes, with the `gguf` package alone, what llama.cpp's own converter writes for the vision
 part of these checkpoints (`conversion/gemma.py`, `Gemma4VisionAudioModel` and
@@ -19,10 +19,11 @@ imports torch, this does not. Read off it:
   (y, x, channel) to (channel, y, x), the order of ggml's im2col; the unified position table
   `[T, 2, E]` transposed to `[2, T, E]`; scalars as 1-element vectors;
 - types (the converter's `--outtype`, `ModelBase.prepare_tensors` with the `tensor_force_quant`
-  of `MmprojModel` and `Gemma4VisionAudioModel`): f32 writes every tensor in float32; f16 and
-  q8_0 keep vectors (scalars and clip bounds included), norms, position tables and
+  of `MmprojModel` and `Gemma4VisionAudioModel`): f32 writes every tensor in float32; f16, bf16
+  and q8_0 keep vectors (scalars and clip bounds included), norms, position tables and
   non-`.weight` tensors in float32, and write the patch projection (`v.patch_embd.weight`) in
-  float16 for f16 but float32 for q8_0; every other matrix is float16 (f16) or Q8_0 (q8_0:
+  float16 for f16 but float32 for bf16 and q8_0; every other matrix is float16 (f16), bfloat16
+  (bf16: the checkpoint's own bf16 values, so exact) or Q8_0 (q8_0:
   blocks of 32 along its rows, quantized by the `gguf` package's `quants.quantize`, which
   falls back to float16 for a matrix whose rows are not a multiple of 32);
 - metadata: `general.architecture = clip`, `general.type = mmproj`, `general.file_type`,
@@ -157,7 +158,7 @@ def stored_type(name, array, dtype):
         return types.F16 if dtype == "f16" else types.F32
     if name == "v.position_embd.weight" or not name.endswith(".weight"):
         return types.F32
-    return types.F16 if dtype == "f16" else types.Q8_0
+    return {"f16": types.F16, "bf16": types.BF16}.get(dtype, types.Q8_0)
 
 
 def stored(name, array, dtype):
@@ -172,7 +173,7 @@ def stored(name, array, dtype):
 
 
 # `general.file_type` of each `--dtype` (gguf's LlamaFileType).
-FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7}  # ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
+FILE_TYPES = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7}  # ALL_F32, MOSTLY_F16, MOSTLY_BF16, MOSTLY_Q8_0
 
 
 def write(args):

@@ -10,7 +10,8 @@
 //! times is built through cargo when a suite runs.
 //!
 //! Shared by the suites: [`machine`] (what the machine is and how loaded), [`criterion`]
-//! (reading criterion's results), [`gemm_peak`] (the machine's float32 GEMM peak), [`formula`]
+//! (reading criterion's results), [`gemm_peak`] (the machine's float32 GEMM peak), [`exact_floor`]
+//! (the least time MLX's bits allow on this machine), [`formula`]
 //! (FLOP formulas printed and evaluated from one text), [`template`], [`sections`] (the
 //! generated sections of BENCHMARKS.md and their check), [`summary`] (the file's summary, one
 //! table per machine quoted from the sections' tables, read by [`markdown_table`]) and
@@ -19,6 +20,7 @@
 mod criterion;
 pub mod e2e;
 mod embed;
+mod exact_floor;
 mod formula;
 mod gemm_peak;
 mod kernels;

@@ -5,6 +5,7 @@
 //! cargo run --release -p bench-encode -- --model DIR --image FILE [--image FILE]...
 //!     [--budget N] [--dtype native|f32] [--runs N] [--out FILE.safetensors]
 //! cargo run --release -p bench-encode -- --gemm
+//! cargo run --release -p bench-encode -- --floor
 //! ```
 //!
 //! Loads the model directory once (timed: `load_seconds`), then runs `VisionEncoder::encode_files`
@@ -18,6 +19,12 @@
 //! `--gemm` instead times float32 matmuls through MLX (the mlx-cpu wheel's bundled BLAS) at square and
 //! tower-like shapes and prints one JSON line with each shape's best GFLOP/s (2·M·K·N flops per
 //! product) and the largest of them (`peak_gflops`).
+//!
+//! `--floor` instead measures the exactness floor's rates ([`kernels::peak`]) on every core, at
+//! each instruction set the kernels can run here, and prints one JSON line: per instruction set
+//! the GFLOP/s of the fused multiply-add and of the multiply-then-add (2 flops per
+//! multiply-add) and the `exp`s per nanosecond, with the instruction set the kernels run
+//! (`kernels`) and the thread count.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -25,7 +32,7 @@ use tensor::{Array, Dtype};
 use vision::{ComputeDtype, EncoderOptions, VisionEncoder};
 
 const USAGE: &str = "usage: bench_encode --model DIR --image FILE [--image FILE]... [--budget N] [--dtype native|f32] \
-                     [--runs N] [--out FILE.safetensors]\n       bench_encode --gemm";
+                     [--runs N] [--out FILE.safetensors]\n       bench_encode --gemm\n       bench_encode --floor";
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -38,11 +45,18 @@ struct Args {
     runs: usize,
     out: Option<PathBuf>,
     gemm: bool,
+    floor: bool,
 }
 
 fn main() -> Result<()> {
     let args = parse(std::env::args().skip(1).collect())?;
-    if args.gemm { gemm_peak() } else { bench(&args) }
+    if args.gemm {
+        gemm_peak()
+    } else if args.floor {
+        floor()
+    } else {
+        bench(&args)
+    }
 }
 
 fn parse(argv: Vec<String>) -> Result<Args> {
@@ -54,6 +68,7 @@ fn parse(argv: Vec<String>) -> Result<Args> {
         runs: 3,
         out: None,
         gemm: false,
+        floor: false,
     };
     let mut it = argv.into_iter();
     while let Some(flag) = it.next() {
@@ -66,10 +81,11 @@ fn parse(argv: Vec<String>) -> Result<Args> {
             "--runs" => args.runs = positive(&flag, &value()?)? as usize,
             "--dtype" => args.dtype = value()?.parse().map_err(|e| format!("--dtype: {e}"))?,
             "--gemm" => args.gemm = true,
+            "--floor" => args.floor = true,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
         }
     }
-    if !args.gemm && (args.model.is_none() || args.images.is_empty()) {
+    if !args.gemm && !args.floor && (args.model.is_none() || args.images.is_empty()) {
         return Err(format!("--model and at least one --image are required\n{USAGE}").into());
     }
     Ok(args)
@@ -153,6 +169,32 @@ fn gemm_peak() -> Result<()> {
         entries.push(format!("{{\"m\": {m}, \"k\": {k}, \"n\": {n}, \"gflops\": {gflops:.2}}}"));
     }
     println!("{{\"gemm\": [{}], \"peak_gflops\": {peak:.2}}}", entries.join(", "));
+    Ok(())
+}
+
+/// The exactness floor's rates on every core (see the module doc), as one JSON line.
+fn floor() -> Result<()> {
+    use kernels::peak::{Probe, rate};
+    let isa = kernels::cpu::isa();
+    let threads = kernels::parallel::threads();
+    let mut isas = vec![isa];
+    if isa.at_most_avx2() != isa {
+        isas.push(isa.at_most_avx2());
+    }
+    let entries: Vec<String> = isas
+        .into_iter()
+        .map(|isa| {
+            let [fused, separate, exp] =
+                Probe::ALL.map(|probe| rate(probe, isa, threads, std::time::Duration::from_millis(400), 5));
+            format!(
+                "{{\"isa\": \"{isa}\", \"fused_gflops\": {:.2}, \"separate_gflops\": {:.2}, \"exp_per_ns\": {:.4}}}",
+                2.0 * fused / 1e9,
+                2.0 * separate / 1e9,
+                exp / 1e9
+            )
+        })
+        .collect();
+    println!("{{\"kernels\": \"{isa}\", \"threads\": {threads}, \"isas\": [{}]}}", entries.join(", "));
     Ok(())
 }
 

@@ -47,6 +47,9 @@ const GEMMA4_DIMS: &[Dimension] = &[
     Dimension { letter: "T", meaning: "text width", key: Some("text_hidden") },
 ];
 
+/// The softmax's exponentials of the gemma4 tower (per image): one per score.
+pub const GEMMA4_EXPS: Formula = Formula("L·H·P²");
+
 /// The gemma4_unified embedder (per image).
 pub const UNIFIED: &[Term] = &[
     Term { formula: Formula("2·N·C·E"), what: "patch projection" },
@@ -68,7 +71,26 @@ fn family(model: &Model) -> (&'static [Term], &'static [Dimension]) {
 /// Matmul FLOPs of one call encoding `images` same-size images of `soft_tokens` soft tokens in
 /// all, at `budget`.
 pub fn count(model: &Model, soft_tokens: f64, images: usize, budget: u32) -> Result<f64> {
-    let (terms, dims) = family(model);
+    let (terms, _) = family(model);
+    evaluate(model, terms.iter().map(|t| t.formula), soft_tokens, images, budget)
+}
+
+/// The softmax's exponentials of the same call ([`GEMMA4_EXPS`]; the unified embedder has no
+/// attention).
+pub fn exps(model: &Model, soft_tokens: f64, images: usize, budget: u32) -> Result<f64> {
+    let formulas: &[Formula] = if model.unified { &[] } else { &[GEMMA4_EXPS] };
+    evaluate(model, formulas.iter().copied(), soft_tokens, images, budget)
+}
+
+/// The sum of `formulas` per image, times the images.
+fn evaluate(
+    model: &Model,
+    formulas: impl Iterator<Item = Formula>,
+    soft_tokens: f64,
+    images: usize,
+    budget: u32,
+) -> Result<f64> {
+    let (_, dims) = family(model);
     let images = images.max(1) as f64;
     let per_image = soft_tokens / images;
     let pool = if model.unified { 1.0 } else { dim(model, "pool")? };
@@ -81,8 +103,8 @@ pub fn count(model: &Model, soft_tokens: f64, images: usize, budget: u32) -> Res
         }
     };
     let mut total = 0.0;
-    for term in terms {
-        total += term.formula.eval(&value).map_err(|e| format!("{}: {e}", model.name))?;
+    for formula in formulas {
+        total += formula.eval(&value).map_err(|e| format!("{}: {e}", model.name))?;
     }
     Ok(images * total)
 }
@@ -122,6 +144,14 @@ mod tests {
         let expected = 2.0 * p * 768.0 * d + 16.0 * (attention + mlp) + 2.0 * 280.0 * d * t;
         assert_eq!(flops, expected);
         assert!((1.07e12..1.08e12).contains(&flops), "{flops}");
+    }
+
+    #[test]
+    fn the_exps_are_one_per_score_and_none_in_the_unified_embedder() {
+        assert_eq!(exps(&e2b(), 280.0, 1, 280).unwrap(), 16.0 * 12.0 * 2520.0 * 2520.0);
+        assert_eq!(exps(&e2b(), 2.0 * 280.0, 2, 280).unwrap(), 2.0 * 16.0 * 12.0 * 2520.0 * 2520.0);
+        let unified = model(r#"{"model": "u", "model_type": "gemma4_unified", "dir": "m", "patch_dim": 1}"#);
+        assert_eq!(exps(&unified, 63.0, 1, 70).unwrap(), 0.0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! with the high-budget cases' rows ([`Table::HighBudget`]), where ours stand in for mlx-vlm as
 //! the reference bits and llama.cpp's own soft-token count is shown beside each of its rows.
 
-use super::render::{comparison, gflops, machine, mib, models, optional, peak, row, runs};
+use super::render::{comparison, floor_ratio, gflops, machine, mib, models, optional, peak, row, runs};
 use super::store::Store;
 use super::{CASES, Side, Table};
 use crate::template;
@@ -21,9 +21,9 @@ pub fn section(store: &Store, model_order: &[String]) -> Result<String> {
 /// Every side's time, speed, memory and agreement, per model and case.
 fn table(store: &Store, models: &[String]) -> String {
     let mut out = String::from(
-        "| model | image | budget | patches | side | runs | median (s) | vs ours native | GFLOP/s | % peak | load (s) | \
-         first (s) | peak RSS (MiB) | rel. RMSE, r = bf16 | rel. RMSE, r = f32 | llama.cpp's own tokens | load avg | \
-         run |\n|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| model | image | budget | patches | side | runs | median (s) | vs ours native | GFLOP/s | % peak | × floor | \
+         load (s) | first (s) | peak RSS (MiB) | rel. RMSE, r = bf16 | rel. RMSE, r = f32 | llama.cpp's own tokens | \
+         load avg | run |\n|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut rows = 0;
     for model in models {
@@ -34,8 +34,8 @@ fn table(store: &Store, models: &[String]) -> String {
                 let speed = gflops(m);
                 let _ = writeln!(
                     out,
-                    "| {model} | {} | {} | {:.0} | {} | {} | {:.3} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} | \
-                     {:.1} | {} |",
+                    "| {model} | {} | {} | {:.0} | {} | {} | {:.3} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | \
+                     {} | {:.1} | {} |",
                     case.image,
                     case.budget,
                     m.soft_tokens * 9.0,
@@ -45,6 +45,7 @@ fn table(store: &Store, models: &[String]) -> String {
                     optional(native.map(|n| m.median / n.median), |r| format!("{r:.2}")),
                     optional(speed, |g| format!("{g:.1}")),
                     optional(speed.zip(peak(store, m)).map(|(g, p)| 100.0 * g / p), |p| format!("{p:.0}%")),
+                    optional(floor_ratio(store, m), |r| format!("{r:.2}")),
                     m.load_seconds,
                     m.load_seconds + m.first,
                     mib(m.peak_rss_bytes),

@@ -8,7 +8,7 @@
 //!   static, CPU backend) configured with cmake into `.deps/llama.cpp-build/` and built there;
 //! - the `gguf` package ([`GGUF`]), installed apart into `.deps/gguf-<version>/` (on
 //!   PYTHONPATH for the mmproj writer only, so the reference's venv stays as pip installs it);
-//! - the GGUF mmproj files of each checkpoint, f32, f16 and Q8_0 (`mmproj_gguf.py`), rewritten
+//! - the GGUF mmproj files of each checkpoint, f32, f16, bf16 and Q8_0 (`mmproj_gguf.py`), rewritten
 //!   when the checkpoint or the writer changes.
 
 use super::Model;
@@ -73,7 +73,7 @@ impl Llama {
         self.build.join("encode_image")
     }
 
-    /// The GGUF mmproj of `model` in `dtype` (`f32`, `f16` or `q8_0`, as `mmproj_gguf.py
+    /// The GGUF mmproj of `model` in `dtype` (`f32`, `f16`, `bf16` or `q8_0`, as `mmproj_gguf.py
     /// --dtype` names it) under `dir`, written if missing or stale.
     pub fn mmproj(&self, model: &Model, dtype: &str, dir: &Path) -> Result<PathBuf> {
         let path = dir.join(format!("{}-{dtype}.gguf", model.name));

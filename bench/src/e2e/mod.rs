@@ -151,7 +151,11 @@ pub fn main(args: &Args, setup: crate::Setup) -> Result<()> {
         load_after: None,
         gemm_before: GemmPeak::measure()?,
         gemm_after: None,
+        floor_before: None,
+        floor_after: None,
     };
+    eprintln!("bench e2e: the exactness floor's rates (bench_encode --floor)");
+    info.floor_before = Some(tools.floor()?);
     store.put_run(info.clone());
     let mut runner = run::Runner::new(&dir, &tools, info.id, args.runs, args.reference_runs)?;
     for model in &models {
@@ -168,6 +172,8 @@ pub fn main(args: &Args, setup: crate::Setup) -> Result<()> {
     }
     eprintln!("bench e2e: float32 GEMM peak again");
     info.gemm_after = Some(GemmPeak::measure()?);
+    eprintln!("bench e2e: the exactness floor's rates again");
+    info.floor_after = Some(tools.floor()?);
     info.load_after = Some(load.finish().after);
     info.mlx = runner.mlx_version().unwrap_or_else(|| "?".to_owned());
     store.put_run(info);

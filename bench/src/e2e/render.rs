@@ -4,6 +4,7 @@
 use super::llama::{GGUF, LLAMA_CPP_PYTHON};
 use super::store::{Comparison, Measurement, RunInfo, Store};
 use super::{CASES, SIDES, Side, flops};
+use crate::exact_floor::Operands;
 use crate::template;
 use project::Result;
 use std::fmt::Write as _;
@@ -42,6 +43,7 @@ pub fn section(store: &Store, model_order: &[String], quantized: &[Quantized]) -
             ("runs", runs(store)),
             ("flops_gemma4", flops::describe(false)),
             ("flops_unified", flops::describe(true)),
+            ("exps_gemma4", flops::GEMMA4_EXPS.to_string()),
             ("llama_cpp_python", LLAMA_CPP_PYTHON.to_owned()),
             ("gguf", GGUF.to_owned()),
             ("table", table(store, &models)),
@@ -74,10 +76,11 @@ pub(super) fn runs(store: &Store) -> String {
     for run in &store.runs {
         let after =
             run.gemm_after.as_ref().map_or("not measured (interrupted)".to_owned(), |g| format!("`{}`", g.shapes()));
+        let floor = run.floor().map_or(String::new(), |f| format!("; exactness floor's rates {}", f.describe()));
         let _ = writeln!(
             out,
             "- Run {} ({}; {}): load average before {}, after {}; float32 GEMM peak {:.1} GFLOP/s ({}; before `{}`; \
-             after {after}).",
+             after {after}){floor}.",
             run.id,
             run.started,
             run.selection,
@@ -101,6 +104,17 @@ pub(super) fn row<'a>(store: &'a Store, model: &str, case: &str) -> Vec<&'a Meas
 
 pub(super) fn peak(store: &Store, m: &Measurement) -> Option<f64> {
     store.run(m.run).map(RunInfo::peak).filter(|p| *p > 0.0)
+}
+
+/// This row's median over the exactness floor of its run ([`crate::exact_floor`]): products of
+/// bf16 operands where the reference multiplies bf16 values (its bf16 gemma4 tower), of float32
+/// ones elsewhere (float32 sides, and the unified embedder, whose reference computes in float32).
+pub(super) fn floor_ratio(store: &Store, m: &Measurement) -> Option<f64> {
+    let floor = store.run(m.run)?.floor()?;
+    let f32_side = m.side == Side::MlxF32 || m.side.reference() == Some(Side::MlxF32);
+    let operands = if f32_side || m.model.starts_with("unified") { Operands::F32 } else { Operands::Bf16 };
+    let seconds = floor.seconds(operands, m.flops?, m.exps.unwrap_or(0.0))?;
+    Some(m.median / seconds)
 }
 
 pub(super) fn gflops(m: &Measurement) -> Option<f64> {
@@ -128,9 +142,9 @@ pub(super) fn comparison(c: Option<&Comparison>) -> String {
 /// The single-image cases: every side's time, speed, memory and agreement.
 fn table(store: &Store, models: &[String]) -> String {
     let mut out = String::from(
-        "| model | image | budget | patches | side | runs | median (s) | vs mlx-vlm | GFLOP/s | % peak | load (s) | \
-         first (s) | peak RSS (MiB) | MLX peak (MiB) | rel. RMSE, r = bf16 | rel. RMSE, r = f32 | load avg | run |\n\
-         |---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| model | image | budget | patches | side | runs | median (s) | vs mlx-vlm | GFLOP/s | % peak | × floor | \
+         load (s) | first (s) | peak RSS (MiB) | MLX peak (MiB) | rel. RMSE, r = bf16 | rel. RMSE, r = f32 | load avg | \
+         run |\n|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for model in models {
         for case in CASES.iter().filter(|c| !c.is_throughput()) {
@@ -147,8 +161,8 @@ fn table(store: &Store, models: &[String]) -> String {
                 let speed = gflops(m);
                 let _ = writeln!(
                     out,
-                    "| {model} | {} | {} | {patches} | {} | {} | {:.3} | {versus} | {} | {} | {:.2} | {:.2} | {} | {} | \
-                     {} | {} | {:.1} | {} |",
+                    "| {model} | {} | {} | {patches} | {} | {} | {:.3} | {versus} | {} | {} | {} | {:.2} | {:.2} | {} | \
+                     {} | {} | {} | {:.1} | {} |",
                     case.image,
                     case.budget,
                     m.side.label(),
@@ -156,6 +170,7 @@ fn table(store: &Store, models: &[String]) -> String {
                     m.median,
                     optional(speed, |g| format!("{g:.1}")),
                     optional(speed.zip(peak(store, m)).map(|(g, p)| 100.0 * g / p), |p| format!("{p:.0}%")),
+                    optional(floor_ratio(store, m), |r| format!("{r:.2}")),
                     m.load_seconds,
                     m.load_seconds + m.first,
                     mib(m.peak_rss_bytes),

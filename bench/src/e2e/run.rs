@@ -3,6 +3,7 @@
 
 use super::store::{Comparison, Measurement, Store};
 use super::{Case, Model, Side, Table, flops, llama};
+use crate::exact_floor::ExactFloor;
 use crate::machine::{cores, load_average_1min};
 use project::stack::Stack;
 use project::{Result, output, root, run};
@@ -21,14 +22,12 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// Builds what `sides` need on `stack`: our side (`bench/encode`), candle's bench crate,
-    /// llama.cpp and its driver.
+    /// Builds what `sides` need on `stack`: our side (`bench/encode`, which also measures the
+    /// exactness floor, so always), candle's bench crate, llama.cpp and its driver.
     pub fn build(stack: &Stack, sides: &[Side]) -> Result<Tools> {
-        if sides.iter().any(|s| matches!(s, Side::OursNative | Side::OursF32)) {
-            eprintln!("bench e2e: building our side (bench/encode)");
-            let mut cargo = stack.cargo();
-            run(cargo.args(["build", "--release", "-p", "bench-encode"]))?;
-        }
+        eprintln!("bench e2e: building our side (bench/encode)");
+        let mut cargo = stack.cargo();
+        run(cargo.args(["build", "--release", "-p", "bench-encode"]))?;
         if sides.contains(&Side::Candle) {
             eprintln!("bench e2e: building bench/candle-gemma4 (candle-transformers 0.11.1; minutes on a cold build)");
             // Its own workspace: without `--target-dir` cargo would build under bench/candle-gemma4/.
@@ -47,6 +46,11 @@ impl Tools {
             llama,
             stack: stack.clone(),
         })
+    }
+
+    /// The exactness floor's rates on this machine ([`ExactFloor::measure`]).
+    pub fn floor(&self) -> Result<ExactFloor> {
+        ExactFloor::measure(self.stack.ours(&self.ours))
     }
 
     /// `bench/python/bench_e2e.py` in the stack's reference Python, writing under `dir`.
@@ -109,7 +113,7 @@ impl<'a> Runner<'a> {
                 c.arg("--model").arg(&model.dir).arg("--save").arg(&features);
                 c
             }
-            Side::LlamaF32 | Side::LlamaF16 | Side::LlamaQ8 => {
+            Side::LlamaF32 | Side::LlamaF16 | Side::LlamaQ8 | Side::LlamaBf16 => {
                 let llama = self.tools.llama.as_ref().ok_or("llama.cpp was not built")?;
                 let gguf_type = side.gguf_type().ok_or("a llama.cpp side without a GGUF type")?;
                 let gguf = llama.mmproj(model, gguf_type, &self.dir.join("gguf"))?;
@@ -275,6 +279,7 @@ fn parse_measurement(
         own_soft_tokens: (!own_soft_tokens.is_empty()).then(|| own_soft_tokens.iter().sum()),
         images: case.images.len(),
         flops: Some(flops::count(model, soft_tokens, case.images.len(), case.budget)?),
+        exps: Some(flops::exps(model, soft_tokens, case.images.len(), case.budget)?),
         load_average,
         features,
         versus_bf16: None,

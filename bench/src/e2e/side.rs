@@ -22,6 +22,9 @@ pub enum Side {
     /// llama.cpp's mtmd encoder on a Q8_0 GGUF mmproj (what its converter's `--outtype q8_0`
     /// writes).
     LlamaQ8,
+    /// llama.cpp's mtmd encoder on a bf16 GGUF mmproj (what its converter's `--outtype bf16`
+    /// writes: the checkpoint's bf16 matrices as they are).
+    LlamaBf16,
     /// mlx-vlm, stock wheels, weights cast to float32.
     MlxF32,
     /// mlx-vlm, stock wheels, the checkpoint's bf16.
@@ -29,14 +32,15 @@ pub enum Side {
 }
 
 /// Every side, in the order each row runs them: sides compared with one another run back to
-/// back (the float32 ones, then the bf16 pair), as this machine's speed drifts over minutes.
-pub const SIDES: [Side; 8] = [
+/// back (the float32 ones, then the bf16 ones), as this machine's speed drifts over minutes.
+pub const SIDES: [Side; 9] = [
     Side::OursF32,
     Side::Candle,
     Side::LlamaF32,
     Side::LlamaF16,
     Side::LlamaQ8,
     Side::MlxF32,
+    Side::LlamaBf16,
     Side::OursNative,
     Side::MlxBf16,
 ];
@@ -50,6 +54,7 @@ impl Side {
             Side::LlamaF32 => "llama-f32",
             Side::LlamaF16 => "llama-f16",
             Side::LlamaQ8 => "llama-q8",
+            Side::LlamaBf16 => "llama-bf16",
             Side::MlxF32 => "mlx-f32",
             Side::MlxBf16 => "mlx-bf16",
         }
@@ -63,6 +68,7 @@ impl Side {
             Side::LlamaF32 => "llama.cpp, f32",
             Side::LlamaF16 => "llama.cpp, f16",
             Side::LlamaQ8 => "llama.cpp, Q8_0",
+            Side::LlamaBf16 => "llama.cpp, bf16",
             Side::MlxF32 => "mlx-vlm, f32",
             Side::MlxBf16 => "mlx-vlm, bf16",
         }
@@ -71,7 +77,7 @@ impl Side {
     /// The mlx-vlm side doing the same work in the same dtype (the time ratio's denominator).
     pub fn reference(self) -> Option<Side> {
         match self {
-            Side::OursNative => Some(Side::MlxBf16),
+            Side::OursNative | Side::LlamaBf16 => Some(Side::MlxBf16),
             Side::OursF32 | Side::Candle | Side::LlamaF32 | Side::LlamaF16 | Side::LlamaQ8 => Some(Side::MlxF32),
             Side::MlxBf16 | Side::MlxF32 => None,
         }
@@ -87,6 +93,7 @@ impl Side {
             Side::LlamaF32 => Some("f32"),
             Side::LlamaF16 => Some("f16"),
             Side::LlamaQ8 => Some("q8_0"),
+            Side::LlamaBf16 => Some("bf16"),
             _ => None,
         }
     }

@@ -4,6 +4,7 @@
 //! machine's load and GEMM peak).
 
 use super::Side;
+use crate::exact_floor::ExactFloor;
 use crate::gemm_peak::GemmPeak;
 use project::Result;
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,11 @@ pub struct RunInfo {
     pub load_after: Option<String>,
     pub gemm_before: GemmPeak,
     pub gemm_after: Option<GemmPeak>,
+    /// The exactness floor's rates before and after the rows (absent in runs that predate it).
+    #[serde(default)]
+    pub floor_before: Option<ExactFloor>,
+    #[serde(default)]
+    pub floor_after: Option<ExactFloor>,
 }
 
 impl RunInfo {
@@ -36,6 +42,12 @@ impl RunInfo {
     pub fn peak(&self) -> f64 {
         let after = self.gemm_after.as_ref().map_or(0.0, |g| g.peak_gflops);
         self.gemm_before.peak_gflops.max(after)
+    }
+
+    /// The best of this run's floor measurements (before and after its rows).
+    pub fn floor(&self) -> Option<ExactFloor> {
+        let before = self.floor_before.as_ref().or(self.floor_after.as_ref())?;
+        Some(ExactFloor::best(before, self.floor_after.as_ref()))
     }
 }
 
@@ -64,6 +76,9 @@ pub struct Measurement {
     pub images: usize,
     /// Matmul FLOPs of one call ([`super::flops`]).
     pub flops: Option<f64>,
+    /// The softmax's exponentials of one call ([`super::flops::exps`]).
+    #[serde(default)]
+    pub exps: Option<f64>,
     /// The 1-minute load average when the side started.
     pub load_average: f64,
     pub features: PathBuf,
@@ -154,6 +169,7 @@ pub mod tests {
             own_soft_tokens: None,
             images: 1,
             flops: Some(1.0e12),
+            exps: Some(1.0e9),
             load_average: 1.5,
             features: PathBuf::from(format!("{model}-{case}-{}.safetensors", side.id())),
             versus_bf16: None,
@@ -177,6 +193,8 @@ pub mod tests {
             load_after: Some("1.10, 1.00, 1.00".to_owned()),
             gemm_before: peak.clone(),
             gemm_after: Some(GemmPeak { peak_gflops: 120.0, ..peak }),
+            floor_before: None,
+            floor_after: None,
         }
     }
 

@@ -16,9 +16,9 @@
 //! The crate by concern: the matrix products ([`gemm`], [`quantized`]) and attention
 //! ([`attention`]); the kernels over rows ([`rms_norm`], [`vision_rms_norm`], [`layer_norm`],
 //! [`rope`]); the element-wise ones ([`elementwise`], [`exp`], [`tanh`], [`power`], [`gelu`]);
-//! the instruction sets ([`cpu`], and `simd`: the one vocabulary of float32 lanes that AVX2,
-//! AVX-512 and NEON each implement, over which the vector code is written once and stamped per
-//! instruction set).
+//! the exactness floor's rates ([`peak`]); the instruction sets ([`cpu`], and `simd`: the one
+//! vocabulary of float32 lanes that AVX2, AVX-512 and NEON each implement, over which the
+//! vector code is written once and stamped per instruction set).
 //!
 //! This is the only crate with SIMD `unsafe`; every `unsafe` block states why it is sound. The
 //! `#[target_feature]` code is reached through safe entries that take a proof token of the
@@ -56,6 +56,7 @@ mod error;
 pub mod gemm;
 mod math;
 pub mod parallel;
+pub mod peak;
 pub mod quantized;
 mod rows;
 mod simd;

@@ -1,0 +1,246 @@
+//! The exactness floor's rates: how fast this CPU issues the arithmetic that MLX's bits leave
+//! the kernels, measured by loops that do nothing else, on every core at once.
+//!
+//! - [`Probe::FusedMultiplyAdd`]: `acc = a·b + acc` rounded once (`v::mul_add`). A matrix
+//!   product of bf16 operands may run at this rate: every product of two bf16 values is exact
+//!   in float32, so one FMA gives MLX's separate multiply-then-add bits.
+//! - [`Probe::MultiplyThenAdd`]: the product rounded, then the sum (`v::mul`, `v::add`): the
+//!   float32 k-step of the x86-64 wheel. It costs two instructions per multiply-add; whether
+//!   it is slower than the FMA depends on the core (a core that issues multiplies and adds on
+//!   separate pipes runs both at the same rate).
+//! - [`Probe::Exp`]: MLX's `exp` of non-positive arguments (the softmax's `exp(s − max)`), the
+//!   lanes function [`exp`](crate::exp) computes, over a block that stays in L1.
+//!
+//! Each thread runs independent chains (enough of them to cover the latency of one step, few
+//! enough to stay in the registers of every instruction set), so the loop is bound by issue,
+//! not latency. The rates are per second of wall time over all threads: run them on an
+//! otherwise idle machine.
+
+use crate::cpu::Isa;
+use std::time::{Duration, Instant};
+
+/// Independent chains per thread where 16 registers hold them and the two constants (AVX2);
+/// [`WIDE_CHAINS`] where there are 32 (AVX-512, NEON). A chain of the multiply-then-add
+/// probe waits for both latencies, so it needs more of them than the FMA's.
+const CHAINS: usize = 12;
+const WIDE_CHAINS: usize = 24;
+
+/// Elements of the `exp` probe's block (4 KiB: in L1 on every core).
+const EXP_BLOCK: usize = 1024;
+
+/// What a probe issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// `a·b + acc` rounded once.
+    FusedMultiplyAdd,
+    /// `round(a·b)`, then `+ acc`.
+    MultiplyThenAdd,
+    /// MLX's `exp` of non-positive float32 values.
+    Exp,
+}
+
+impl Probe {
+    /// Every probe.
+    pub const ALL: [Probe; 3] = [Probe::FusedMultiplyAdd, Probe::MultiplyThenAdd, Probe::Exp];
+
+    /// The probe's name as benchmarks print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::FusedMultiplyAdd => "fused multiply-add",
+            Probe::MultiplyThenAdd => "multiply, then add",
+            Probe::Exp => "exp",
+        }
+    }
+}
+
+/// Operations per second (multiply-adds for the first two probes, `exp`s for the last) of
+/// `probe` at instruction set `isa` on `threads` threads at once, each running for about
+/// `duration`: the best of `repeats` runs.
+pub fn rate(probe: Probe, isa: Isa, threads: usize, duration: Duration, repeats: usize) -> f64 {
+    let threads = threads.max(1);
+    // Operations in one call of `steps(rounds)`; calibrated so one call lasts `duration`.
+    let per_round = match probe {
+        Probe::FusedMultiplyAdd => (CHAINS * lanes(isa)) as f64,
+        Probe::MultiplyThenAdd => (separate_chains(isa) * lanes(isa)) as f64,
+        Probe::Exp => EXP_BLOCK as f64,
+    };
+    let mut rounds = 1u64 << 10;
+    let mut best = 0.0f64;
+    loop {
+        let seconds = timed(probe, isa, 1, rounds);
+        if seconds >= duration.as_secs_f64() / 8.0 || rounds >= 1 << 40 {
+            let scale = duration.as_secs_f64() / seconds.max(1e-9);
+            rounds = ((rounds as f64 * scale) as u64).max(1);
+            break;
+        }
+        rounds *= 4;
+    }
+    for _ in 0..repeats.max(1) {
+        let seconds = timed(probe, isa, threads, rounds);
+        best = best.max(per_round * rounds as f64 * threads as f64 / seconds.max(1e-9));
+    }
+    best
+}
+
+/// Seconds of wall time for `threads` threads each running `rounds` rounds of `probe`.
+fn timed(probe: Probe, isa: Isa, threads: usize, rounds: u64) -> f64 {
+    let start = Instant::now();
+    let sink: f32 = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(move || run(probe, isa, rounds))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
+    });
+    std::hint::black_box(sink);
+    start.elapsed().as_secs_f64()
+}
+
+/// Float32 lanes of one vector of `isa` (1 for the portable loops).
+fn lanes(isa: Isa) -> usize {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512(_) => 16,
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2(_) => 8,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon(_) => 4,
+        Isa::Portable => 1,
+    }
+}
+
+/// Chains of the multiply-then-add probe at `isa` (as its loop runs them).
+fn separate_chains(isa: Isa) -> usize {
+    if lanes(isa) == 8 { CHAINS } else { WIDE_CHAINS }
+}
+
+/// One thread's run of `rounds` rounds; returns a value that depends on every step.
+fn run(probe: Probe, isa: Isa, rounds: u64) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx512) = isa.avx512() {
+        return match probe {
+            Probe::FusedMultiplyAdd => avx512::fused(avx512, rounds),
+            Probe::MultiplyThenAdd => avx512::separate(avx512, rounds),
+            Probe::Exp => avx512::exps(avx512, rounds),
+        };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx2) = isa.avx2() {
+        return match probe {
+            Probe::FusedMultiplyAdd => avx2::fused(avx2, rounds),
+            Probe::MultiplyThenAdd => avx2::separate(avx2, rounds),
+            Probe::Exp => avx2::exps(avx2, rounds),
+        };
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(neon) = isa.neon() {
+        return match probe {
+            Probe::FusedMultiplyAdd => neon::fused(neon, rounds),
+            Probe::MultiplyThenAdd => neon::separate(neon, rounds),
+            Probe::Exp => neon::exps(neon, rounds),
+        };
+    }
+    let _ = isa;
+    portable(probe, rounds)
+}
+
+/// The probes one float32 at a time (what the portable kernels have).
+fn portable(probe: Probe, rounds: u64) -> f32 {
+    let (b, c) = (std::hint::black_box(0.75f32), std::hint::black_box(0.25f32));
+    match probe {
+        Probe::FusedMultiplyAdd => {
+            let mut acc = [std::hint::black_box(0.5f32); CHAINS];
+            for _ in 0..rounds {
+                for a in &mut acc {
+                    *a = a.mul_add(b, c);
+                }
+            }
+            acc.iter().sum()
+        }
+        Probe::MultiplyThenAdd => {
+            let mut acc = [std::hint::black_box(0.5f32); WIDE_CHAINS];
+            for _ in 0..rounds {
+                for a in &mut acc {
+                    *a = *a * b + c;
+                }
+            }
+            acc.iter().sum()
+        }
+        Probe::Exp => {
+            let mut block = [std::hint::black_box(-0.5f32); EXP_BLOCK];
+            for _ in 0..rounds {
+                for x in &mut block {
+                    *x = -crate::exp::exp(*x);
+                }
+            }
+            block.iter().sum()
+        }
+    }
+}
+
+crate::simd::stamp! {
+    lanes v (exp = crate::exp) for Avx2, Avx512, Neon;
+
+    /// `CHAINS` chains of `acc = acc·¾ + ¼` rounded once, `rounds` times (the values stay in
+    /// `[0.5, 1]`: no subnormals, no infinities).
+    entry fn fused(rounds: u64) -> f32 {
+        let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
+        let mut acc = [v::splat(std::hint::black_box(0.5f32)); CHAINS];
+        for _ in 0..rounds {
+            for a in &mut acc {
+                *a = v::mul_add(*a, b, c);
+            }
+        }
+        acc.iter().map(|&a| v::to_array(a)[0]).sum()
+    }
+
+    /// [`fused`] with the product rounded before the sum: `WIDE_CHAINS` chains where the
+    /// instruction set has 32 registers (all but AVX2, the one with 8 lanes), `CHAINS` on AVX2.
+    entry fn separate(rounds: u64) -> f32 {
+        const N: usize = if v::LANES == 8 { CHAINS } else { WIDE_CHAINS };
+        let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
+        let mut acc = [v::splat(std::hint::black_box(0.5f32)); N];
+        for _ in 0..rounds {
+            for a in &mut acc {
+                *a = v::add(v::mul(*a, b), c);
+            }
+        }
+        acc.iter().map(|&a| v::to_array(a)[0]).sum()
+    }
+
+    /// `x = −exp(x)` over a block of `EXP_BLOCK` values, `rounds` times (the values stay in
+    /// `[−1, 0]`, the softmax's range, where `exp` takes its polynomial path).
+    entry fn exps(rounds: u64) -> f32 {
+        let mut block = [std::hint::black_box(-0.5f32); EXP_BLOCK];
+        let (chunks, _) = block.as_chunks_mut::<{ v::LANES }>();
+        for _ in 0..rounds {
+            for chunk in chunks.iter_mut() {
+                *chunk = v::to_array(v::neg(exp::exp_nonpositive(v::from_array(chunk))));
+            }
+        }
+        block.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every probe runs at every instruction set this CPU has and measures a positive rate;
+    /// each vector probe computes what its portable twin computes.
+    #[test]
+    fn probes_run_and_agree_with_the_portable_loops() {
+        let mut isas = vec![Isa::Portable, crate::cpu::isa()];
+        isas.push(crate::cpu::isa().at_most_avx2());
+        for isa in isas {
+            for probe in Probe::ALL {
+                // One chain's value (every chain computes the same), or the exp block's sum.
+                let chains = |isa| match probe {
+                    Probe::FusedMultiplyAdd => CHAINS as f32,
+                    Probe::MultiplyThenAdd => separate_chains(isa) as f32,
+                    Probe::Exp => 1.0,
+                };
+                let (got, want) = (run(probe, isa, 3) / chains(isa), portable(probe, 3) / chains(Isa::Portable));
+                assert_eq!(got, want, "{} at {isa}", probe.name());
+                assert!(rate(probe, isa, 2, Duration::from_millis(5), 1) > 0.0);
+            }
+        }
+    }
+}
