@@ -229,11 +229,22 @@ impl Layout {
             }
         }
         let bit_depth = bits[0];
-        let Ok(bit_depth) = u8::try_from(bit_depth) else {
+        let Ok(mut bit_depth) = u8::try_from(bit_depth) else {
             return Err(malformed(format!("{bit_depth} bits per sample")));
         };
         if !matches!(bit_depth, 1 | 2 | 4 | 8 | 12 | 16 | 32) || bits.iter().any(|&b| b != u64::from(bit_depth)) {
             return Err(Error::unsupported(FORMAT, format!("bits per sample {bits:?}")));
+        }
+        // Pillow's raw planar strips take one letter of the rawmode per plane (the "R" of
+        // "RGB;16L"): an 8-bit band unpacker, so each plane's rows are `width` bytes from its
+        // strips' offsets, the 16-bit samples' bytes read as 8-bit samples.
+        let raw_tiled = !ifd.has(STRIP_OFFSETS) && ifd.has(TILE_OFFSETS);
+        if codec == Codec::None && planar && samples > 1 && bit_depth == 16 && !raw_tiled {
+            match pixel {
+                Pixel::Rgb { bits: 16 } => (pixel, bit_depth) = (Pixel::Rgb { bits: 8 }, 8),
+                Pixel::Cmyk { bits: 16 } => (pixel, bit_depth) = (Pixel::Cmyk { bits: 8 }, 8),
+                _ => {}
+            }
         }
         if planar && samples > 1 {
             if !matches!(bit_depth, 8 | 16) {
