@@ -9,10 +9,11 @@
 //! palette; none, LZW, Deflate, PackBits, LZMA, Zstandard, CCITT modified Huffman (RLE), Group
 //! 3 (1-D) and Group 4 (damaged data as libtiff recovers it, [`ccitt`]), JPEG (YCbCr, RGB,
 //! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
-//! floating-point predictors. Refused with [`Error::Unsupported`] naming them: LAB (Pillow
-//! converts it through LittleCMS), uncompressed or chroma-subsampled YCbCr outside JPEG, WebP,
-//! 2-D Group 3. Compressed YCbCr without subsampling goes through libtiff's RGBA interface's
-//! conversion ([`ycbcr`]).
+//! floating-point predictors; old-style LZW ([`lzw_compat`]). Refused with [`Error::Unsupported`]
+//! naming them: LAB (Pillow converts it through LittleCMS), uncompressed YCbCr (Pillow's raw
+//! unpacker and its own YCbCr tables), chroma-subsampled YCbCr outside JPEG (libtiff's RGBA
+//! interface), WebP, 2-D Group 3, uncompressed tiled 16-bit planar samples. Compressed YCbCr
+//! without subsampling goes through libtiff's RGBA interface's conversion ([`ycbcr`]).
 
 mod ccitt;
 mod compression;
