@@ -10,10 +10,10 @@
 //! 3 (1-D) and Group 4 (damaged data as libtiff recovers it, [`ccitt`]), JPEG (YCbCr, RGB,
 //! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
 //! floating-point predictors; old-style LZW ([`lzw_compat`]). Refused with [`Error::Unsupported`]
-//! naming them: LAB (Pillow converts it through LittleCMS), uncompressed YCbCr (Pillow's raw
-//! unpacker and its own YCbCr tables), chroma-subsampled YCbCr outside JPEG (libtiff's RGBA
-//! interface), WebP, 2-D Group 3, uncompressed tiled 16-bit planar samples. Compressed YCbCr
-//! without subsampling goes through libtiff's RGBA interface's conversion ([`ycbcr`]).
+//! naming them: LAB (Pillow converts it through LittleCMS), compressed chroma-subsampled YCbCr
+//! outside JPEG (libtiff's RGBA interface), uncompressed planar YCbCr, WebP, 2-D Group 3,
+//! uncompressed tiled 16-bit planar samples. Compressed YCbCr without subsampling goes through
+//! libtiff's RGBA interface's conversion, uncompressed YCbCr through Pillow's own ([`ycbcr`]).
 
 mod ccitt;
 mod compression;
@@ -217,6 +217,10 @@ impl Layout {
                     return Err(malformed("YCbCr JPEG tiles wider than libtiff's rows (rawmode RGBX)"));
                 }
                 pixel = Pixel::Rgb { bits: 8 };
+            } else if codec == Codec::None && !planar {
+                // Pillow's raw path: its `YCbCr` unpacker, three bytes a pixel whatever the
+                // subsampling tag says, then its own YCbCr to RGB conversion.
+                pixel = Pixel::YCbCrPillow;
             } else {
                 // libtiff's RGBA interface (`TIFFRGBAImage`) converts it; read here without
                 // chroma subsampling only (the tag's default is 2x2).
