@@ -64,7 +64,8 @@ fn the_orientation_tag_is_applied() {
 }
 
 /// A little-endian classic TIFF of one IFD: 8-bit gray `width` x `height`, one strip at
-/// `strip_offset` of `strip_len` bytes, plus `extra` entries (tag, type, count, value).
+/// `strip_offset` of `strip_len` bytes, plus `extra` entries (tag, type, count, value), which
+/// replace the entries of their tags (Pillow reads the first entry of a repeated tag).
 fn gray_tiff(width: u32, height: u32, strip_offset: u32, strip_len: u32, extra: &[(u16, u16, u32, u32)]) -> Vec<u8> {
     let mut entries = vec![
         (256u16, 4u16, 1u32, width),
@@ -77,6 +78,7 @@ fn gray_tiff(width: u32, height: u32, strip_offset: u32, strip_len: u32, extra: 
         (278, 4, 1, height),
         (279, 4, 1, strip_len),
     ];
+    entries.retain(|e| !extra.iter().any(|x| x.0 == e.0));
     entries.extend_from_slice(extra);
     entries.sort_by_key(|e| e.0);
     let mut out = b"II\x2a\x00\x08\x00\x00\x00".to_vec();

@@ -6,6 +6,10 @@
 //!   not read ([`Error::UnsupportedFormat`] naming Pillow's format) or one of [`KNOWN_GAPS`];
 //! - a file Pillow refuses is refused;
 //! - no decoder panics, and every refusal of a file Pillow identifies names its format.
+//!
+//! The same holds for the fuzz files of Pillow's repository that its sdist leaves out
+//! (`fixtures/pillow_repo/`, its `Tests/images/crash-*.tif` at commit 4e5f09f5, with their
+//! digests made by the same `make_digests.py`).
 
 extern crate gemma_vision_preprocess as preprocess;
 
@@ -18,6 +22,11 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ("lab.tif", "CIELab: Pillow converts it to RGB through LittleCMS"),
     ("lab-green.tif", "CIELab: Pillow converts it to RGB through LittleCMS"),
     ("lab-red.tif", "CIELab: Pillow converts it to RGB through LittleCMS"),
+    (
+        "crash-0da013a13571cc8eb457a39fee8db18f8a3c7127.tif",
+        "Group 4 data that libtiff stops reading at an EOL in row 27 of its one strip: Pillow's rows 28 to 83 are \
+         its strip buffer's uninitialised bytes",
+    ),
 ];
 
 fn fnv1a64(data: &[u8]) -> String {
@@ -42,10 +51,21 @@ fn every_corpus_file_decodes_as_pillow_decodes_it_or_is_refused_by_name() {
     let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.deps/corpus/pillow-13.0.0/Tests/images"));
     assert!(root.is_dir(), "{} is missing: run `cargo xtask setup` (it fetches Pillow's sdist)", root.display());
     let digests = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pillow_corpus/digests.json");
+    check_against_digests("corpus", root, Path::new(digests), 1000);
+}
+
+#[test]
+fn pillows_repository_fuzz_files_decode_as_pillow_decodes_them_or_are_refused() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pillow_repo"));
+    check_against_digests("repository fuzz files", root, &root.join("digests.json"), 10);
+}
+
+/// Every file of `digests` (under `root`) against Pillow's answer; prints `label`'s counts.
+fn check_against_digests(label: &str, root: &Path, digests: &Path, at_least: usize) {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(digests).expect("digests.json")).expect("json");
     let cases = manifest["cases"].as_array().expect("cases");
-    assert!(cases.len() > 1000, "{} cases", cases.len());
+    assert!(cases.len() > at_least, "{} cases", cases.len());
     let (mut exact, mut refused_as_pillow, mut refused_by_name) = (0, 0, 0);
     let mut failures = Vec::new();
     for case in cases {
@@ -82,6 +102,8 @@ fn every_corpus_file_decodes_as_pillow_decodes_it_or_is_refused_by_name() {
             }
         }
     }
-    println!("corpus: exact {exact}, refused as Pillow refuses {refused_as_pillow}, refused by name {refused_by_name}");
+    println!(
+        "{label}: exact {exact}, refused as Pillow refuses {refused_as_pillow}, refused by name {refused_by_name}"
+    );
     assert!(failures.is_empty(), "{} files differ from Pillow:\n{}", failures.len(), failures.join("\n"));
 }

@@ -11,6 +11,11 @@
 //! | RGB / RGBA 16              | RGB / RGBA  | high byte of each channel, alpha dropped        |
 //! | palette (± tRNS)           | P           | palette lookup, transparency ignored            |
 //!
+//! Checksums as Pillow checks them: the CRC of every chunk before the first `IDAT` (its
+//! `_open` loop, `ImageFile.LOAD_TRUNCATED_IMAGES` being false), none of the image data's or
+//! the later chunks' (`load_read` and `load_end` skip them), and no Adler-32 (Pillow's
+//! `ZipDecode` stops at the last row).
+//!
 //! The orientation is `PngImageFile.getexif()`'s: the `eXIf` chunk (before or after the image
 //! data), else ImageMagick's "Raw profile type exif" text chunk, and without an EXIF
 //! Orientation the XMP packet's `tiff:Orientation` (the "XML:com.adobe.xmp" text chunk).
@@ -27,7 +32,14 @@ const FORMAT: &str = "PNG";
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     // Our own limit is on pixels, checked below; the crate's byte limit would be a second,
     // different one.
-    let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: usize::MAX });
+    if let Some(detail) = header_crc_error(bytes) {
+        return Err(Error::malformed(FORMAT, detail));
+    }
+    let mut options = png::DecodeOptions::default();
+    options.set_ignore_crc(true);
+    options.set_ignore_adler32(false);
+    let mut decoder = png::Decoder::new_with_options(Cursor::new(bytes), options);
+    decoder.set_limits(png::Limits { bytes: usize::MAX });
     // EXPAND: palette -> RGB(A), gray below 8 bits -> 8 bits, tRNS -> alpha channel.
     decoder.set_transformations(Transformations::EXPAND);
     let header = decoder.read_header_info().map_err(classify)?;
@@ -143,6 +155,31 @@ fn apng_sequence_error(bytes: &[u8]) -> Option<&'static str> {
             _ => {}
         }
         pos = pos.checked_add(12)?.checked_add(length as usize)?;
+    }
+    None
+}
+
+/// The error `PngStream.crc` raises while `PngImageFile._open` reads the chunks before the
+/// first `IDAT` (or `fdAT`, or an early `IEND`): a chunk whose CRC-32 (over its type and data) is not the stored
+/// one, or whose CRC is cut off. Chunks that run past the end are left to the decoder.
+fn header_crc_error(bytes: &[u8]) -> Option<String> {
+    let mut pos = 8usize;
+    while let (Some(length), Some(kind)) = (be32(bytes, pos), bytes.get(pos + 4..pos + 8)) {
+        if matches!(kind, b"IDAT" | b"fdAT" | b"IEND") {
+            return None;
+        }
+        let end = pos.checked_add(8)?.checked_add(length as usize)?;
+        let typed = bytes.get(pos + 4..end)?;
+        let name = String::from_utf8_lossy(kind);
+        let Some(stored) = be32(bytes, end) else {
+            return Some(format!("broken PNG file (incomplete checksum in b'{name}')"));
+        };
+        let mut crc = flate2::Crc::new();
+        crc.update(typed);
+        if crc.sum() != stored {
+            return Some(format!("broken PNG file (bad header checksum in b'{name}')"));
+        }
+        pos = end.checked_add(4)?;
     }
     None
 }

@@ -31,6 +31,8 @@ pub enum Codec {
     PackBits,
     /// 34925: LZMA (an `.xz` stream, as libtiff's `LZMADecode` reads it).
     Lzma,
+    /// 50000: Zstandard (libtiff's `ZSTDDecode`).
+    Zstd,
 }
 
 impl Codec {
@@ -47,7 +49,7 @@ impl Codec {
             8 | 32946 => Codec::Deflate,
             32773 => Codec::PackBits,
             34925 => Codec::Lzma,
-            50000 => return Err(Error::unsupported(FORMAT, "Zstandard compression (50000)")),
+            50000 => Codec::Zstd,
             50001 => return Err(Error::unsupported(FORMAT, "WebP compression (50001)")),
             other => return Err(Error::unsupported(FORMAT, format!("compression {other}"))),
         })
@@ -58,10 +60,15 @@ pub(super) fn short(what: &str, got: usize, want: usize) -> Error {
     Error::Truncated { format: FORMAT, detail: format!("{what} data decodes to {got} of {want} bytes") }
 }
 
-/// LZW (libtiff's `LZWDecode`, new-style codes): exactly `out.len()` bytes, else an error.
-pub fn lzw(data: &[u8], out: &mut [u8]) -> Result<()> {
-    if data.starts_with(&[0, 1]) {
-        return Err(Error::unsupported(FORMAT, "old-style (LSB-first) LZW"));
+/// LZW: exactly `out.len()` bytes, else an error. `old_style` (decided by the image's first
+/// segment, as libtiff decides it) takes libtiff's `LZWDecodeCompat` ([`super::lzw_compat`]);
+/// otherwise new-style codes (`LZWDecode`), where a segment marked old-style is refused.
+pub fn lzw(data: &[u8], out: &mut [u8], old_style: bool) -> Result<()> {
+    if old_style {
+        return super::lzw_compat::decode(data, out);
+    }
+    if super::lzw_compat::is_old_style(data) {
+        return Err(Error::unsupported(FORMAT, "an old-style (LSB-first) LZW segment in a new-style LZW image"));
     }
     let mut decoder = weezl::decode::Decoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8);
     let (mut read, mut written) = (0usize, 0usize);
@@ -101,6 +108,29 @@ pub fn deflate(data: &[u8], out: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
+/// Zstandard as libtiff's `ZSTDDecode` reads a segment, through the same libzstd (1.5.7):
+/// `ZSTD_decompressStream` until the frame ends, the data is used up or `out` is full; exactly
+/// `out.len()` bytes, else an error. libzstd's own bound on a frame's window (128 MiB) bounds
+/// its memory; the output never exceeds the segment.
+pub fn zstd(data: &[u8], out: &mut [u8]) -> Result<()> {
+    let want = out.len();
+    let zstd_error = |code: usize| Error::malformed(FORMAT, format!("Zstandard: {}", zstd_safe::get_error_name(code)));
+    let mut context = zstd_safe::DCtx::create();
+    context.init().map_err(zstd_error)?;
+    let mut input = zstd_safe::InBuffer::around(data);
+    let mut output = zstd_safe::OutBuffer::around(out);
+    loop {
+        let hint = context.decompress_stream(&mut output, &mut input).map_err(zstd_error)?;
+        if hint == 0 || input.pos() >= data.len() || output.pos() >= want {
+            break;
+        }
+    }
+    if output.pos() < want {
+        return Err(short("Zstandard", output.pos(), want));
+    }
+    Ok(())
+}
+
 /// PackBits (libtiff's `PackBitsDecode`): exactly `out.len()` bytes, else an error.
 pub fn packbits(data: &[u8], out: &mut [u8]) -> Result<()> {
     let (mut i, mut o) = (0usize, 0usize);
@@ -125,92 +155,6 @@ pub fn packbits(data: &[u8], out: &mut [u8]) -> Result<()> {
     }
     if o < out.len() {
         return Err(short("PackBits", o, out.len()));
-    }
-    Ok(())
-}
-
-/// CCITT Group 3 (one-dimensional; `T4Options` bit 0 clear) or Group 4 into 1-bit rows, MSB first, a set bit black
-/// (libtiff's Fax3 codec output); rows the data does not reach stay white (zero), as Pillow
-/// clears the strip buffer before libtiff fills it.
-pub fn fax(data: &[u8], group4: bool, width: usize, rows: usize, out: &mut [u8]) -> Result<()> {
-    let (Ok(w16), Ok(h16)) = (u16::try_from(width), u16::try_from(rows)) else {
-        return Err(Error::unsupported(FORMAT, format!("CCITT image of {width}x{rows} (over 65535)")));
-    };
-    let row_bytes = width.div_ceil(8);
-    let mut y = 0usize;
-    let mut put_line = |transitions: &[u16]| {
-        if y >= rows {
-            return;
-        }
-        if let Some(row) = out.get_mut(y * row_bytes..(y + 1) * row_bytes) {
-            for (x, pel) in fax::decoder::pels(transitions, w16).enumerate() {
-                if pel == fax::Color::Black
-                    && let Some(b) = row.get_mut(x / 8)
-                {
-                    *b |= 0x80 >> (x % 8);
-                }
-            }
-        }
-        y += 1;
-    };
-    let ok = if group4 {
-        fax::decoder::decode_g4(data.iter().copied(), w16, Some(h16), &mut put_line)
-    } else {
-        fax::decoder::decode_g3(data.iter().copied(), &mut put_line)
-    };
-    if ok.is_none() && y == 0 {
-        return Err(Error::malformed(FORMAT, "CCITT data could not be decoded"));
-    }
-    Ok(())
-}
-
-/// CCITT modified Huffman run lengths (libtiff's `Fax3DecodeRLE`): each row alternating white
-/// and black runs in T.4's one-dimensional codes (make-up codes, then a terminating one), first
-/// white, no EOL, the next row at the next byte; into 1-bit rows as [`fax`]. Rows the data does
-/// not reach stay white.
-pub fn ccitt_rle(data: &[u8], width: usize, rows: usize, out: &mut [u8]) -> Result<()> {
-    use fax::BitReader;
-    let row_bytes = width.div_ceil(8);
-    // Two zero bytes past the end: `fax`'s tables peek up to 13 bits ahead, and the last row's
-    // codes may end in the segment's last byte.
-    let padded = data.iter().copied().chain([0, 0]);
-    let mut reader = match fax::ByteReader::new(padded.map(Ok::<u8, std::convert::Infallible>)) {
-        Ok(reader) => reader,
-        Err(never) => match never {},
-    };
-    for y in 0..rows {
-        let Some(row) = out.get_mut(y * row_bytes..(y + 1) * row_bytes) else { break };
-        let (mut x, mut black) = (0usize, false);
-        while x < width {
-            // A run: make-up codes (multiples of 64) until a terminating code (under 64).
-            let mut run = 0usize;
-            loop {
-                let code =
-                    if black { fax::maps::black::decode(&mut reader) } else { fax::maps::white::decode(&mut reader) };
-                let Some(code) = code else {
-                    return if y == 0 {
-                        Err(Error::malformed(FORMAT, "CCITT RLE data could not be decoded"))
-                    } else {
-                        Ok(())
-                    };
-                };
-                run += usize::from(code);
-                if code < 64 {
-                    break;
-                }
-            }
-            let end = x.saturating_add(run).min(width);
-            if black {
-                for p in x..end {
-                    row[p / 8] |= 0x80 >> (p % 8);
-                }
-            }
-            (x, black) = (end, !black);
-        }
-        let skip = reader.bits_to_byte_boundary();
-        if reader.consume(skip).is_err() {
-            break;
-        }
     }
     Ok(())
 }

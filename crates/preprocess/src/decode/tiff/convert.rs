@@ -83,6 +83,10 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256], ycbcr: Op
                     [c(s(0)), c(s(1)), c(s(2))]
                 }
                 Pixel::Palette { .. } => palette.get(s(0) as usize).copied().unwrap_or([0; 3]),
+                Pixel::YCbCrPillow => {
+                    let v = |k: usize| s(k).min(255) as u8;
+                    super::ycbcr::pillow_rgb(v(0), v(1), v(2))
+                }
                 Pixel::YCbCr => {
                     let v = |k: usize| s(k).min(255) as u8;
                     ycbcr.map_or([0; 3], |t| t.rgb(v(0), v(1), v(2)))

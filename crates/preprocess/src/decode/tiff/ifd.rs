@@ -74,8 +74,9 @@ fn truncated(detail: &str) -> Error {
 }
 
 impl<'a> Ifd<'a> {
-    /// Parses the header and the first IFD. Entries whose value lies outside the file, or whose
-    /// type is unknown, are dropped (Pillow warns and skips them).
+    /// Parses the header and the first IFD. Entries whose value lies outside the file, is empty,
+    /// or whose type is unknown, are dropped (Pillow warns and skips them), and so are repeats
+    /// of a tag already read (Pillow 13's `ImageFileDirectory_v2.load`).
     pub fn first(bytes: &'a [u8]) -> Result<Self> {
         let head = bytes.get(..8).ok_or_else(|| truncated("header shorter than 8 bytes"))?;
         let order = match &head[..2] {
@@ -135,7 +136,11 @@ impl<'a> Ifd<'a> {
                 };
                 slice(bytes, offset, size)
             };
-            if let Some(value) = value {
+            // Pillow keeps the first entry of a tag whose value it could read (non-empty,
+            // inside the file); later entries of that tag are ignored.
+            if let Some(value) = value.filter(|v| !v.is_empty())
+                && !entries.iter().any(|e: &Entry<'_>| e.tag == tag)
+            {
                 entries.push(Entry { tag, field_type, value });
             }
         }
@@ -143,8 +148,7 @@ impl<'a> Ifd<'a> {
     }
 
     fn entry(&self, tag: u16) -> Option<&Entry<'a>> {
-        // Pillow keeps the last of repeated tags.
-        self.entries.iter().rev().find(|e| e.tag == tag)
+        self.entries.iter().find(|e| e.tag == tag)
     }
 
     /// Whether the IFD holds `tag`.

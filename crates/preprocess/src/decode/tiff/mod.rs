@@ -6,18 +6,22 @@
 //!
 //! Decoded: strips and tiles, contiguous and planar samples; 1/2/4/8/12/16/32-bit and float
 //! samples as Pillow's table lists them; bilevel, gray, RGB, RGBA, premultiplied RGBa, CMYK,
-//! palette; none, LZW, Deflate, PackBits, LZMA, CCITT modified Huffman (RLE), Group 3 (1-D)
-//! and Group 4, JPEG (YCbCr, RGB, gray, CMYK) and old-style JPEG (one interchange stream)
-//! compression; horizontal and floating-point predictors. Refused with [`Error::Unsupported`]
-//! naming them: LAB (Pillow converts it through LittleCMS), uncompressed or chroma-subsampled
-//! YCbCr outside JPEG, Zstandard, WebP, 2-D Group 3. Compressed YCbCr without subsampling goes through
-//! libtiff's RGBA interface's conversion ([`ycbcr`]).
+//! palette; none, LZW, Deflate, PackBits, LZMA, Zstandard, CCITT modified Huffman (RLE), Group
+//! 3 (1-D) and Group 4 (damaged data as libtiff recovers it, [`ccitt`]), JPEG (YCbCr, RGB,
+//! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
+//! floating-point predictors; old-style LZW ([`lzw_compat`]). Refused with [`Error::Unsupported`]
+//! naming them: LAB (Pillow converts it through LittleCMS), compressed chroma-subsampled YCbCr
+//! outside JPEG (libtiff's RGBA interface), uncompressed planar YCbCr, WebP, 2-D Group 3,
+//! uncompressed tiled 16-bit planar samples. Compressed YCbCr without subsampling goes through
+//! libtiff's RGBA interface's conversion, uncompressed YCbCr through Pillow's own ([`ycbcr`]).
 
+mod ccitt;
 mod compression;
 mod convert;
 mod ifd;
 mod jpeg;
 mod lzma;
+mod lzw_compat;
 mod mode;
 mod old_jpeg;
 mod raster;
@@ -213,6 +217,10 @@ impl Layout {
                     return Err(malformed("YCbCr JPEG tiles wider than libtiff's rows (rawmode RGBX)"));
                 }
                 pixel = Pixel::Rgb { bits: 8 };
+            } else if codec == Codec::None && !planar {
+                // Pillow's raw path: its `YCbCr` unpacker, three bytes a pixel whatever the
+                // subsampling tag says, then its own YCbCr to RGB conversion.
+                pixel = Pixel::YCbCrPillow;
             } else {
                 // libtiff's RGBA interface (`TIFFRGBAImage`) converts it; read here without
                 // chroma subsampling only (the tag's default is 2x2).
@@ -226,11 +234,22 @@ impl Layout {
             }
         }
         let bit_depth = bits[0];
-        let Ok(bit_depth) = u8::try_from(bit_depth) else {
+        let Ok(mut bit_depth) = u8::try_from(bit_depth) else {
             return Err(malformed(format!("{bit_depth} bits per sample")));
         };
         if !matches!(bit_depth, 1 | 2 | 4 | 8 | 12 | 16 | 32) || bits.iter().any(|&b| b != u64::from(bit_depth)) {
             return Err(Error::unsupported(FORMAT, format!("bits per sample {bits:?}")));
+        }
+        // Pillow's raw planar strips take one letter of the rawmode per plane (the "R" of
+        // "RGB;16L"): an 8-bit band unpacker, so each plane's rows are `width` bytes from its
+        // strips' offsets, the 16-bit samples' bytes read as 8-bit samples.
+        let raw_tiled = !ifd.has(STRIP_OFFSETS) && ifd.has(TILE_OFFSETS);
+        if codec == Codec::None && planar && samples > 1 && bit_depth == 16 && !raw_tiled {
+            match pixel {
+                Pixel::Rgb { bits: 16 } => (pixel, bit_depth) = (Pixel::Rgb { bits: 8 }, 8),
+                Pixel::Cmyk { bits: 16 } => (pixel, bit_depth) = (Pixel::Cmyk { bits: 8 }, 8),
+                _ => {}
+            }
         }
         if planar && samples > 1 {
             if !matches!(bit_depth, 8 | 16) {
@@ -351,6 +370,8 @@ fn read_raster(
         raster_planes.push(p);
     }
     let tables = ifd.bytes(JPEG_TABLES);
+    let mut fax = fax_state(layout, &segs, width)?;
+    let mut lzw_old_style = None;
     let mut seg = Vec::new();
     // Pillow's raw decoder reads a single image-sized strip from the last offset.
     let single_raw = layout.codec == Codec::None && !layout.planar && segs.per_plane == 1;
@@ -366,7 +387,8 @@ fn read_raster(
             let seg_len = seg_rows.checked_mul(seg_row_bytes).ok_or_else(|| malformed("segment size overflows"))?;
             seg.clear();
             seg.resize(seg_len, 0);
-            decode_segment(bytes, offset, i, &segs, layout, tables, seg_rows, seg_row_bytes, &mut seg, limits)?;
+            let codec = SegmentCodec { tables, fax: fax.as_mut(), lzw_old_style: &mut lzw_old_style, limits };
+            decode_segment(bytes, offset, i, &segs, layout, codec, seg_rows, seg_row_bytes, &mut seg)?;
             let x_bits = x0 * plane_samples * usize::from(layout.bits);
             if x_bits % 8 != 0 {
                 return Err(Error::unsupported(FORMAT, "tiles not starting on a byte boundary"));
@@ -395,6 +417,30 @@ fn read_raster(
     })
 }
 
+/// The CCITT codec's state for the whole image (libtiff's, and Pillow's strip buffer, both kept
+/// from one segment to the next); `None` for the other codecs.
+fn fax_state(layout: &Layout, segs: &Segments, width: usize) -> Result<Option<ccitt::Fax>> {
+    let scheme = match layout.codec {
+        Codec::CcittRle => ccitt::Scheme::ModifiedHuffman,
+        Codec::Group3 => ccitt::Scheme::Group3,
+        Codec::Group4 => ccitt::Scheme::Group4,
+        _ => return Ok(None),
+    };
+    if layout.bits != 1 || layout.samples != 1 {
+        return Err(Error::unsupported(FORMAT, "CCITT compression of more than 1 bit per pixel"));
+    }
+    ccitt::Fax::new(scheme, segs.seg_w, segs.seg_h, width).map(Some)
+}
+
+/// What a segment's codec needs besides its bytes: JPEGTables, the CCITT state, whether the
+/// image's LZW is old-style (decided by the first segment decoded), the limits.
+struct SegmentCodec<'a, 'f> {
+    tables: Option<&'a [u8]>,
+    fax: Option<&'f mut ccitt::Fax>,
+    lzw_old_style: &'f mut Option<bool>,
+    limits: &'a Limits,
+}
+
 /// Decodes segment `i` (at `offset`) into `out` (`rows` rows of `row_bytes`).
 #[allow(clippy::too_many_arguments, reason = "the segment's place, geometry and codec inputs")]
 fn decode_segment(
@@ -403,12 +449,12 @@ fn decode_segment(
     i: usize,
     segs: &Segments,
     layout: &Layout,
-    tables: Option<&[u8]>,
+    codec: SegmentCodec<'_, '_>,
     rows: usize,
     row_bytes: usize,
     out: &mut [u8],
-    limits: &Limits,
 ) -> Result<()> {
+    let SegmentCodec { tables, fax, lzw_old_style, limits } = codec;
     let start = usize::try_from(offset).map_err(|_| truncated("segment offset past the end"))?;
     if layout.codec == Codec::None {
         // Pillow's raw decoder: the rows it needs, from the offset, whatever StripByteCounts says.
@@ -442,23 +488,19 @@ fn decode_segment(
     };
     match layout.codec {
         Codec::None => {}
-        Codec::Lzw => compression::lzw(data, out)?,
+        Codec::Lzw => {
+            let old_style = *lzw_old_style.get_or_insert_with(|| lzw_compat::is_old_style(data));
+            compression::lzw(data, out, old_style)?;
+        }
         Codec::Deflate => compression::deflate(data, out)?,
         Codec::PackBits => compression::packbits(data, out)?,
-        Codec::Group3 | Codec::Group4 => {
-            if layout.bits != 1 || layout.samples != 1 {
-                return Err(Error::unsupported(FORMAT, "CCITT compression of more than 1 bit per pixel"));
-            }
-            compression::fax(data, layout.codec == Codec::Group4, segs.seg_w, rows, out)?;
+        Codec::Group3 | Codec::Group4 | Codec::CcittRle => {
+            let fax = fax.ok_or_else(|| malformed("CCITT segment without the codec's state"))?;
+            fax.decode(data, rows, out)?;
         }
         Codec::OldJpeg => return Err(malformed("old-style JPEG is read whole, not by segment")),
         Codec::Lzma => lzma::decode(data, out)?,
-        Codec::CcittRle => {
-            if layout.bits != 1 || layout.samples != 1 {
-                return Err(Error::unsupported(FORMAT, "CCITT compression of more than 1 bit per pixel"));
-            }
-            compression::ccitt_rle(data, segs.seg_w, rows, out)?;
-        }
+        Codec::Zstd => compression::zstd(data, out)?,
         Codec::Jpeg => {
             if layout.bits != 8 || layout.planar {
                 return Err(Error::unsupported(FORMAT, "JPEG compression of planar or non-8-bit samples"));

@@ -29,9 +29,11 @@ pub enum Pixel {
     Cmyk { bits: u8 },
     /// `P` (1, 2, 4 or 8-bit indexes; `PX`, `PA` use sample 0) through the ColorMap.
     Palette { bits: u8 },
-    /// YCbCr samples: converted by libtiff's RGBA interface (compressed data; Pillow's raw
-    /// unpacker and `ycbcr2rgb` for uncompressed data, not decoded here).
+    /// YCbCr samples of compressed data: converted by libtiff's RGBA interface.
     YCbCr,
+    /// YCbCr samples of uncompressed data: Pillow's raw `YCbCr` unpacker, then its own
+    /// `ImagingConvertYCbCr2RGB`.
+    YCbCrPillow,
 }
 
 /// The fields of Pillow's `OPEN_INFO` key. `bits` and `extra` are the tuples after `_setup`'s

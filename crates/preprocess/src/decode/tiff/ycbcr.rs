@@ -65,3 +65,15 @@ impl YCbCrToRgb {
         [r.clamp(0, 255) as u8, g.clamp(0, 255) as u8, b.clamp(0, 255) as u8]
     }
 }
+
+/// Pillow's `ImagingConvertYCbCr2RGB` (ConvertYCbCr.c): `y` plus table terms in 6-bit fixed
+/// point, shifted down, clamped. Its tables hold `(int)(c * (i - 128) * 64 + 0.5)` for the JFIF
+/// coefficients (1.402, -0.34414, -0.71414, 1.772), computed here the same way.
+pub fn pillow_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
+    let term = |c: f64, i: u8| (c * (f64::from(i) - 128.0) * 64.0 + 0.5) as i32;
+    let y = i32::from(y);
+    let r = y + (term(1.402, cr) >> 6);
+    let g = y + ((term(-0.34414, cb) + term(-0.71414, cr)) >> 6);
+    let b = y + (term(1.772, cb) >> 6);
+    [r.clamp(0, 255) as u8, g.clamp(0, 255) as u8, b.clamp(0, 255) as u8]
+}
