@@ -115,27 +115,15 @@ fn separate_chains(isa: Isa) -> usize {
 fn run(probe: Probe, isa: Isa, rounds: u64) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx512) = isa.avx512() {
-        return match probe {
-            Probe::FusedMultiplyAdd => avx512::fused(avx512, rounds),
-            Probe::MultiplyThenAdd => avx512::separate(avx512, rounds),
-            Probe::Exp => avx512::exps(avx512, rounds),
-        };
+        return avx512::probe(avx512, probe, rounds);
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
-        return match probe {
-            Probe::FusedMultiplyAdd => avx2::fused(avx2, rounds),
-            Probe::MultiplyThenAdd => avx2::separate(avx2, rounds),
-            Probe::Exp => avx2::exps(avx2, rounds),
-        };
+        return avx2::probe(avx2, probe, rounds);
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(neon) = isa.neon() {
-        return match probe {
-            Probe::FusedMultiplyAdd => neon::fused(neon, rounds),
-            Probe::MultiplyThenAdd => neon::separate(neon, rounds),
-            Probe::Exp => neon::exps(neon, rounds),
-        };
+        return neon::probe(neon, probe, rounds);
     }
     let _ = isa;
     portable(probe, rounds)
@@ -178,9 +166,18 @@ fn portable(probe: Probe, rounds: u64) -> f32 {
 crate::simd::stamp! {
     lanes v (exp = crate::exp) for Avx2, Avx512, Neon;
 
+    /// `probe`'s loop, `rounds` rounds.
+    entry fn probe(probe: Probe, rounds: u64) -> f32 {
+        match probe {
+            Probe::FusedMultiplyAdd => fused(rounds),
+            Probe::MultiplyThenAdd => separate(rounds),
+            Probe::Exp => exps(rounds),
+        }
+    }
+
     /// `CHAINS` chains of `acc = acc·¾ + ¼` rounded once, `rounds` times (the values stay in
     /// `[0.5, 1]`: no subnormals, no infinities).
-    entry fn fused(rounds: u64) -> f32 {
+    fn fused(rounds: u64) -> f32 {
         let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
         let mut acc = [v::splat(std::hint::black_box(0.5f32)); CHAINS];
         for _ in 0..rounds {
@@ -193,7 +190,7 @@ crate::simd::stamp! {
 
     /// [`fused`] with the product rounded before the sum: `WIDE_CHAINS` chains where the
     /// instruction set has 32 registers (all but AVX2, the one with 8 lanes), `CHAINS` on AVX2.
-    entry fn separate(rounds: u64) -> f32 {
+    fn separate(rounds: u64) -> f32 {
         const N: usize = if v::LANES == 8 { CHAINS } else { WIDE_CHAINS };
         let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
         let mut acc = [v::splat(std::hint::black_box(0.5f32)); N];
@@ -207,7 +204,7 @@ crate::simd::stamp! {
 
     /// `x = −exp(x)` over a block of `EXP_BLOCK` values, `rounds` times (the values stay in
     /// `[−1, 0]`, the softmax's range, where `exp` takes its polynomial path).
-    entry fn exps(rounds: u64) -> f32 {
+    fn exps(rounds: u64) -> f32 {
         let mut block = [std::hint::black_box(-0.5f32); EXP_BLOCK];
         let (chunks, _) = block.as_chunks_mut::<{ v::LANES }>();
         for _ in 0..rounds {
