@@ -96,4 +96,28 @@ mod tests {
         assert!(!text.contains("photo_640x480"), "{text}");
         assert!(!text.contains("{{"));
     }
+
+    /// × floor: the median over the run's floor, bf16 operands for the native row and float32
+    /// ones for the float32 side; a run without a floor shows none.
+    #[test]
+    fn rows_show_their_time_over_the_exactness_floor() {
+        use super::super::store::RunInfo;
+        use crate::exact_floor::{ExactFloor, IsaRates};
+        let case = "photo_4000x3000@1120";
+        let rates =
+            IsaRates { isa: "AVX2+FMA".to_owned(), fused_gflops: 1000.0, separate_gflops: 500.0, exp_per_ns: 1.0 };
+        let floor = ExactFloor { kernels: "AVX2+FMA".to_owned(), threads: 2, isas: vec![rates] };
+        let mut store = Store::default();
+        // 1e12 flops and 1e9 exps (the test measurement's): 1 s + 1 s for bf16, 2 s + 1 s for f32.
+        store.insert(measurement("e2b", case, Side::OursNative, 1, 3.0));
+        store.insert(measurement("e2b", case, Side::OursF32, 1, 6.0));
+        store.put_run(RunInfo { floor_before: Some(floor), ..run_info(1) });
+        let text = section(&store, &["e2b".to_owned()]).unwrap();
+        assert!(text.contains("| ours, native (bf16) | 3 | 3.000 | 1.00 | 333.3 | 278% | 1.50 |"), "{text}");
+        assert!(text.contains("| ours, f32 | 3 | 6.000 | 2.00 | 166.7 | 139% | 2.00 |"), "{text}");
+        assert!(text.contains("exactness floor's rates 2 threads; AVX2+FMA (the kernels'): FMA 1000.0"), "{text}");
+        store.put_run(run_info(1));
+        let text = section(&store, &["e2b".to_owned()]).unwrap();
+        assert!(text.contains("| 3.000 | 1.00 | 333.3 | 278% | — |"), "{text}");
+    }
 }
