@@ -32,8 +32,8 @@ const FORMAT: &str = "PNG";
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     // Our own limit is on pixels, checked below; the crate's byte limit would be a second,
     // different one.
-    if let Some(detail) = header_crc_error(bytes) {
-        return Err(Error::malformed(FORMAT, detail));
+    if let Some(error) = header_crc_error(bytes) {
+        return Err(error);
     }
     let mut options = png::DecodeOptions::default();
     options.set_ignore_crc(true);
@@ -160,9 +160,11 @@ fn apng_sequence_error(bytes: &[u8]) -> Option<&'static str> {
 }
 
 /// The error `PngStream.crc` raises while `PngImageFile._open` reads the chunks before the
-/// first `IDAT` (or `fdAT`, or an early `IEND`): a chunk whose CRC-32 (over its type and data) is not the stored
-/// one, or whose CRC is cut off. Chunks that run past the end are left to the decoder.
-fn header_crc_error(bytes: &[u8]) -> Option<String> {
+/// first `IDAT` (or `fdAT`, or an early `IEND`), with its message: a chunk whose CRC-32 (over
+/// its type and data) is not the stored one ([`Error::Malformed`]), or whose CRC is cut off by
+/// the end of the file ([`Error::Truncated`]). Chunks that run past the end are left to the
+/// decoder.
+fn header_crc_error(bytes: &[u8]) -> Option<Error> {
     let mut pos = 8usize;
     while let (Some(length), Some(kind)) = (be32(bytes, pos), bytes.get(pos + 4..pos + 8)) {
         if matches!(kind, b"IDAT" | b"fdAT" | b"IEND") {
@@ -172,12 +174,13 @@ fn header_crc_error(bytes: &[u8]) -> Option<String> {
         let typed = bytes.get(pos + 4..end)?;
         let name = String::from_utf8_lossy(kind);
         let Some(stored) = be32(bytes, end) else {
-            return Some(format!("broken PNG file (incomplete checksum in b'{name}')"));
+            let detail = format!("broken PNG file (incomplete checksum in b'{name}')");
+            return Some(Error::Truncated { format: FORMAT, detail });
         };
         let mut crc = flate2::Crc::new();
         crc.update(typed);
         if crc.sum() != stored {
-            return Some(format!("broken PNG file (bad header checksum in b'{name}')"));
+            return Some(Error::malformed(FORMAT, format!("broken PNG file (bad header checksum in b'{name}')")));
         }
         pos = end.checked_add(4)?;
     }
