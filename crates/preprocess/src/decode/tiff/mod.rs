@@ -25,6 +25,7 @@ mod lzw_compat;
 mod mode;
 mod old_jpeg;
 mod raster;
+mod tags;
 mod ycbcr;
 
 use super::Decoded;
@@ -33,36 +34,10 @@ use compression::Codec;
 use ifd::Ifd;
 use mode::{Key, Pixel};
 use raster::Raster;
+use tags::*;
 
 const FORMAT: &str = "TIFF";
 
-const IMAGE_WIDTH: u16 = 256;
-const IMAGE_LENGTH: u16 = 257;
-const BITS_PER_SAMPLE: u16 = 258;
-const COMPRESSION: u16 = 259;
-const PHOTOMETRIC: u16 = 262;
-const FILL_ORDER: u16 = 266;
-const STRIP_OFFSETS: u16 = 273;
-const ORIENTATION: u16 = 274;
-const SAMPLES_PER_PIXEL: u16 = 277;
-const ROWS_PER_STRIP: u16 = 278;
-const STRIP_BYTE_COUNTS: u16 = 279;
-const PLANAR_CONFIGURATION: u16 = 284;
-const T4_OPTIONS: u16 = 292;
-const PREDICTOR: u16 = 317;
-const COLOR_MAP: u16 = 320;
-const TILE_WIDTH: u16 = 322;
-const TILE_LENGTH: u16 = 323;
-const TILE_OFFSETS: u16 = 324;
-const TILE_BYTE_COUNTS: u16 = 325;
-const EXTRA_SAMPLES: u16 = 338;
-const SAMPLE_FORMAT: u16 = 339;
-const JPEG_TABLES: u16 = 347;
-const XMP: u16 = 700;
-const JPEG_INTERCHANGE_FORMAT: u16 = 513;
-const YCBCR_COEFFICIENTS: u16 = 529;
-const YCBCR_SUBSAMPLING: u16 = 530;
-const REFERENCE_BLACK_WHITE: u16 = 532;
 /// Pillow's `MAX_SAMPLESPERPIXEL`.
 const MAX_SAMPLES_PER_PIXEL: u64 = 6;
 
@@ -95,7 +70,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         read_raster(bytes, &ifd, &layout, w32 as usize, h32 as usize, limits)?
     };
     let palette = palette(&ifd, layout.pixel)?;
-    let tables = (layout.pixel == Pixel::YCbCr).then(|| ycbcr_tables(&ifd));
+    let tables = (layout.pixel == Pixel::YCbCr).then(|| ycbcr::YCbCrToRgb::of(&ifd));
     let rgb = convert::to_rgb(&raster, layout.pixel, &palette, tables.as_ref());
     for plane in raster.planes {
         crate::buffer_pool::give(plane);
@@ -116,22 +91,8 @@ fn old_jpeg_raster(bytes: &[u8], ifd: &Ifd<'_>, width: usize, height: usize, lim
         .int(JPEG_INTERCHANGE_FORMAT)
         .or_else(|| ifd.int(STRIP_OFFSETS))
         .ok_or_else(|| malformed("old-style JPEG without JPEGInterchangeFormat"))?;
-    let rgb = old_jpeg::decode(bytes, offset, width, height, &ycbcr_tables(ifd), limits)?;
+    let rgb = old_jpeg::decode(bytes, offset, width, height, &ycbcr::YCbCrToRgb::of(ifd), limits)?;
     Ok(Raster { width, height, planes: vec![rgb], row_bytes: width * 3, samples: 3, bits: 8, order: ifd.order })
-}
-
-/// libtiff's YCbCr tables for the IFD's YCbCrCoefficients and ReferenceBlackWhite (libtiff's
-/// defaults where absent: Rec. 601 luma, 0/255 and 128/255 for YCbCr).
-fn ycbcr_tables(ifd: &Ifd<'_>) -> ycbcr::YCbCrToRgb {
-    let luma = match ifd.rationals(YCBCR_COEFFICIENTS).as_deref() {
-        Some(&[r, g, b]) => [r, g, b],
-        _ => [0.299, 0.587, 0.114],
-    };
-    let reference = match ifd.rationals(REFERENCE_BLACK_WHITE).as_deref() {
-        Some(&[a, b, c, d, e, f]) => [a, b, c, d, e, f],
-        _ => [0.0, 255.0, 128.0, 255.0, 128.0, 255.0],
-    };
-    ycbcr::YCbCrToRgb::new(luma, reference)
 }
 
 /// What `_setup` decides from the tags: the codec, the pixel semantics and the sample layout.

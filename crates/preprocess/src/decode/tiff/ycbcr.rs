@@ -3,6 +3,9 @@
 //! JPEG) applies: integer tables built in 16-bit fixed point from the luma coefficients and
 //! ReferenceBlackWhite, in libtiff's single-precision arithmetic.
 
+use super::ifd::Ifd;
+use super::tags::{REFERENCE_BLACK_WHITE, YCBCR_COEFFICIENTS};
+
 const SHIFT: u32 = 16;
 const ONE_HALF: i32 = 1 << (SHIFT - 1);
 
@@ -29,6 +32,20 @@ pub struct YCbCrToRgb {
 }
 
 impl YCbCrToRgb {
+    /// The tables of an image: its YCbCrCoefficients and ReferenceBlackWhite, else libtiff's
+    /// defaults (0.299, 0.587, 0.114; 0, 255, 128, 255, 128, 255).
+    pub fn of(ifd: &Ifd<'_>) -> Self {
+        let luma = match ifd.rationals(YCBCR_COEFFICIENTS).as_deref() {
+            Some(&[r, g, b]) => [r, g, b],
+            _ => [0.299, 0.587, 0.114],
+        };
+        let reference = match ifd.rationals(REFERENCE_BLACK_WHITE).as_deref() {
+            Some(&[a, b, c, d, e, f]) => [a, b, c, d, e, f],
+            _ => [0.0, 255.0, 128.0, 255.0, 128.0, 255.0],
+        };
+        Self::new(luma, reference)
+    }
+
     /// Tables for `luma` (YCbCrCoefficients, default 0.299, 0.587, 0.114) and
     /// `reference` (ReferenceBlackWhite, default 0, 255, 128, 255, 128, 255 for YCbCr).
     pub fn new(luma: [f32; 3], reference: [f32; 6]) -> Self {

@@ -1,0 +1,29 @@
+//! The TIFF tags the decoder reads (TIFF 6.0's numbers, and XMP's 700).
+
+pub(super) const IMAGE_WIDTH: u16 = 256;
+pub(super) const IMAGE_LENGTH: u16 = 257;
+pub(super) const BITS_PER_SAMPLE: u16 = 258;
+pub(super) const COMPRESSION: u16 = 259;
+pub(super) const PHOTOMETRIC: u16 = 262;
+pub(super) const FILL_ORDER: u16 = 266;
+pub(super) const STRIP_OFFSETS: u16 = 273;
+pub(super) const ORIENTATION: u16 = 274;
+pub(super) const SAMPLES_PER_PIXEL: u16 = 277;
+pub(super) const ROWS_PER_STRIP: u16 = 278;
+pub(super) const STRIP_BYTE_COUNTS: u16 = 279;
+pub(super) const PLANAR_CONFIGURATION: u16 = 284;
+pub(super) const T4_OPTIONS: u16 = 292;
+pub(super) const PREDICTOR: u16 = 317;
+pub(super) const COLOR_MAP: u16 = 320;
+pub(super) const TILE_WIDTH: u16 = 322;
+pub(super) const TILE_LENGTH: u16 = 323;
+pub(super) const TILE_OFFSETS: u16 = 324;
+pub(super) const TILE_BYTE_COUNTS: u16 = 325;
+pub(super) const EXTRA_SAMPLES: u16 = 338;
+pub(super) const SAMPLE_FORMAT: u16 = 339;
+pub(super) const JPEG_TABLES: u16 = 347;
+pub(super) const XMP: u16 = 700;
+pub(super) const JPEG_INTERCHANGE_FORMAT: u16 = 513;
+pub(super) const YCBCR_COEFFICIENTS: u16 = 529;
+pub(super) const YCBCR_SUBSAMPLING: u16 = 530;
+pub(super) const REFERENCE_BLACK_WHITE: u16 = 532;
