@@ -20,7 +20,9 @@
 //!
 //! mlx-c 0.7.0 predates MLX 0.32.4; `csrc/mlx_compat.h`, force-included into every mlx-c
 //! translation unit, adapts the one binding whose MLX signature changed (and supplies
-//! `std::format` to standard libraries without it).
+//! `std::format` to standard libraries without it). `csrc/mlx_ffi_extras.{h,cpp}` add what
+//! mlx-c lacks (an array in a fresh buffer of MLX's allocator), compiled into the same library
+//! and bound in the same table.
 //!
 //! Outputs: `MLX_FFI_LIB_DIR` (the libmlx directory used at build time, the run-time default),
 //! `MLX_FFI_VERSION` (the MLX version of the headers, which the run-time libmlx must match)
@@ -60,10 +62,13 @@ fn build() -> Result<(), String> {
 
     let mlx_c = mlx_c_sources(&out)?;
     let compat = manifest.join("csrc/mlx_compat.h");
-    println!("cargo:rerun-if-changed={}", compat.display());
+    let extras = manifest.join("csrc/mlx_ffi_extras");
+    for file in [compat.clone(), extras.with_extension("h"), extras.with_extension("cpp")] {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
 
-    let library = build_mlx_c(&out, &mlx, &mlx_c, &compat, macos)?;
-    generate_table(&out, &mlx_c)?;
+    let library = build_mlx_c(&out, &mlx, &mlx_c, &compat, &extras, macos)?;
+    generate_table(&out, &mlx_c, &extras.with_extension("h"))?;
 
     println!("cargo:rustc-env=MLX_FFI_LIB_DIR={}", mlx.dir.join("lib").display());
     println!("cargo:rustc-env=MLX_FFI_VERSION={version}");
@@ -263,16 +268,25 @@ fn verify_checksum(archive: &Path) -> Result<(), String> {
     }
 }
 
-/// Compiles mlx-c's sources against `mlx`'s headers and links them into one shared library
-/// (`libmlx_c.so` / `.dylib`) that needs libmlx. `--no-undefined` makes a header/library
+/// Compiles mlx-c's sources, and mlx-ffi's own additions (`extras`: `csrc/mlx_ffi_extras.cpp`),
+/// against `mlx`'s headers and links them into one shared library (`libmlx_c.so` / `.dylib`)
+/// that needs libmlx. `--no-undefined` makes a header/library
 /// mismatch a build error rather than a load-time one.
-fn build_mlx_c(out: &Path, mlx: &Mlx, mlx_c: &Path, compat: &Path, macos: bool) -> Result<PathBuf, String> {
+fn build_mlx_c(
+    out: &Path,
+    mlx: &Mlx,
+    mlx_c: &Path,
+    compat: &Path,
+    extras: &Path,
+    macos: bool,
+) -> Result<PathBuf, String> {
     let mut sources: Vec<PathBuf> = fs::read_dir(mlx_c.join("mlx/c"))
         .map_err(|e| format!("{}: {e}", mlx_c.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "cpp"))
         .collect();
     sources.sort();
+    sources.push(extras.with_extension("cpp"));
     let mut build = cc::Build::new();
     build
         .cpp(true)
@@ -305,9 +319,9 @@ fn build_mlx_c(out: &Path, mlx: &Mlx, mlx_c: &Path, compat: &Path, macos: bool) 
     Ok(library)
 }
 
-/// bindgen over mlx-c's headers: its types, and a function table (`MlxC`) filled from the
-/// loaded library, every function required.
-fn generate_table(out: &Path, mlx_c: &Path) -> Result<(), String> {
+/// bindgen over mlx-c's headers and mlx-ffi's additions (`extras`): their types, and a function
+/// table (`MlxC`) filled from the loaded library, every function required.
+fn generate_table(out: &Path, mlx_c: &Path, extras: &Path) -> Result<(), String> {
     let mut builder = bindgen::Builder::default();
     if env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "aarch64") {
         // mlx-c's `half.h` declares `__bf16` whenever `__aarch64__` is defined; libclang before
@@ -317,6 +331,7 @@ fn generate_table(out: &Path, mlx_c: &Path) -> Result<(), String> {
     }
     builder
         .header(mlx_c.join("mlx/c/mlx.h").to_string_lossy())
+        .header(extras.to_string_lossy())
         .clang_arg(format!("-I{}", mlx_c.display()))
         .allowlist_function("_?mlx_.*")
         .allowlist_type("mlx_.*")

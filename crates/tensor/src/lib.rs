@@ -51,6 +51,7 @@ mod element;
 mod error;
 pub mod fast;
 mod fingerprint;
+mod host_buffer;
 pub mod info;
 pub mod memory;
 mod ops;
@@ -71,6 +72,7 @@ pub use dtype::Dtype;
 pub use element::Element;
 pub use error::{Error, Result};
 pub use fingerprint::fingerprint;
+pub use host_buffer::HostBuffer;
 pub use safetensors_file::{
     SafetensorsFile, SafetensorsHeader, TensorInfo, load_safetensors, load_safetensors_copying,
     parse_safetensors_header, read_safetensors_header,

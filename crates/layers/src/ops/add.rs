@@ -38,9 +38,9 @@ impl Op for Add<'_> {
 
     fn on_host(&self, (): (), dtype: HostDtype) -> Result<Array> {
         with_host_dtype!(dtype, T => {
-            let mut out = host::output::<T>(self.x.size());
+            let mut out = host::output::<T>(&self.x.shape())?;
             host::with_two::<T, T, _>(self.x, self.y, |a, b| Ok(kernels::elementwise::add(a, b, &mut out)?))?;
-            host::from_host(out, &self.x.shape())
+            Ok(out.into_array())
         })
     }
 

@@ -40,11 +40,11 @@ impl Op for GeluMul<'_> {
 
     fn on_host(&self, (): (), dtype: HostDtype) -> Result<Array> {
         with_host_dtype!(dtype, T => {
-            let mut out = host::output::<T>(self.gate.size());
+            let mut out = host::output::<T>(&self.gate.shape())?;
             host::with_two::<T, T, _>(self.gate, self.up, |g, u| {
                 Ok(kernels::gelu::gelu_approx_mul(crate::gelu_cubic_term(), g, u, &mut out)?)
             })?;
-            host::from_host(out, &self.gate.shape())
+            Ok(out.into_array())
         })
     }
 

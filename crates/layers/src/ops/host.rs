@@ -2,7 +2,7 @@
 //! element types, evaluated slices and new arrays from host buffers.
 
 use crate::Result;
-use tensor::{Array, Dtype, Element};
+use tensor::{Array, Dtype, Element, HostBuffer};
 
 /// An element type both MLX arrays and the host kernels hold: `f32` and `bf16`.
 pub(crate) trait HostFloat: kernels::Float + Element {}
@@ -42,9 +42,10 @@ pub(crate) fn from_host<T: HostFloat>(data: Vec<T>, shape: &[i32]) -> Result<Arr
     Ok(Array::from_vec(data, shape)?)
 }
 
-/// A zero-filled output buffer of `len` elements.
-pub(crate) fn output<T: HostFloat>(len: usize) -> Vec<T> {
-    vec![T::default(); len]
+/// A zero-filled output of `shape`, in the buffer its array will use (no copy when the kernel
+/// has written it: [`HostBuffer::into_array`]).
+pub(crate) fn output<T: HostFloat>(shape: &[i32]) -> Result<HostBuffer<T>> {
+    Ok(HostBuffer::zeros(shape)?)
 }
 
 /// A 0-d float array's value as float32 (exact for the host floats).

@@ -48,11 +48,11 @@ impl Op for LayerNorm<'_> {
         let (x, eps) = (self.x, self.eps);
         with_host_dtype!(x_dtype, X => with_host_dtype!(out_dtype, T => {
             let (weight, bias) = (host::converted::<T>(self.weight)?, host::converted::<T>(self.bias)?);
-            let mut out = host::output::<T>(x.size());
+            let mut out = host::output::<T>(&x.shape())?;
             host::with_host::<X, _>(x, |x| {
                 kernels::layer_norm::layer_norm(x, Some(&weight), Some(&bias), eps, dim, &mut out)
             })??;
-            host::from_host(out, &x.shape())
+            Ok(out.into_array())
         }))
     }
 

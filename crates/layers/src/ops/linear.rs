@@ -115,12 +115,12 @@ impl Linear<'_> {
         let a_clip = self.clips.map(|c| c.input_f32()).transpose()?;
         let out_clip = self.clips.filter(|_| plan.fuse_out_clip).map(|c| c.output_as::<O>()).transpose()?;
         let options = GemmOptions { a_clip, bias: bias.as_deref(), out_clip };
-        let mut out = host::output::<O>(m * n);
+        let mut out = host::output::<O>(&host::with_last(self.x.shape(), n))?;
         with_host_dtype!(plan.x, A => with_host_dtype!(plan.weight, B => {
             host::with_two::<A, B, _>(self.x, self.weight, |a, w| {
                 Ok(gemm(MatRef::row_major(a, m, k)?, MatRef::row_major(w, n, k)?.t(), &mut out, &options)?)
             })
         }))?;
-        host::from_host(out, &host::with_last(self.x.shape(), n))
+        Ok(out.into_array())
     }
 }

@@ -62,17 +62,16 @@ impl Op for Matmul<'_> {
 
     fn on_host(&self, e: Extents, (a_dtype, b_dtype, out_dtype): Self::Plan) -> Result<Array> {
         let (m, k, n) = (e.m, e.k, e.n);
-        let rows = e.batch.unwrap_or(1) as usize;
         with_host_dtype!(out_dtype, O => with_host_dtype!(a_dtype, A => with_host_dtype!(b_dtype, B => {
-            let mut out = host::output::<O>(rows * m * n);
+            let shape: Vec<i32> = e.batch.into_iter().chain([m as i32, n as i32]).collect();
+            let mut out = host::output::<O>(&shape)?;
             host::with_two::<A, B, _>(self.a, self.b, |a, b| {
                 for ((a, b), out) in a.chunks_exact(m * k).zip(b.chunks_exact(k * n)).zip(out.chunks_exact_mut(m * n)) {
                     gemm(MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?, out, &GemmOptions::default())?;
                 }
                 Ok(())
             })?;
-            let shape: Vec<i32> = e.batch.into_iter().chain([m as i32, n as i32]).collect();
-            host::from_host(out, &shape)
+            Ok(out.into_array())
         })))
     }
 

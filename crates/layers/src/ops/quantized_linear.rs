@@ -192,7 +192,7 @@ impl QuantizedLinear<'_> {
         let a_clip = self.clips.map(|c| c.input_f32()).transpose()?;
         let out_clip = self.clips.filter(|_| plan.fuse_out_clip).map(|c| c.output_as::<O>()).transpose()?;
         let options = GemmOptions { a_clip, bias: bias.as_deref(), out_clip };
-        let mut out = host::output::<O>(m * n);
+        let mut out = host::output::<O>(&host::with_last(self.x.shape(), n))?;
         with_host_dtype!(plan.x, X => {
             host::with_host::<u32, _>(w.weight, |packed| {
                 with_scales(w, plan.affine, |scales| {
@@ -203,7 +203,7 @@ impl QuantizedLinear<'_> {
                 })
             })??;
         });
-        host::from_host(out, &host::with_last(self.x.shape(), n))
+        Ok(out.into_array())
     }
 }
 

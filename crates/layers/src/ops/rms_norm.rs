@@ -49,9 +49,9 @@ impl Op for RmsNorm<'_> {
         let (x, eps) = (self.x, self.eps);
         with_host_dtype!(x_dtype, X => with_host_dtype!(out_dtype, T => {
             let weight = self.weight.map(host::converted::<T>).transpose()?;
-            let mut out = host::output::<T>(x.size());
+            let mut out = host::output::<T>(&x.shape())?;
             host::with_host::<X, _>(x, |x| kernels::rms_norm::rms_norm(x, weight.as_deref(), eps, dim, &mut out))??;
-            host::from_host(out, &x.shape())
+            Ok(out.into_array())
         }))
     }
 

@@ -95,7 +95,8 @@ impl Sdpa<'_> {
     /// `kernels::attention` in `T`; the output `[B, Lq, Hq · D]`.
     fn attention<T: HostFloat>(&self, shape: AttentionShape, mask_extents: Option<(usize, usize)>) -> Result<Array> {
         let (q, k, v, scale) = (self.q, self.k, self.v, self.scale);
-        let mut out = host::output::<T>(q.size());
+        let out_shape = [shape.batch as i32, shape.queries as i32, (shape.query_heads * shape.head_dim) as i32];
+        let mut out = host::output::<T>(&out_shape)?;
         let run = |mask: Option<MaskRef<'_, T>>, out: &mut [T]| -> Result<()> {
             host::with_host::<T, _>(q, |q| {
                 host::with_two::<T, T, _>(k, v, |k, v| {
@@ -113,7 +114,7 @@ impl Sdpa<'_> {
             }
             None => run(None, &mut out)?,
         }
-        host::from_host(out, &[shape.batch as i32, shape.queries as i32, (shape.query_heads * shape.head_dim) as i32])
+        Ok(out.into_array())
     }
 }
 
