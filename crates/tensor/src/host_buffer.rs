@@ -29,33 +29,64 @@ impl<T: Element> HostBuffer<T> {
     /// Zeros of `shape` (every extent ≥ 0) in a new buffer of MLX's allocator.
     #[track_caller]
     pub fn zeros(shape: &[i32]) -> Result<HostBuffer<T>> {
-        const OP: &str = "HostBuffer::zeros";
-        let invalid = || Error::Shape { op: OP, detail: format!("invalid shape {shape:?}") };
+        let (array, data, len) = Self::allocate("HostBuffer::zeros", shape)?;
+        // SAFETY: `data` addresses `len` elements of `T` in a buffer referenced by `array`
+        // alone (`allocate`), so nothing else reads or writes it; zeros are a valid `T`
+        // (`Element` is sealed to plain numbers).
+        unsafe { data.as_ptr().write_bytes(0, len) };
+        Ok(HostBuffer { array, data, len, _element: PhantomData })
+    }
+
+    /// `x`'s elements (row-major; `T` must be its dtype), copied once into a new buffer of
+    /// MLX's allocator: a host kernel that works in place then writes its array's own buffer.
+    #[track_caller]
+    pub fn copy_of(x: &Array) -> Result<HostBuffer<T>> {
+        const OP: &str = "HostBuffer::copy_of";
+        if x.dtype() != T::DTYPE {
+            return Err(Error::Dtype { op: OP, expected: T::DTYPE, actual: x.dtype() });
+        }
+        let (array, data, len) = Self::allocate(OP, &x.shape())?;
+        x.with_slice(|source: &[T]| {
+            if source.len() != len {
+                return Err(Error::Shape { op: OP, detail: format!("{} elements for {len}", source.len()) });
+            }
+            // SAFETY: `data` addresses `len` elements of `T` in a buffer referenced by `array`
+            // alone (`allocate`), which `source` (another array's live buffer, or a copy of it)
+            // cannot overlap; `source` holds `len` initialised elements.
+            unsafe { data.as_ptr().copy_from_nonoverlapping(source.as_ptr(), len) };
+            Ok(())
+        })??;
+        Ok(HostBuffer { array, data, len, _element: PhantomData })
+    }
+
+    /// A fresh array of `shape` and its buffer's first element: `len` elements of `T`, aligned,
+    /// their contents unspecified until the caller writes every one. The array is reachable
+    /// from nowhere else, so the caller has the buffer to itself.
+    #[track_caller]
+    fn allocate(op: &'static str, shape: &[i32]) -> Result<(Array, NonNull<T>, usize)> {
+        let invalid = || Error::Shape { op, detail: format!("invalid shape {shape:?}") };
         let len = element_count(shape).ok_or_else(invalid)?;
         len.checked_mul(size_of::<T>()).filter(|&bytes| isize::try_from(bytes).is_ok()).ok_or_else(invalid)?;
         let ndim = i32::try_from(shape.len()).map_err(|_| invalid())?;
         // SAFETY: `shape` is a live slice of `ndim` extents, each ≥ 0 (`element_count`), which
         // mlx-c copies; the call returns a handle of its own (empty on failure), which
         // `from_ctor` adopts or frees.
-        let array = Array::from_ctor(OP, || unsafe {
+        let array = Array::from_ctor(op, || unsafe {
             api().mlx_ffi_array_new_allocated(shape.as_ptr(), ndim, T::DTYPE.to_raw())
         })?;
         if len == 0 {
-            return Ok(HostBuffer { array, data: NonNull::dangling(), len, _element: PhantomData });
+            return Ok((array, NonNull::dangling(), len));
         }
         // SAFETY: `array.as_raw()` is live while `array` is; the array was made with its data
         // (no primitive, nothing to evaluate), so `mlx_array_data_uint8` returns the address of
-        // its buffer's first byte (null on failure) and copies nothing.
+        // its buffer's first byte (null on failure) and copies nothing. The buffer holds
+        // `len · size_of::<T>()` bytes: `mlx_ffi_array_new_allocated` allocates exactly the
+        // shape's bytes for `T::DTYPE`, whose C++ type has `T`'s size.
         let bytes = unsafe { api().mlx_array_data_uint8(array.as_raw()) }.cast_mut();
         let data = NonNull::new(bytes.cast::<T>())
             .filter(|data| data.as_ptr().is_aligned())
-            .ok_or_else(|| Error::Mlx { op: OP, message: "no aligned buffer".into(), location: Location::caller() })?;
-        // SAFETY: the buffer holds `len · size_of::<T>()` bytes (`mlx_ffi_array_new_allocated`
-        // allocates exactly the shape's bytes for `T::DTYPE`, whose C++ type has `T`'s size),
-        // fresh from MLX's allocator and referenced by `array` alone, so nothing reads or writes
-        // it concurrently; zeros are a valid `T` (`Element` is sealed to plain numbers).
-        unsafe { data.as_ptr().write_bytes(0, len) };
-        Ok(HostBuffer { array, data, len, _element: PhantomData })
+            .ok_or_else(|| Error::Mlx { op, message: "no aligned buffer".into(), location: Location::caller() })?;
+        Ok((array, data, len))
     }
 
     /// The array, its elements as written.
@@ -118,6 +149,22 @@ mod tests {
         let (a, b) = (a.into_array(), b.into_array());
         assert_eq!(a.to_vec::<bf16>().unwrap(), [bf16::ONE; 4]);
         assert_eq!(b.to_vec::<bf16>().unwrap(), [bf16::ZERO; 4]);
+    }
+
+    #[test]
+    fn a_copy_holds_the_source_s_elements_in_a_buffer_of_its_own() {
+        let source = Array::from_vec(vec![1.0f32, -2.0, 3.5, 0.25], &[2, 2]).unwrap();
+        let mut copy = HostBuffer::<f32>::copy_of(&source).unwrap();
+        assert_eq!(&*copy, &[1.0, -2.0, 3.5, 0.25]);
+        copy[0] = 9.0;
+        let copy = copy.into_array();
+        assert_eq!(copy.shape(), vec![2, 2]);
+        assert_eq!(copy.to_vec::<f32>().unwrap(), [9.0, -2.0, 3.5, 0.25]);
+        assert_eq!(source.to_vec::<f32>().unwrap(), [1.0, -2.0, 3.5, 0.25]);
+        // A lazy, non-contiguous source is evaluated and read in row-major order.
+        let transposed = source.transpose(&[1, 0]).unwrap();
+        assert_eq!(&*HostBuffer::<f32>::copy_of(&transposed).unwrap(), &[1.0, 3.5, -2.0, 0.25]);
+        assert!(matches!(HostBuffer::<bf16>::copy_of(&source), Err(Error::Dtype { .. })));
     }
 
     #[test]

@@ -37,15 +37,16 @@ pub(crate) fn with_two<A: HostFloat, B: HostFloat, R>(
     x.with_slice(|a: &[A]| y.with_slice(|b: &[B]| f(a, b)))??
 }
 
-/// A new array holding `data`, shaped `shape`.
-pub(crate) fn from_host<T: HostFloat>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
-    Ok(Array::from_vec(data, shape)?)
-}
-
 /// A zero-filled output of `shape`, in the buffer its array will use (no copy when the kernel
 /// has written it: [`HostBuffer::into_array`]).
 pub(crate) fn output<T: HostFloat>(shape: &[i32]) -> Result<HostBuffer<T>> {
     Ok(HostBuffer::zeros(shape)?)
+}
+
+/// An output holding `x`'s elements (`T` must be its dtype), for a kernel that works in place:
+/// one copy into the buffer its array will use.
+pub(crate) fn output_copy<T: HostFloat>(x: &Array) -> Result<HostBuffer<T>> {
+    Ok(HostBuffer::copy_of(x)?)
 }
 
 /// A 0-d float array's value as float32 (exact for the host floats).

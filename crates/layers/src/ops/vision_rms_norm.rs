@@ -100,7 +100,7 @@ impl VisionRmsNorm<'_> {
         // Heads per token: RoPE rotates every head of a token by that token's angles.
         let heads = if self.rope.is_some() { shape[2] as usize } else { 1 };
         let eps = VISION_RMS_NORM_EPS as f32;
-        let mut values = host::to_host::<T>(self.x)?;
+        let mut values = host::output_copy::<T>(self.x)?;
         match self.weight.zip(weight_dtype) {
             Some((w, dtype)) => with_host_dtype!(dtype, W => {
                 let weight = host::to_host::<W>(w)?;
@@ -115,6 +115,6 @@ impl VisionRmsNorm<'_> {
                 parts.as_deref(),
             ),
         }?;
-        host::from_host(values, &shape)
+        Ok(values.into_array())
     }
 }
