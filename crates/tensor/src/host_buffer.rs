@@ -16,6 +16,15 @@ use std::ptr::NonNull;
 /// The elements start at zero. The buffer is this value's alone until `into_array`: its array
 /// is not reachable from anywhere else, so the slice [`DerefMut`] gives is the only access.
 /// Like [`Array`], neither `Send` nor `Sync`; the slice itself may be split over threads.
+///
+/// ```compile_fail,E0277
+/// use gemma_vision_tensor::HostBuffer;
+///
+/// let buffer = HostBuffer::<f32>::zeros(&[4])?;
+/// // would move the array, and its MLX handle, to another thread
+/// std::thread::spawn(move || buffer.into_array());
+/// # Ok::<(), gemma_vision_tensor::Error>(())
+/// ```
 pub struct HostBuffer<T: Element> {
     /// A fresh, evaluated array that owns the buffer alone (never cloned or lent out).
     array: Array,
