@@ -19,11 +19,21 @@
 use crate::cpu::Isa;
 use std::time::{Duration, Instant};
 
-/// Independent chains per thread where 16 registers hold them and the two constants (AVX2);
-/// [`WIDE_CHAINS`] where there are 32 (AVX-512, NEON). A chain of the multiply-then-add
-/// probe waits for both latencies, so it needs more of them than the FMA's.
+/// Independent chains per thread where 16 registers hold them and the two constants (AVX2,
+/// and the portable loops); [`WIDE_CHAINS`] where there are 32 (AVX-512, NEON). A chain of the
+/// multiply-then-add probe waits for both latencies, so it needs more of them than the FMA's.
 const CHAINS: usize = 12;
 const WIDE_CHAINS: usize = 24;
+
+/// What one thread's run of a probe gives back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Run {
+    /// A value that depends on every step: the largest chain's (all chains hold the same
+    /// value), or the exp block's sum.
+    value: f32,
+    /// Operations per round: multiply-adds (chains × lanes), or `exp`s.
+    per_round: usize,
+}
 
 /// Elements of the `exp` probe's block (4 KiB: in L1 on every core).
 const EXP_BLOCK: usize = 1024;
@@ -58,12 +68,8 @@ impl Probe {
 /// `duration`: the best of `repeats` runs.
 pub fn rate(probe: Probe, isa: Isa, threads: usize, duration: Duration, repeats: usize) -> f64 {
     let threads = threads.max(1);
-    // Operations in one call of `steps(rounds)`; calibrated so one call lasts `duration`.
-    let per_round = match probe {
-        Probe::FusedMultiplyAdd => (CHAINS * lanes(isa)) as f64,
-        Probe::MultiplyThenAdd => (separate_chains(isa) * lanes(isa)) as f64,
-        Probe::Exp => EXP_BLOCK as f64,
-    };
+    let per_round = run(probe, isa, 1).per_round as f64;
+    // Rounds per thread, calibrated so that one run lasts `duration`.
     let mut rounds = 1u64 << 10;
     let mut best = 0.0f64;
     loop {
@@ -87,70 +93,48 @@ fn timed(probe: Probe, isa: Isa, threads: usize, rounds: u64) -> f64 {
     let start = Instant::now();
     let sink: f32 = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads).map(|_| scope.spawn(move || run(probe, isa, rounds))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
+        handles.into_iter().map(|h| h.join().map_or(0.0, |run| run.value)).sum()
     });
     std::hint::black_box(sink);
     start.elapsed().as_secs_f64()
 }
 
-/// Float32 lanes of one vector of `isa` (1 for the portable loops).
-fn lanes(isa: Isa) -> usize {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512(_) => 16,
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2(_) => 8,
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon(_) => 4,
-        Isa::Portable => 1,
-    }
-}
-
-/// Chains of the multiply-then-add probe at `isa` (as its loop runs them).
-fn separate_chains(isa: Isa) -> usize {
-    if lanes(isa) == 8 { CHAINS } else { WIDE_CHAINS }
-}
-
-/// One thread's run of `rounds` rounds; returns a value that depends on every step.
-fn run(probe: Probe, isa: Isa, rounds: u64) -> f32 {
+/// One thread's run of `rounds` rounds of `probe` at `isa`.
+fn run(probe: Probe, isa: Isa, rounds: u64) -> Run {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx512) = isa.avx512() {
-        return avx512::probe(avx512, probe, rounds);
+        let (value, per_round) = avx512::probe(avx512, probe, rounds);
+        return Run { value, per_round };
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = isa.avx2() {
-        return avx2::probe(avx2, probe, rounds);
+        let (value, per_round) = avx2::probe(avx2, probe, rounds);
+        return Run { value, per_round };
     }
     #[cfg(target_arch = "aarch64")]
     if let Some(neon) = isa.neon() {
-        return neon::probe(neon, probe, rounds);
+        let (value, per_round) = neon::probe(neon, probe, rounds);
+        return Run { value, per_round };
     }
     let _ = isa;
     portable(probe, rounds)
 }
 
-/// The probes one float32 at a time (what the portable kernels have).
-fn portable(probe: Probe, rounds: u64) -> f32 {
+/// The probes one float32 at a time (what the portable kernels have): `CHAINS` chains.
+fn portable(probe: Probe, rounds: u64) -> Run {
     let (b, c) = (std::hint::black_box(0.75f32), std::hint::black_box(0.25f32));
+    let chains = |step: fn(f32, f32, f32) -> f32| {
+        let mut acc = [std::hint::black_box(0.5f32); CHAINS];
+        for _ in 0..rounds {
+            for a in &mut acc {
+                *a = step(*a, b, c);
+            }
+        }
+        Run { value: acc.into_iter().fold(f32::NEG_INFINITY, f32::max), per_round: CHAINS }
+    };
     match probe {
-        Probe::FusedMultiplyAdd => {
-            let mut acc = [std::hint::black_box(0.5f32); CHAINS];
-            for _ in 0..rounds {
-                for a in &mut acc {
-                    *a = a.mul_add(b, c);
-                }
-            }
-            acc.iter().sum()
-        }
-        Probe::MultiplyThenAdd => {
-            let mut acc = [std::hint::black_box(0.5f32); WIDE_CHAINS];
-            for _ in 0..rounds {
-                for a in &mut acc {
-                    *a = *a * b + c;
-                }
-            }
-            acc.iter().sum()
-        }
+        Probe::FusedMultiplyAdd => chains(f32::mul_add),
+        Probe::MultiplyThenAdd => chains(|a, b, c| a * b + c),
         Probe::Exp => {
             let mut block = [std::hint::black_box(-0.5f32); EXP_BLOCK];
             for _ in 0..rounds {
@@ -158,7 +142,7 @@ fn portable(probe: Probe, rounds: u64) -> f32 {
                     *x = -crate::exp::exp(*x);
                 }
             }
-            block.iter().sum()
+            Run { value: block.iter().sum(), per_round: EXP_BLOCK }
         }
     }
 }
@@ -166,40 +150,31 @@ fn portable(probe: Probe, rounds: u64) -> f32 {
 crate::simd::stamp! {
     lanes v (exp = crate::exp) for Avx2, Avx512, Neon;
 
-    /// `probe`'s loop, `rounds` rounds.
-    entry fn probe(probe: Probe, rounds: u64) -> f32 {
+    /// `probe`'s loop, `rounds` rounds: a value that depends on every step, and the
+    /// operations of one round.
+    entry fn probe(probe: Probe, rounds: u64) -> (f32, usize) {
+        let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
         match probe {
-            Probe::FusedMultiplyAdd => fused(rounds),
-            Probe::MultiplyThenAdd => separate(rounds),
-            Probe::Exp => exps(rounds),
+            Probe::FusedMultiplyAdd => chains(rounds, |a| v::mul_add(a, b, c)),
+            Probe::MultiplyThenAdd => chains(rounds, |a| v::add(v::mul(a, b), c)),
+            Probe::Exp => (exps(rounds), EXP_BLOCK),
         }
     }
 
-    /// `CHAINS` chains of `acc = acc·¾ + ¼` rounded once, `rounds` times (the values stay in
-    /// `[0.5, 1]`: no subnormals, no infinities).
-    fn fused(rounds: u64) -> f32 {
-        let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
-        let mut acc = [v::splat(std::hint::black_box(0.5f32)); CHAINS];
-        for _ in 0..rounds {
-            for a in &mut acc {
-                *a = v::mul_add(*a, b, c);
-            }
-        }
-        acc.iter().map(|&a| v::to_array(a)[0]).sum()
-    }
-
-    /// [`fused`] with the product rounded before the sum: `WIDE_CHAINS` chains where the
-    /// instruction set has 32 registers (all but AVX2, the one with 8 lanes), `CHAINS` on AVX2.
-    fn separate(rounds: u64) -> f32 {
+    /// Independent chains of `acc = step(acc)` from ½, `rounds` times (the probes' steps
+    /// `acc·¾ + ¼` keep the values in `[0.5, 1]`: no subnormals, no infinities):
+    /// `WIDE_CHAINS` where the instruction set has 32 registers (all but AVX2, the one with 8
+    /// lanes), `CHAINS` on AVX2. The largest chain's first lane (every chain is used, and all
+    /// hold the same value), and the multiply-adds of a round.
+    fn chains[F: Fn(v::V) -> v::V](rounds: u64, step: F) -> (f32, usize) {
         const N: usize = if v::LANES == 8 { CHAINS } else { WIDE_CHAINS };
-        let (b, c) = (v::splat(std::hint::black_box(0.75f32)), v::splat(std::hint::black_box(0.25f32)));
         let mut acc = [v::splat(std::hint::black_box(0.5f32)); N];
         for _ in 0..rounds {
             for a in &mut acc {
-                *a = v::add(v::mul(*a, b), c);
+                *a = step(*a);
             }
         }
-        acc.iter().map(|&a| v::to_array(a)[0]).sum()
+        (acc.iter().map(|&a| v::to_array(a)[0]).fold(f32::NEG_INFINITY, f32::max), N * v::LANES)
     }
 
     /// `x = −exp(x)` over a block of `EXP_BLOCK` values, `rounds` times (the values stay in
@@ -228,14 +203,10 @@ mod tests {
         isas.push(crate::cpu::isa().at_most_avx2());
         for isa in isas {
             for probe in Probe::ALL {
-                // One chain's value (every chain computes the same), or the exp block's sum.
-                let chains = |isa| match probe {
-                    Probe::FusedMultiplyAdd => CHAINS as f32,
-                    Probe::MultiplyThenAdd => separate_chains(isa) as f32,
-                    Probe::Exp => 1.0,
-                };
-                let (got, want) = (run(probe, isa, 3) / chains(isa), portable(probe, 3) / chains(Isa::Portable));
-                assert_eq!(got, want, "{} at {isa}", probe.name());
+                // Every chain computes the same value; the exp blocks hold the same values.
+                let (got, want) = (run(probe, isa, 3), portable(probe, 3));
+                assert_eq!(got.value, want.value, "{} at {isa}", probe.name());
+                assert_eq!(got.per_round % want.per_round, 0, "{} at {isa}", probe.name());
                 assert!(rate(probe, isa, 2, Duration::from_millis(5), 1) > 0.0);
             }
         }
