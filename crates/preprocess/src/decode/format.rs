@@ -163,7 +163,7 @@ format_table! {
         extensions: ["fli", "flc"],
     }
     Fpx { name: "FPX", accept: |b| b.starts_with(OLE_MAGIC), extensions: ["fpx"], }
-    Ftex { name: "FTEX", accept: |b| b.starts_with(b"FTEX"), extensions: ["ftc", "ftu"], }
+    Ftex { name: "FTEX", accept: |b| b.starts_with(b"FTEX"), decoder: ftex::decode, extensions: ["ftc", "ftu"], }
     Gbr {
         name: "GBR",
         accept: |b| be32(b, 0).is_some_and(|size| size >= 20) && matches!(be32(b, 4), Some(1 | 2)),

@@ -21,6 +21,7 @@ mod bytes;
 mod dcx;
 mod dds;
 mod format;
+mod ftex;
 mod gbr;
 mod gif;
 mod ico;
