@@ -163,7 +163,13 @@ format_table! {
         extensions: ["fli", "flc"],
     }
     Fpx { name: "FPX", accept: |b| b.starts_with(OLE_MAGIC), extensions: ["fpx"], }
-    Ftex { name: "FTEX", accept: |b| b.starts_with(b"FTEX"), decoder: ftex::decode, extensions: ["ftc", "ftu"], }
+    Ftex {
+        name: "FTEX",
+        accept: |b| b.starts_with(b"FTEX"),
+        check: ftex::is_ftex,
+        decoder: ftex::decode,
+        extensions: ["ftc", "ftu"],
+    }
     Gbr {
         name: "GBR",
         accept: |b| be32(b, 0).is_some_and(|size| size >= 20) && matches!(be32(b, 4), Some(1 | 2)),
@@ -186,7 +192,13 @@ format_table! {
         accept: |b| b.starts_with(b"\xFF\x4F\xFF\x51") || b.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n"),
         extensions: ["jp2", "j2k", "jpc", "jpf", "jpx", "j2c"],
     }
-    McIdas { name: "MCIDAS", accept: |b| b.starts_with(b"\0\0\0\0\0\0\0\x04"), extensions: [], }
+    McIdas {
+        name: "MCIDAS",
+        accept: |b| b.starts_with(b"\0\0\0\0\0\0\0\x04"),
+        check: mcidas::is_mcidas,
+        decoder: mcidas::decode,
+        extensions: ["ara"],
+    }
     Mpeg { name: "MPEG", accept: |b| b.starts_with(b"\0\0\x01\xB3"), extensions: ["mpg", "mpeg"], }
     Msp {
         name: "MSP",

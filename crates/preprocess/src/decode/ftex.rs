@@ -11,6 +11,7 @@
 use super::Decoded;
 use super::bcn::{Bcn, blocks};
 use super::bytes::le32;
+use super::open_checks::{Header, Reader, Verdict, verdict};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "FTEX";
@@ -22,6 +23,34 @@ const HEADER: usize = 32;
 /// A signed little-endian 32-bit field at `at` (`None` past the end).
 fn field(bytes: &[u8], at: usize) -> Option<i32> {
     le32(bytes, at).map(|v| v as i32)
+}
+
+/// `FtexImageFile._open`'s verdict: `No` where it raises `struct.error` (a field past the end
+/// of the file), so that `Image.open` tries the next plugin; otherwise `Yes`, and [`decode`]
+/// refuses what Pillow refuses: its `ValueError`s (several formats, a negative offset, an
+/// unknown format code) end `Image.open`, and so does a size that is not positive, found
+/// after `_open` has closed the file the next plugins would read.
+pub(crate) fn is_ftex(header: Header<'_>) -> Verdict {
+    verdict(|| {
+        let mut r = Reader::new(header);
+        let int = |r: &mut Reader<'_>| r.read(4).map(|b| le32(b, 0).map(|v| v as i32));
+        r.read(4)?;
+        // Version, width, height, mipmap count, then the format count.
+        for _ in 0..4 {
+            if int(&mut r)?.is_none() {
+                return Ok(false);
+            }
+        }
+        match int(&mut r)? {
+            None => return Ok(false),
+            Some(formats) if formats != 1 => return Ok(true),
+            Some(_) => {}
+        }
+        let (Some(_code), Some(offset)) = (int(&mut r)?, int(&mut r)?) else { return Ok(false) };
+        let Ok(offset) = usize::try_from(offset) else { return Ok(true) };
+        r.pos = offset;
+        Ok(int(&mut r)?.is_some())
+    })
 }
 
 /// Decodes an FTEX texture; the size is checked against `limits` before any pixel buffer exists.
@@ -114,5 +143,23 @@ mod tests {
         assert!(matches!(decode(&far, &Limits::default()), Err(Error::Malformed { .. })));
         let huge = decode(&ftex(1 << 20, 1 << 20, 1, 0, &[]), &Limits::default());
         assert!(matches!(huge, Err(Error::TooManyPixels { .. })), "{huge:?}");
+    }
+
+    /// The verdicts follow Pillow 13 on the same files: the ones `Image.open` cannot identify
+    /// are `No`, the ones it raises `ValueError` on are `Yes` (and refused by `decode`).
+    #[test]
+    fn open_verdicts_as_pillow() {
+        let verdict = |bytes: &[u8]| is_ftex(Header { bytes, complete: true });
+        assert_eq!(verdict(&ftex(3, 2, 1, 18, &[0; 18])), Verdict::Yes);
+        assert_eq!(verdict(&ftex(3, 2, 1, 18, &[])[..30]), Verdict::No);
+        assert_eq!(verdict(&ftex(0, 2, 1, 18, &[0; 18])), Verdict::Yes);
+        assert_eq!(verdict(&ftex(0, 2, 2, 18, &[0; 18])), Verdict::Yes);
+        let mut far = ftex(3, 2, 1, 18, &[0; 18]);
+        far[28..32].copy_from_slice(&1000i32.to_le_bytes());
+        assert_eq!(verdict(&far), Verdict::No);
+        far[28..32].copy_from_slice(&(-5i32).to_le_bytes());
+        assert_eq!(verdict(&far), Verdict::Yes);
+        let whole = ftex(3, 2, 1, 18, &[0; 18]);
+        assert_eq!(is_ftex(Header { bytes: &whole[..20], complete: false }), Verdict::NeedMore);
     }
 }

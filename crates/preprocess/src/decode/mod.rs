@@ -27,6 +27,7 @@ mod gif;
 mod ico;
 mod imt;
 mod jpeg;
+mod mcidas;
 mod msp;
 mod open_checks;
 mod pcx;
