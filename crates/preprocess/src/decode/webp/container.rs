@@ -9,7 +9,7 @@
 //! walk goes on from there at the top level; the chunk sizes are the only framing.
 
 use super::frame_header::{FrameSize, frame_size};
-use crate::decode::bytes::{le16, le32};
+use crate::decode::bytes::le32;
 use crate::{Error, Limits, Result};
 
 const FORMAT: &str = "WEBP";
