@@ -76,7 +76,7 @@ pub(super) fn is_animation(bytes: &[u8]) -> bool {
 pub(super) fn parse<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Animation<'a>> {
     let malformed = |detail: String| Error::malformed(FORMAT, detail);
     let riff_size = le32(bytes, 4).ok_or_else(|| truncated(bytes.len()))?;
-    if riff_size < 8 || riff_size > MAX_CHUNK_PAYLOAD {
+    if !(8..=MAX_CHUNK_PAYLOAD).contains(&riff_size) {
         return Err(malformed(format!("RIFF size {riff_size}")));
     }
     let riff_end = riff_size as usize + 8;
@@ -237,7 +237,8 @@ impl<'a> Frames<'a> {
         if walk.left() < 8 {
             return Err(malformed(format!("frame {number}: no chunk after its ANMF header")));
         }
-        let (mut alpha, mut image): (Option<&[u8]>, Option<(&[u8], FrameSize)>) = (None, None);
+        let mut alpha: Option<&[u8]> = None;
+        let mut image: Option<(&[u8], FrameSize)> = None;
         loop {
             let start = walk.at;
             let chunk = walk.chunk()?;
