@@ -9,7 +9,9 @@
 //! file, beside the header parse they share.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
-//! through their crates with Pillow's mode semantics, WebP through `image`, AVIF's AV1 frames
+//! through their crates with Pillow's mode semantics, WebP through `image` (an animation's
+//! container demuxed and its first frame placed on the canvas as libwebp's `WebPAnimDecoder`
+//! does, `webp/`), AVIF's AV1 frames
 //! through `re_rav1d` (dav1d's Rust port; `avif/` reads the container and converts to RGB as
 //! libavif and libyuv do for Pillow); TIFF (`tiff/`) and every other format read have decoders
 //! of their own that follow Pillow's plugins and C decoders step by step.

@@ -1,18 +1,19 @@
-//! WebP through the `image` crate, converted to RGB with Pillow's semantics:
+//! A still WebP (no animation flag) through the `image` crate, converted to RGB with Pillow's
+//! semantics:
 //! alpha dropped (never composited), gray replicated, 16-bit gray saturated at 255 (Pillow's
 //! `I;16` -> RGB), other 16-bit samples reduced to their high byte (Pillow's `;16` unpackers).
 
-use super::Decoded;
+use crate::decode::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 use image::{DynamicImage, ImageDecoder, ImageError};
 use std::io::Cursor;
 
 const FORMAT: &str = "WEBP";
 
-/// Decodes the first frame; the header is checked against `limits` before the pixel buffer
+/// Decodes a still image; the header is checked against `limits` before the pixel buffer
 /// exists. The orientation is the EXIF chunk's, else the XMP chunk's `tiff:Orientation`, as
 /// Pillow's `getexif` reads them.
-pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+pub(super) fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let classify = |e: ImageError| classify(FORMAT, e);
     let mut decoder = image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)).map_err(classify)?;
     let (width, height) = decoder.dimensions();
