@@ -11,7 +11,8 @@
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
 //! through their crates with Pillow's mode semantics, WebP through `image`, AVIF's AV1 frames
 //! through `re_rav1d` (dav1d's Rust port; `avif/` reads the container and converts to RGB as
-//! libavif and libyuv do for Pillow); TIFF (`tiff/`) and every other format read have decoders
+//! libavif and libyuv do for Pillow), JPEG 2000 through OpenJPEG (`jpeg2000/` drives it and
+//! unpacks its tiles as Pillow's `Jpeg2KDecode.c` does); TIFF (`tiff/`) and every other format read have decoders
 //! of their own that follow Pillow's plugins and C decoders step by step.
 
 mod avif;
@@ -26,6 +27,7 @@ mod gif;
 mod ico;
 mod imt;
 mod jpeg;
+mod jpeg2000;
 mod msp;
 mod open_checks;
 mod pcx;
