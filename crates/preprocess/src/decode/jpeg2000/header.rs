@@ -109,8 +109,12 @@ fn parse_codestream(fp: &mut File) -> Result<((i64, i64), Option<Mode>)> {
     siz.extend_from_slice(fp.read(i128::from(lsiz) - 2));
     let be32 = |at: usize| siz.get(at..at + 4).map(|b| i64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
     let short = || malformed("unpack_from requires a buffer of at least 38 bytes");
-    let (xsiz, ysiz, xosiz, yosiz) =
-        (be32(4).ok_or_else(short)?, be32(8).ok_or_else(short)?, be32(12).ok_or_else(short)?, be32(16).ok_or_else(short)?);
+    let (xsiz, ysiz, xosiz, yosiz) = (
+        be32(4).ok_or_else(short)?,
+        be32(8).ok_or_else(short)?,
+        be32(12).ok_or_else(short)?,
+        be32(16).ok_or_else(short)?,
+    );
     let csiz = be16(&siz, 36).ok_or_else(short)?;
     let mode = match csiz {
         1 => {

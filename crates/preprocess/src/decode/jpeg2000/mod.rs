@@ -35,13 +35,14 @@ pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     }
     let mut decoder = openjpeg::Decoder::open(bytes, header.codec)?;
     let info = decoder.info.clone();
-    let broken = |detail: &str| Error::malformed(FORMAT, format!("broken data stream when reading image file ({detail})"));
-    limits
-        .check(u64::from(info.x1.saturating_sub(info.x0)), u64::from(info.y1.saturating_sub(info.y0)))
-        .map_err(|e| match e {
+    let broken =
+        |detail: &str| Error::malformed(FORMAT, format!("broken data stream when reading image file ({detail})"));
+    limits.check(u64::from(info.x1.saturating_sub(info.x0)), u64::from(info.y1.saturating_sub(info.y0))).map_err(
+        |e| match e {
             e @ Error::TooManyPixels { .. } => e,
             _ => broken("an empty image area"),
-        })?;
+        },
+    )?;
     if !(1..=4).contains(&info.comps.len()) {
         return Err(broken(&format!("{} components", info.comps.len())));
     }

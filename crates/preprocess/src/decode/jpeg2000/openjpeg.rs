@@ -159,7 +159,8 @@ impl<'a> Decoder<'a> {
     /// Creates the stream and codec over `bytes` and reads the main header.
     pub fn open(bytes: &'a [u8], codec: Codec) -> Result<Self> {
         // SAFETY: plain constructor; a null result is checked.
-        let stream = NonNull::new(unsafe { opj::opj_stream_create(BUFFER_SIZE, 1) }).ok_or_else(|| broken("no stream"))?;
+        let stream =
+            NonNull::new(unsafe { opj::opj_stream_create(BUFFER_SIZE, 1) }).ok_or_else(|| broken("no stream"))?;
         let format = match codec {
             Codec::J2k => opj::CODEC_FORMAT::OPJ_CODEC_J2K,
             Codec::Jp2 => opj::CODEC_FORMAT::OPJ_CODEC_JP2,
@@ -325,4 +326,3 @@ fn overrun() -> Error {
          (Pillow's skip callback returns the position, not the count)",
     )
 }
-
