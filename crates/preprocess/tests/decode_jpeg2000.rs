@@ -94,7 +94,10 @@ fn a_codestream_larger_than_its_jp2_header_is_refused_before_its_tiles() {
         bytes[siz + at..siz + at + 4].copy_from_slice(&60000u32.to_be_bytes());
     }
     let error = decode(&bytes, &DecodeOptions::default()).expect_err("refused");
-    assert!(matches!(&error, Error::Malformed { format: "JPEG2000", detail } if detail.contains("opj_read_header")), "{error}");
+    assert!(
+        matches!(&error, Error::Malformed { format: "JPEG2000", detail } if detail.contains("opj_read_header")),
+        "{error}"
+    );
 }
 
 #[test]
