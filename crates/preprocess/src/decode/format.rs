@@ -190,6 +190,7 @@ format_table! {
     Jpeg2000 {
         name: "JPEG2000",
         accept: |b| b.starts_with(b"\xFF\x4F\xFF\x51") || b.starts_with(b"\0\0\0\x0cjP  \r\n\x87\n"),
+        decoder: jpeg2000::decode,
         extensions: ["jp2", "j2k", "jpc", "jpf", "jpx", "j2c"],
     }
     McIdas {

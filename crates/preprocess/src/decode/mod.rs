@@ -13,7 +13,8 @@
 //! container demuxed and its first frame placed on the canvas as libwebp's `WebPAnimDecoder`
 //! does, `webp/`), AVIF's AV1 frames
 //! through `re_rav1d` (dav1d's Rust port; `avif/` reads the container and converts to RGB as
-//! libavif and libyuv do for Pillow); TIFF (`tiff/`) and every other format read have decoders
+//! libavif and libyuv do for Pillow), JPEG 2000 through OpenJPEG (`jpeg2000/` drives it and
+//! unpacks its tiles as Pillow's `Jpeg2KDecode.c` does); TIFF (`tiff/`) and every other format read have decoders
 //! of their own that follow Pillow's plugins and C decoders step by step.
 
 mod avif;
@@ -29,6 +30,7 @@ mod gif;
 mod ico;
 mod imt;
 mod jpeg;
+mod jpeg2000;
 mod mcidas;
 mod msp;
 mod open_checks;

@@ -26,7 +26,7 @@ mod mode;
 mod old_jpeg;
 mod raster;
 mod tags;
-mod ycbcr;
+pub(super) mod ycbcr;
 
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};

@@ -1,0 +1,122 @@
+//! JPEG 2000 against Pillow: files OpenJPEG wrote through Pillow at many settings
+//! (`fixtures/jpeg2000/`, made by `make_jpeg2000.py` there), some with their `colr` box
+//! rewritten, and damaged versions (cut short, bytes XORed) of some, each with what mlx-vlm's
+//! `load_image` on Pillow 13 made of it. Every file Pillow reads decodes to Pillow's bytes;
+//! every file Pillow refuses is refused; nothing panics.
+
+extern crate gemma_vision_preprocess as preprocess;
+
+use preprocess::{DecodeOptions, Error, Limits, decode};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn fnv1a64(data: &[u8]) -> String {
+    let hash = data.iter().fold(0xCBF2_9CE4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3));
+    format!("{hash:016x}")
+}
+
+fn dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jpeg2000")
+}
+
+/// Each case's bytes (its base cut short or XORed) and what Pillow made of them.
+fn cases() -> Vec<(String, Vec<u8>, serde_json::Value)> {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir().join("manifest.json")).expect("manifest")).expect("json");
+    let mut bases: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for case in manifest["cases"].as_array().expect("cases") {
+        let base = case["base"].as_str().expect("base");
+        let original = bases.entry(base.to_owned()).or_insert_with(|| std::fs::read(dir().join(base)).expect("base"));
+        let mut bytes = original.clone();
+        if let Some(cut) = case["cut"].as_u64() {
+            bytes.truncate(cut as usize);
+        }
+        for flip in case["flips"].as_array().expect("flips") {
+            let (at, x) = (flip[0].as_u64().expect("at") as usize, flip[1].as_u64().expect("xor") as u8);
+            bytes[at] ^= x;
+        }
+        let name = format!("{base} ({})", case["damage"].as_str().expect("damage"));
+        out.push((name, bytes, case["pillow"].clone()));
+    }
+    out
+}
+
+#[test]
+fn every_file_gives_pillows_pixels_or_is_refused_as_pillow_refuses_it() {
+    let cases = cases();
+    assert!(cases.len() > 100, "{} cases", cases.len());
+    let (mut exact, mut refused) = (0, 0);
+    let mut failures = Vec::new();
+    for (name, bytes, pillow) in &cases {
+        let ours = decode(bytes, &DecodeOptions::default());
+        match (ours, pillow.get("error")) {
+            (Err(e @ Error::DecoderPanic { .. }), _) => failures.push(format!("{name}: {e}")),
+            (Err(_), Some(_)) => refused += 1,
+            (Ok(image), Some(error)) => {
+                failures.push(format!("{name}: ours reads {}x{}, Pillow: {error}", image.width(), image.height()))
+            }
+            (Err(e), None) => failures.push(format!("{name}: Pillow reads it, ours: {e}")),
+            (Ok(image), None) => {
+                let want = (pillow["width"].as_u64(), pillow["height"].as_u64(), pillow["fnv1a64"].as_str());
+                let digest = fnv1a64(image.data());
+                if want == (Some(u64::from(image.width())), Some(u64::from(image.height())), Some(digest.as_str())) {
+                    exact += 1;
+                } else {
+                    failures.push(format!("{name}: {}x{} {digest}, Pillow {want:?}", image.width(), image.height()));
+                }
+            }
+        }
+    }
+    println!("jpeg2000: {} cases: exact {exact} / refused as Pillow {refused}", cases.len());
+    assert!(failures.is_empty(), "{} of {} cases:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(exact >= 40 && refused >= 20, "exact {exact}, refused {refused}");
+}
+
+#[test]
+fn the_size_is_checked_against_the_limits_before_decoding() {
+    let bytes = std::fs::read(dir().join("rgb_tiled.jp2")).expect("fixture");
+    let options = DecodeOptions { limits: Limits { max_pixels: 45 * 37 - 1 }, ..DecodeOptions::default() };
+    let error = decode(&bytes, &options).expect_err("over the limit");
+    assert!(matches!(error, Error::TooManyPixels { width: 45, height: 37, .. }), "{error}");
+    let options = DecodeOptions { limits: Limits { max_pixels: 45 * 37 }, ..DecodeOptions::default() };
+    assert!(decode(&bytes, &options).is_ok());
+}
+
+#[test]
+fn a_codestream_larger_than_its_jp2_header_is_refused_before_its_tiles() {
+    // ihdr says 37x29; the SIZ segment is patched to a 60000x60000 image of one tile. OpenJPEG
+    // refuses the mismatch while reading the header (as it does under Pillow), before it sizes
+    // any tile from the codestream.
+    let mut bytes = std::fs::read(dir().join("rgb_lossless.jp2")).expect("fixture");
+    let siz = bytes.windows(4).position(|w| w == b"\xff\x4f\xff\x51").expect("SOC SIZ") + 4;
+    for at in [4, 8, 20, 24] {
+        bytes[siz + at..siz + at + 4].copy_from_slice(&60000u32.to_be_bytes());
+    }
+    let error = decode(&bytes, &DecodeOptions::default()).expect_err("refused");
+    assert!(
+        matches!(&error, Error::Malformed { format: "JPEG2000", detail } if detail.contains("opj_read_header")),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_palette_image_is_refused_by_name() {
+    // A JP2 header with a pclr box on one sRGB component: Pillow's P mode, not read here.
+    let mut bytes = std::fs::read(dir().join("l.jp2")).expect("fixture");
+    let colr = bytes.windows(4).position(|w| w == b"colr").expect("colr") + 4;
+    bytes[colr + 3..colr + 7].copy_from_slice(&16u32.to_be_bytes());
+    let jp2h = bytes.windows(4).position(|w| w == b"jp2h").expect("jp2h") - 4;
+    let length = u32::from_be_bytes(bytes[jp2h..jp2h + 4].try_into().expect("4 bytes")) as usize;
+    let pclr = [&[0, 0, 0, 20][..], b"pclr", &[0, 2, 3, 7, 7, 7], &[0, 0, 0, 255, 255, 255]].concat();
+    let mut patched = bytes[..jp2h].to_vec();
+    patched.extend_from_slice(&((length + pclr.len()) as u32).to_be_bytes());
+    patched.extend_from_slice(&bytes[jp2h + 4..jp2h + length]);
+    patched.extend_from_slice(&pclr);
+    patched.extend_from_slice(&bytes[jp2h + length..]);
+    let error = decode(&patched, &DecodeOptions::default()).expect_err("palette");
+    assert!(
+        matches!(&error, Error::Unsupported { format: "JPEG2000", detail } if detail.contains("palette")),
+        "{error}"
+    );
+}
