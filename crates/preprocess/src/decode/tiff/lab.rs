@@ -133,17 +133,19 @@ pub fn to_rgb(raster: &Raster) -> Result<Vec<u8>> {
 
 /// Row `y` in Pillow's `LAB` storage: L*, a*, b*, 255 per pixel.
 fn storage_row(raster: &Raster, y: usize, lab: &mut [u8]) {
-    let w = raster.width;
-    let row = |plane: &Vec<u8>| plane.get(y * raster.row_bytes..y * raster.row_bytes + w * raster.samples);
+    let start = y * raster.row_bytes;
+    let span = start..start + raster.width * raster.samples;
     match raster.planes.as_slice() {
         [plane] => {
-            let Some(src) = row(plane) else { return };
+            let Some(src) = plane.get(span) else { return };
             for (d, s) in lab.chunks_exact_mut(4).zip(src.chunks_exact(3)) {
                 d.copy_from_slice(&[s[0], s[1] ^ 128, s[2] ^ 128, 255]);
             }
         }
         [l, a, b] => {
-            let (Some(l), Some(a), Some(b)) = (row(l), row(a), row(b)) else { return };
+            let (Some(l), Some(a), Some(b)) = (l.get(span.clone()), a.get(span.clone()), b.get(span)) else {
+                return;
+            };
             for (((d, l), a), b) in lab.chunks_exact_mut(4).zip(l).zip(a).zip(b) {
                 d.copy_from_slice(&[*l, *a, *b, 255]);
             }
