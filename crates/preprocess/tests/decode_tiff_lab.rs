@@ -1,8 +1,8 @@
 //! CIELab TIFFs: Pillow 13's RGB bytes (its `LAB` mode through Little CMS) for the fixtures of
 //! `fixtures/tiff/lab/make_lab_fixtures.py` (every compression Pillow writes LAB with, strips,
 //! tiles, planar samples, both byte orders, a grid of every L* over 256 a*, b* pairs), Pillow's
-//! refusals (ICCLab, ITULab, an extra sample, FillOrder 2) kept, and, when that script's `--exhaustive` files
-//! exist, all 256^3 stored values.
+//! refusals (ICCLab, ITULab, an extra sample, FillOrder 2) kept, and, when that script's
+//! `--exhaustive` files exist, all 256^3 stored values.
 
 extern crate gemma_vision_preprocess as preprocess;
 
