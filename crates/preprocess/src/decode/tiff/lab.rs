@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 
 /// `_imagingcms.c`'s `findLCMStype("LAB")`: `COLORSPACE_SH(PT_LabV2) | CHANNELS_SH(3) |
 /// BYTES_SH(1) | EXTRA_SH(1)`, Pillow's four-byte `LAB` pixels (the fourth byte is ignored).
-const PILLOW_LAB: ffi::PixelFormat = ffi::PixelFormat(((ffi::PT_LabV2.0 as u32) << 16) | (1 << 7) | (3 << 3) | 1);
+const PILLOW_LAB: ffi::PixelFormat = ffi::PixelFormat((ffi::PT_LabV2.0 << 16) | (1 << 7) | (3 << 3) | 1);
 
 /// `findLCMStype("RGB")`: `TYPE_RGBA_8`, Pillow's four-byte `RGB` pixels.
 const PILLOW_RGB: ffi::PixelFormat = ffi::PixelFormat::RGBA_8;
