@@ -87,6 +87,8 @@ pub fn to_rgb(raster: &Raster, pixel: Pixel, palette: &[[u8; 3]; 256], ycbcr: Op
                     let v = |k: usize| s(k).min(255) as u8;
                     super::ycbcr::pillow_rgb(v(0), v(1), v(2))
                 }
+                // Converted by Little CMS in `lab::to_rgb`; `decode` never passes it here.
+                Pixel::Lab => [0; 3],
                 Pixel::YCbCr => {
                     let v = |k: usize| s(k).min(255) as u8;
                     ycbcr.map_or([0; 3], |t| t.rgb(v(0), v(1), v(2)))

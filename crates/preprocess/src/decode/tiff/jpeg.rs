@@ -55,6 +55,9 @@ pub fn decode_segment(
         (6, 3, Colorspace::YCbCr) => (PixelFormat::RGB, false),
         (2, 3, Colorspace::RGB) => (PixelFormat::RGB, false),
         (2, 3, Colorspace::YCbCr) if header.subsamp == Subsamp::None => (PixelFormat::RGB, true),
+        // CIELab: libtiff writes it as JCS_UNKNOWN (no markers, libjpeg guesses YCbCr) and
+        // reads the components back unconverted.
+        (8, 3, Colorspace::YCbCr) if header.subsamp == Subsamp::None => (PixelFormat::RGB, true),
         (0 | 1, 1, Colorspace::Gray) => (PixelFormat::GRAY, false),
         (5, 4, Colorspace::CMYK) => (PixelFormat::CMYK, false),
         (p, c, cs) => {

@@ -6,24 +6,27 @@
 //!
 //! Decoded: strips and tiles, contiguous and planar samples; 1/2/4/8/12/16/32-bit and float
 //! samples as Pillow's table lists them; bilevel, gray, RGB, RGBA, premultiplied RGBa, CMYK,
-//! palette; none, LZW, Deflate, PackBits, LZMA, Zstandard, CCITT modified Huffman (RLE), Group
-//! 3 (1-D) and Group 4 (damaged data as libtiff recovers it, [`ccitt`]), JPEG (YCbCr, RGB,
-//! gray, CMYK) and old-style JPEG (one interchange stream) compression; horizontal and
-//! floating-point predictors; old-style LZW ([`lzw_compat`]). Refused with [`Error::Unsupported`]
-//! naming them: LAB (Pillow converts it through LittleCMS), compressed chroma-subsampled YCbCr
-//! outside JPEG (libtiff's RGBA interface), uncompressed planar YCbCr, WebP, 2-D Group 3,
-//! uncompressed tiled 16-bit planar samples. Compressed YCbCr without subsampling goes through
-//! libtiff's RGBA interface's conversion, uncompressed YCbCr through Pillow's own ([`ycbcr`]).
+//! palette, CIELab (Pillow's `LAB` through Little CMS, [`lab`]); none, LZW, Deflate, PackBits,
+//! LZMA, Zstandard, CCITT modified Huffman (RLE), Group 3 (1-D) and Group 4 (damaged data as
+//! libtiff recovers it, [`ccitt`]), JPEG (YCbCr, RGB, gray, CMYK, CIELab) and old-style JPEG
+//! (one interchange stream) compression; horizontal and floating-point predictors; old-style
+//! LZW ([`lzw_compat`]). Refused with [`Error::Unsupported`] naming them: compressed
+//! chroma-subsampled YCbCr outside JPEG (libtiff's RGBA interface), uncompressed planar YCbCr,
+//! WebP, 2-D Group 3, uncompressed tiled 16-bit planar samples. Compressed YCbCr without
+//! subsampling goes through libtiff's RGBA interface's conversion, uncompressed YCbCr through
+//! Pillow's own ([`ycbcr`]).
 
 mod ccitt;
 mod compression;
 mod convert;
 mod ifd;
 mod jpeg;
+mod lab;
 mod lzma;
 mod lzw_compat;
 mod mode;
 mod old_jpeg;
+mod palette;
 mod raster;
 mod tags;
 pub(super) mod ycbcr;
@@ -69,12 +72,16 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     } else {
         read_raster(bytes, &ifd, &layout, w32 as usize, h32 as usize, limits)?
     };
-    let palette = palette(&ifd, layout.pixel)?;
+    let palette = palette::of(&ifd, layout.pixel)?;
     let tables = (layout.pixel == Pixel::YCbCr).then(|| ycbcr::YCbCrToRgb::of(&ifd));
-    let rgb = convert::to_rgb(&raster, layout.pixel, &palette, tables.as_ref());
+    let rgb = match layout.pixel {
+        Pixel::Lab => lab::to_rgb(&raster),
+        pixel => Ok(convert::to_rgb(&raster, pixel, &palette, tables.as_ref())),
+    };
     for plane in raster.planes {
         crate::buffer_pool::give(plane);
     }
+    let rgb = rgb?;
     // Pillow's getexif: tag 274 when present, else the XMP packet's (tag 700) tiff:Orientation.
     let orientation = match ifd.int(ORIENTATION) {
         Some(value) => u32::try_from(value).map_or(Orientation::Normal, Orientation::from_exif_value),
@@ -156,8 +163,10 @@ impl Layout {
             bits: &bits,
             extra: &extra,
         };
-        if photometric == 8 {
-            return Err(Error::unsupported(FORMAT, "CIELab (Pillow converts LAB through LittleCMS)"));
+        // Pillow looks its key up with the file's FillOrder before it substitutes 1 for
+        // libtiff, and its table has CIELab with FillOrder 1 only.
+        if photometric == 8 && fill_order != 1 {
+            return Err(Error::unsupported(FORMAT, format!("CIELab with fill order {fill_order}")));
         }
         let Some(mut pixel) = mode::lookup(&key) else {
             return Err(Error::unsupported(
@@ -243,6 +252,7 @@ impl Layout {
         }
         let needed = match self.pixel {
             Pixel::Rgb { .. } => 3,
+            Pixel::Lab => 3,
             Pixel::RgbPremultiplied { .. } | Pixel::Cmyk { .. } => 4,
             _ => 1,
         };
@@ -477,20 +487,4 @@ fn decode_segment(
         other => return Err(Error::unsupported(FORMAT, format!("predictor {other}"))),
     }
     Ok(())
-}
-
-/// Pillow's palette for `P`/`PA`: ColorMap values `// 256`, all reds, then greens, then blues.
-fn palette(ifd: &Ifd<'_>, pixel: Pixel) -> Result<[[u8; 3]; 256]> {
-    let mut palette = [[0u8; 3]; 256];
-    if !matches!(pixel, Pixel::Palette { .. }) {
-        return Ok(palette);
-    }
-    let map = ifd.ints(COLOR_MAP).ok_or_else(|| malformed("palette image without ColorMap"))?;
-    let n = map.len() / 3;
-    for (i, entry) in palette.iter_mut().enumerate().take(n) {
-        for (c, v) in entry.iter_mut().enumerate() {
-            *v = map.get(c * n + i).map_or(0, |&m| (m / 256) as u8);
-        }
-    }
-    Ok(palette)
 }

@@ -31,6 +31,9 @@ pub enum Pixel {
     Palette { bits: u8 },
     /// YCbCr samples of compressed data: converted by libtiff's RGBA interface.
     YCbCr,
+    /// `LAB` (CIELab, photometric 8, three 8-bit samples): Pillow's `LAB` storage, then Little
+    /// CMS's LAB to sRGB transform ([`super::lab`]).
+    Lab,
     /// YCbCr samples of uncompressed data: Pillow's raw `YCbCr` unpacker, then its own
     /// `ImagingConvertYCbCr2RGB`.
     YCbCrPillow,
@@ -48,8 +51,7 @@ pub struct Key<'a> {
     pub extra: &'a [u64],
 }
 
-/// Pillow's `OPEN_INFO[key]`, or `None` where Pillow raises "unknown pixel mode" (LAB is
-/// identified by Pillow but only converted through LittleCMS, so it is absent here too).
+/// Pillow's `OPEN_INFO[key]`, or `None` where Pillow raises "unknown pixel mode".
 pub fn lookup(key: &Key<'_>) -> Option<Pixel> {
     let little = key.order == ByteOrder::Little;
     let reversed = key.fill_order == 2;
@@ -128,6 +130,11 @@ pub fn lookup(key: &Key<'_>) -> Option<Pixel> {
         6 => match (sf, bits, extra, reversed) {
             (1, [8], [], false) => Pixel::Gray { bits: 8, invert: false },
             (1, [8, 8, 8], [], false) => Pixel::YCbCr,
+            _ => return None,
+        },
+        // Pillow's table has no ICCLab (9) or ITULab (10) entries.
+        8 => match (sf, bits, extra, reversed) {
+            (1, [8, 8, 8], [], false) => Pixel::Lab,
             _ => return None,
         },
         _ => return None,
