@@ -39,23 +39,17 @@ impl Bits<'_> {
         true
     }
 
-    /// `NeedBits16(n)`.
+    /// `NeedBits16(n)`: [`need8`](Self::need8), then a second byte where the first did not
+    /// give `n` bits.
     pub(super) fn need16(&mut self, n: i32) -> bool {
+        if !self.need8(n) {
+            return false;
+        }
         if self.avail < n {
             if self.end() {
-                if self.avail == 0 {
-                    return false;
-                }
                 self.avail = n;
             } else {
                 self.push();
-                if self.avail < n {
-                    if self.end() {
-                        self.avail = n;
-                    } else {
-                        self.push();
-                    }
-                }
             }
         }
         true
