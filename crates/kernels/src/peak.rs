@@ -19,11 +19,18 @@
 use crate::cpu::Isa;
 use std::time::{Duration, Instant};
 
-/// Independent chains per thread where 16 registers hold them and the two constants (AVX2,
-/// and the portable loops); [`WIDE_CHAINS`] where there are 32 (AVX-512, NEON). A chain of the
-/// multiply-then-add probe waits for both latencies, so it needs more of them than the FMA's.
-const CHAINS: usize = 12;
-const WIDE_CHAINS: usize = 24;
+/// Independent chains in a group: more than the latency of one step times the pipes that
+/// issue it on x86-64 (4 cycles × 2 FMA pipes for the FMA; a multiply, then an add, for the
+/// other), and few enough that they, the two constants and the multiply-then-add's product fit
+/// in 16 registers. One chain more goes through the stack, and since the chains advance in
+/// lockstep, the loop then runs at that chain's latency.
+const CHAINS: usize = 13;
+
+/// Groups of [`CHAINS`] chains per thread where there are 32 vector registers (AVX-512, and
+/// NEON, whose cores may issue 4 FMAs a cycle); one where there are 16 (AVX2, the portable
+/// loops). Each group is its own loop over its own array, which LLVM unrolls whole and keeps
+/// in registers (one loop over all the chains it leaves rolled, its array on the stack).
+const WIDE_GROUPS: usize = 2;
 
 /// What one thread's run of a probe gives back.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,18 +170,26 @@ crate::simd::stamp! {
 
     /// Independent chains of `acc = step(acc)` from ½, `rounds` times (the probes' steps
     /// `acc·¾ + ¼` keep the values in `[0.5, 1]`: no subnormals, no infinities):
-    /// `WIDE_CHAINS` where the instruction set has 32 registers (all but AVX2, the one with 8
-    /// lanes), `CHAINS` on AVX2. The largest chain's first lane (every chain is used, and all
-    /// hold the same value), and the multiply-adds of a round.
+    /// `WIDE_GROUPS` groups of `CHAINS` chains where the instruction set has 32 registers (all
+    /// but AVX2, the one with 8 lanes), one on AVX2. The largest chain's first lane (every
+    /// chain is used, and all hold the same value), and the multiply-adds of a round.
     fn chains[F: Fn(v::V) -> v::V](rounds: u64, step: F) -> (f32, usize) {
-        const N: usize = if v::LANES == 8 { CHAINS } else { WIDE_CHAINS };
-        let mut acc = [v::splat(std::hint::black_box(0.5f32)); N];
+        const GROUPS: usize = if v::LANES == 8 { 1 } else { WIDE_GROUPS };
+        let start = v::splat(std::hint::black_box(0.5f32));
+        let (mut first, mut second) = ([start; CHAINS], [start; CHAINS]);
         for _ in 0..rounds {
-            for a in &mut acc {
+            for a in &mut first {
                 *a = step(*a);
             }
+            if GROUPS == 2 {
+                for a in &mut second {
+                    *a = step(*a);
+                }
+            }
         }
-        (acc.iter().map(|&a| v::to_array(a)[0]).fold(f32::NEG_INFINITY, f32::max), N * v::LANES)
+        let used = if GROUPS == 2 { [first, second].concat() } else { first.to_vec() };
+        let largest = used.iter().map(|&a| v::to_array(a)[0]).fold(f32::NEG_INFINITY, f32::max);
+        (largest, GROUPS * CHAINS * v::LANES)
     }
 
     /// `x = −exp(x)` over a block of `EXP_BLOCK` values, `rounds` times (the values stay in
