@@ -9,6 +9,7 @@
 //! Pillow's `Image.size` (which the pixels must fill, whatever the codestream says).
 
 use super::FORMAT;
+use super::palette::{Palette, PaletteMode};
 use crate::decode::bytes::be16;
 use crate::{Error, Result};
 
@@ -37,12 +38,14 @@ pub(super) enum Mode {
 }
 
 /// What `_open` found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Header {
     pub codec: Codec,
     pub width: i64,
     pub height: i64,
     pub mode: Mode,
+    /// The palette of a `P` or `PA` image.
+    pub palette: Option<Palette>,
 }
 
 const JP2_SIGNATURE: &[u8] = b"\x00\x00\x00\x0cjP  \x0d\x0a\x87\x0a";
@@ -50,18 +53,18 @@ const JP2_SIGNATURE: &[u8] = b"\x00\x00\x00\x0cjP  \x0d\x0a\x87\x0a";
 /// `Jpeg2KImageFile._open` on `bytes`.
 pub(super) fn parse(bytes: &[u8]) -> Result<Header> {
     let mut fp = File { bytes, pos: 0 };
-    let (codec, (width, height), mode) = if fp.read(4) == b"\xff\x4f\xff\x51" {
+    let (codec, (width, height), mode, palette) = if fp.read(4) == b"\xff\x4f\xff\x51" {
         let (size, mode) = parse_codestream(&mut fp)?;
         parse_comment(&mut fp)?;
-        (Codec::J2k, size, mode)
+        (Codec::J2k, size, mode, None)
     } else if bytes.starts_with(JP2_SIGNATURE) {
         fp.pos = JP2_SIGNATURE.len() as i128;
-        let (size, mode) = parse_jp2_header(&mut fp)?;
+        let (size, mode, palette) = parse_jp2_header(&mut fp)?;
         if fp.read(12).ends_with(b"jp2c\xff\x4f\xff\x51") {
             parse_codestream(&mut fp)?;
             parse_comment(&mut fp)?;
         }
-        (Codec::Jp2, size, mode)
+        (Codec::Jp2, size, mode, palette)
     } else {
         return Err(malformed("not a JPEG 2000 file"));
     };
@@ -69,7 +72,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Header> {
     if width <= 0 || height <= 0 {
         return Err(malformed(format!("not identified by this driver (size {width}x{height})")));
     }
-    Ok(Header { codec, width, height, mode })
+    Ok(Header { codec, width, height, mode, palette })
 }
 
 fn malformed(detail: impl ToString) -> Error {
@@ -231,7 +234,7 @@ impl<'a, 'f> BoxReader<'a, 'f> {
 
 /// `_parse_jp2_header`: the size and mode of the `jp2h` box (the rest of what it returns is
 /// metadata). Leaves `fp` after the `jp2h` box.
-fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>)> {
+fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>, Option<Palette>)> {
     let contents = {
         let mut reader = BoxReader { fp: &mut *fp, length: None, remaining_in_box: -1 };
         loop {
@@ -245,7 +248,7 @@ fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>)> {
     };
     let mut inner = File { bytes: contents, pos: 0 };
     let mut header = BoxReader { fp: &mut inner, length: Some(contents.len() as i128), remaining_in_box: -1 };
-    let (mut size, mut mode, mut nc, mut colr) = (None, None, None, None);
+    let (mut size, mut mode, mut nc, mut colr, mut palette) = (None, None, None, None, None);
     while header.has_next_box() {
         let tbox = header.next_box_type()?;
         match &tbox {
@@ -280,9 +283,17 @@ fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>)> {
             }
             b"pclr" if matches!(mode, Some(Mode::L | Mode::La)) && !matches!(colr, Some("1" | "L")) => {
                 let [ne, npc] = header.read_fields([2, 1])?;
-                let depths = header.read_bytes(i128::from(npc as u8))?;
+                let (ne, npc) = (ne as u16 as usize, npc as u8 as usize);
+                let depths = header.read_bytes(npc as i128)?;
                 if depths.iter().all(|&d| d <= 8) {
-                    header.read_bytes(i128::from(ne as u16) * i128::from(npc as u8))?;
+                    let values = header.read_bytes((ne * npc) as i128)?;
+                    let palette_mode = match (npc, colr) {
+                        (4, Some("CMYK")) => PaletteMode::Cmyk,
+                        (4, _) => PaletteMode::Rgba,
+                        _ => PaletteMode::Rgb,
+                    };
+                    let entries = (0..ne).map(|i| &values[i * npc..(i + 1) * npc]);
+                    palette = Some(Palette::from_entries(palette_mode, entries)?);
                     mode = if mode == Some(Mode::L) { Some(Mode::P) } else { Some(Mode::Pa) };
                 }
             }
@@ -301,7 +312,7 @@ fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>)> {
         }
     }
     match (size, mode) {
-        (Some(size), Some(mode)) => Ok((size, Some(mode))),
+        (Some(size), Some(mode)) => Ok((size, Some(mode), palette)),
         _ => Err(malformed("Malformed JP2 header")),
     }
 }

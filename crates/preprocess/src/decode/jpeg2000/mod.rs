@@ -9,13 +9,16 @@
 //!    Pillow refuses it;
 //! 4. tile by tile, each checked against the image and its buffer sized before allocation,
 //!    `unpack.rs` (Pillow's `j2ku_*`) writes into the image memory;
-//! 5. the image memory to RGB8 as Pillow's `convert("RGB")` does for the mode.
+//! 5. the image memory to RGB8 as Pillow's `convert("RGB")` does for the mode; `P` and `PA`
+//!    (a `pclr` box) through `palette.rs`, the palette as Pillow builds it from the box.
 //!
-//! Palette images (`P`, `PA`: a `pclr` box) are refused by name. No orientation is read
+//! Pillow decodes tile by tile, and OpenJPEG applies a `pclr` box (with or without `cmap`) only
+//! to a whole image: the samples of a palette image are its indices. No orientation is read
 //! (Pillow reads no EXIF from these files).
 
 mod header;
 mod openjpeg;
+mod palette;
 mod unpack;
 
 use super::Decoded;
@@ -30,9 +33,6 @@ pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
     let header = header::parse(bytes)?;
     let (width, height) = (header.width as u64, header.height as u64);
     limits.check(width, height)?;
-    if matches!(header.mode, Mode::P | Mode::Pa) {
-        return Err(Error::unsupported(FORMAT, "palette images (a pclr box): Pillow's P and PA modes"));
-    }
     let mut decoder = openjpeg::Decoder::open(bytes, header.codec)?;
     let info = decoder.info.clone();
     let broken =
@@ -93,19 +93,29 @@ pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         unpack::unpack(unpacker, &info.comps, place, &buffer, &mut canvas);
     }
     decoder.finish()?;
-    let rgb = to_rgb(&canvas);
+    let colours = match (&header.palette, header.mode) {
+        (Some(palette), Mode::P | Mode::Pa) => palette.colours()?,
+        (None, Mode::P | Mode::Pa) => return Err(Error::malformed(FORMAT, "a palette mode without a palette")),
+        _ => [[0, 0, 0, 255]; 256],
+    };
+    let rgb = to_rgb(&canvas, &colours);
     Ok(Decoded { image: RgbImage::from_parts(width as u32, height as u32, rgb), orientation: Orientation::Normal })
 }
 
 /// Pillow's `convert("RGB")` of the image memory: `L` and `LA` repeat the gray byte, `I;16`
 /// clamps the word to 255, `RGB` and `RGBA` keep their first three bytes, `CMYK` goes through
-/// `cmyk2rgb` (`nk - MULDIV255(c, nk)` with `nk = 255 - k`).
-fn to_rgb(canvas: &Canvas) -> Vec<u8> {
+/// `cmyk2rgb` (`nk - MULDIV255(c, nk)` with `nk = 255 - k`), `P` and `PA` take the first three
+/// bytes of their index's entry in `colours` (the image's 256 palette entries).
+fn to_rgb(canvas: &Canvas, colours: &[[u8; 4]; 256]) -> Vec<u8> {
     let mut rgb = crate::buffer_pool::take(canvas.width * canvas.height * 3);
     let pixels = canvas.data.chunks_exact(canvas.pixel);
     for (out, px) in rgb.chunks_exact_mut(3).zip(pixels) {
         let v: [u8; 3] = match canvas.mode {
-            Mode::L | Mode::P | Mode::La | Mode::Pa => [px[0]; 3],
+            Mode::P | Mode::Pa => {
+                let [r, g, b, _] = colours[usize::from(px[0])];
+                [r, g, b]
+            }
+            Mode::L | Mode::La => [px[0]; 3],
             Mode::I16 => [u16::from_le_bytes([px[0], px[1]]).min(255) as u8; 3],
             Mode::Rgb | Mode::Rgba => [px[0], px[1], px[2]],
             Mode::Cmyk => {
