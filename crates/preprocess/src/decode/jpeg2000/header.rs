@@ -59,12 +59,12 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Header> {
         (Codec::J2k, size, mode, None)
     } else if bytes.starts_with(JP2_SIGNATURE) {
         fp.pos = JP2_SIGNATURE.len() as i128;
-        let (size, mode, palette) = parse_jp2_header(&mut fp)?;
+        let Jp2Header { size, mode, palette } = parse_jp2_header(&mut fp)?;
         if fp.read(12).ends_with(b"jp2c\xff\x4f\xff\x51") {
             parse_codestream(&mut fp)?;
             parse_comment(&mut fp)?;
         }
-        (Codec::Jp2, size, mode, palette)
+        (Codec::Jp2, size, Some(mode), palette)
     } else {
         return Err(malformed("not a JPEG 2000 file"));
     };
@@ -232,9 +232,16 @@ impl<'a, 'f> BoxReader<'a, 'f> {
     }
 }
 
-/// `_parse_jp2_header`: the size and mode of the `jp2h` box (the rest of what it returns is
-/// metadata). Leaves `fp` after the `jp2h` box.
-fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>, Option<Palette>)> {
+/// What `_parse_jp2_header` gives the plugin (its mimetype and resolution aside).
+struct Jp2Header {
+    size: (i64, i64),
+    mode: Mode,
+    palette: Option<Palette>,
+}
+
+/// `_parse_jp2_header`: the `ihdr`, `colr`, `pclr` and `res ` boxes of the `jp2h` box. Leaves
+/// `fp` after the `jp2h` box.
+fn parse_jp2_header(fp: &mut File) -> Result<Jp2Header> {
     let contents = {
         let mut reader = BoxReader { fp: &mut *fp, length: None, remaining_in_box: -1 };
         loop {
@@ -312,7 +319,7 @@ fn parse_jp2_header(fp: &mut File) -> Result<((i64, i64), Option<Mode>, Option<P
         }
     }
     match (size, mode) {
-        (Some(size), Some(mode)) => Ok((size, Some(mode), palette)),
+        (Some(size), Some(mode)) => Ok(Jp2Header { size, mode, palette }),
         _ => Err(malformed("Malformed JP2 header")),
     }
 }
