@@ -21,6 +21,7 @@ mod avif;
 mod bcn;
 mod bmp;
 mod bytes;
+mod cielab;
 mod dcx;
 mod dds;
 mod format;

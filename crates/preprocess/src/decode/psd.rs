@@ -4,8 +4,9 @@
 //! - version 1; (colour mode, depth) must be one of Pillow's `MODES`: bitmap (`1`), gray,
 //!   duotone and multichannel (`L`), indexed (`P`, with a 768-byte planar palette when the
 //!   colour-mode data is exactly that long, else black), RGB (`RGBA` with exactly 4
-//!   channels), CMYK (stored inverted); Lab is refused (Pillow converts it through
-//!   littlecms). The file needs at least the mode's channels; extra channels are ignored;
+//!   channels), CMYK (stored inverted), Lab (`LAB`: L*, a*, b* planes copied as stored, a*
+//!   and b* offset by 128, then [`cielab`](super::cielab)'s Little CMS transform). The file
+//!   needs at least the mode's channels; extra channels are ignored;
 //! - each channel is a plane, raw (`width * height` bytes apart) or PackBits (a table of
 //!   per-row byte counts gives where each channel starts; each channel is then decoded as one
 //!   stream of rows, runs and literals cut at the end of a row, `0x80` a no-op);
@@ -14,6 +15,7 @@
 
 use super::Decoded;
 use super::bytes::{be16, be32};
+use super::cielab;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 
 const FORMAT: &str = "PSD";
@@ -25,6 +27,7 @@ enum Mode {
     Palette,
     Rgb,
     Cmyk,
+    Lab,
 }
 
 /// Reads big-endian fields as Pillow's `read` + `i16`/`i32` do: a short read is an error.
@@ -81,7 +84,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         (2, 8) => (Mode::Palette, 1),
         (3, 8) => (Mode::Rgb, 3),
         (4, 8) => (Mode::Cmyk, 4),
-        (9, 8) => return Err(Error::unsupported(FORMAT, "Lab colour (Pillow converts it with littlecms)")),
+        (9, 8) => (Mode::Lab, 3),
         (mode, depth) => return Err(Error::unsupported(FORMAT, format!("colour mode {mode} at {depth} bits"))),
     };
     if channels > file_channels {
@@ -127,8 +130,20 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         _ => return Err(Error::malformed(FORMAT, "cannot load this image")),
     };
 
-    let mut rgb = crate::buffer_pool::take(width * height * 3);
     let sample = |c: usize, i: usize| planes.get(c).and_then(|p| p.get(i)).copied().unwrap_or(0);
+    if mode == Mode::Lab {
+        let rgb = cielab::to_rgb(width, height, FORMAT, |y, row| {
+            for (x, px) in row.chunks_exact_mut(4).enumerate() {
+                let i = y * width + x;
+                px.copy_from_slice(&[sample(0, i), sample(1, i), sample(2, i), 255]);
+            }
+        })?;
+        return Ok(Decoded {
+            image: RgbImage::from_parts(width as u32, height as u32, rgb),
+            orientation: Orientation::Normal,
+        });
+    }
+    let mut rgb = crate::buffer_pool::take(width * height * 3);
     for (i, px) in rgb.chunks_exact_mut(3).enumerate() {
         let value = match mode {
             Mode::Bilevel => {
@@ -142,6 +157,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
                 [at(index), at(256 + index), at(512 + index)]
             }
             Mode::Rgb => [sample(0, i), sample(1, i), sample(2, i)],
+            Mode::Lab => unreachable!("Lab images are converted above"),
             Mode::Cmyk => {
                 // The planes are stored inverted (`C;I` ...); `cmyk2rgb` then computes
                 // `nk - nk * c / 255` with Pillow's rounding, `nk = 255 - k`.
