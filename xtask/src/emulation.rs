@@ -21,13 +21,16 @@
 //! stock MLX's there, once with the CPU's SIMD path (AVX2 or AVX-512; NEON) and once with the
 //! portable loops (`KERNELS_PORTABLE`): a table; the run fails unless every row is identical.
 //!
-//! Last, both encoders ([`emulated_parity`]): the whole stack cross-built (mlx-c by Debian's
+//! Then both encoders ([`emulated_parity`]): the whole stack cross-built (mlx-c by Debian's
 //! `aarch64-linux-gnu-g++`), stock aarch64 mlx-vlm against it at small shapes, MLX's CPU JIT
 //! off and on, with MLX's ops and with the host kernels.
+//!
+//! Last, the decoders whose bits come from C libraries ([`emulated_decoders`]: OpenJPEG, Little
+//! CMS), ours cross-built against the aarch64 wheels' Pillow, file by file.
 
 use crate::cross_kernels::{self, Emulator, Platform};
-use crate::emulated_parity;
 use crate::setup;
+use crate::{emulated_decoders, emulated_parity};
 use project::{Result, cmd, deps, oracle_python, python, root, run, work_dir};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -81,6 +84,7 @@ pub fn main() -> Result<()> {
     ];
     cross_kernels::compare_op_list(&emulator, &inputs, &platforms, &work)?;
     emulated_parity::main(&qemu, &aarch64)?;
+    emulated_decoders::main(&qemu, &aarch64)?;
     eprintln!("emulate: done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -11,6 +11,7 @@ mod cross_kernels;
 mod cuda_build;
 mod cuda_wheel;
 mod downstream;
+mod emulated_decoders;
 mod emulated_parity;
 mod emulation;
 mod fuzz;
