@@ -52,9 +52,9 @@ pub(super) mod portable;
 /// own kernel). See [`cpu`](crate::cpu) for how this relates to [`Isa`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MicroKernel {
-    /// AVX-512F intrinsics for pairs of tiles (`_mm512_mul_ps` then `_mm512_add_ps`, or FMA
-    /// where exact) and for the tiles of bf16 arithmetic, the AVX2 kernels for single tiles of
-    /// float32 arithmetic.
+    /// AVX-512F intrinsics for pairs of tiles and single tiles (`_mm512_mul_ps` then
+    /// `_mm512_add_ps`, or FMA where exact) and for the tiles of bf16 arithmetic; the AVX2
+    /// kernels for the grouped tiles of the quantized products.
     Avx512,
     /// AVX2 intrinsics (`_mm256_mul_ps` then `_mm256_add_ps`, or FMA where exact).
     Avx2,
@@ -156,17 +156,22 @@ pub(crate) struct TileKernel {
 }
 
 impl TileKernel {
-    /// The tile functions of `isa`: for AVX-512, the AVX2 kernels for single tiles of float32
-    /// arithmetic beside the AVX-512 pair tiles and bf16 tiles; for NEON, one fused tile for
-    /// both float32 roundings (aarch64's rule is the fused step).
+    /// The tile functions of `isa`: for AVX-512, its own single, pair and bf16 tiles beside the
+    /// AVX2 grouped tiles; for NEON, one fused tile for both float32 roundings (aarch64's rule
+    /// is the fused step).
     pub(crate) fn new(isa: Isa) -> TileKernel {
         match isa {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512(avx512) => TileKernel {
-                pairs: Some(avx512::pair_tiles(avx512)),
-                bf16: avx512::bf16_tile(avx512),
-                ..TileKernel::new(Isa::Avx2(avx512.avx2()))
-            },
+            Isa::Avx512(avx512) => {
+                let (separate, fused) = avx512::tiles(avx512);
+                TileKernel {
+                    separate,
+                    fused,
+                    pairs: Some(avx512::pair_tiles(avx512)),
+                    bf16: avx512::bf16_tile(avx512),
+                    ..TileKernel::new(Isa::Avx2(avx512.avx2()))
+                }
+            }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2(avx2) => {
                 let (separate, fused) = avx2::tiles(avx2);
