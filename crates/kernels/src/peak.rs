@@ -19,10 +19,13 @@
 use crate::cpu::Isa;
 use std::time::{Duration, Instant};
 
-/// Independent chains per thread where 16 registers hold them and the two constants (AVX2,
-/// and the portable loops); [`WIDE_CHAINS`] where there are 32 (AVX-512, NEON). A chain of the
-/// multiply-then-add probe waits for both latencies, so it needs more of them than the FMA's.
-const CHAINS: usize = 12;
+/// Independent chains per thread on x86-64 and in the portable loops: more than the latency of
+/// one step times the pipes that issue it (4 cycles × 2 FMA pipes for the FMA; a multiply, then
+/// an add, for the other), and few enough that they and the two constants fit in 16 registers.
+/// LLVM holds these loops in the first 16 vector registers even on AVX-512, so more chains
+/// spill to the stack and the loop measures store forwarding instead of the arithmetic.
+const CHAINS: usize = 14;
+/// Independent chains per thread on NEON, whose cores issue up to 4 FMAs a cycle (32 registers).
 const WIDE_CHAINS: usize = 24;
 
 /// What one thread's run of a probe gives back.
@@ -163,11 +166,11 @@ crate::simd::stamp! {
 
     /// Independent chains of `acc = step(acc)` from ½, `rounds` times (the probes' steps
     /// `acc·¾ + ¼` keep the values in `[0.5, 1]`: no subnormals, no infinities):
-    /// `WIDE_CHAINS` where the instruction set has 32 registers (all but AVX2, the one with 8
-    /// lanes), `CHAINS` on AVX2. The largest chain's first lane (every chain is used, and all
-    /// hold the same value), and the multiply-adds of a round.
+    /// `WIDE_CHAINS` on NEON (the one instruction set with 4 lanes), `CHAINS` on x86-64. The
+    /// largest chain's first lane (every chain is used, and all hold the same value), and the
+    /// multiply-adds of a round.
     fn chains[F: Fn(v::V) -> v::V](rounds: u64, step: F) -> (f32, usize) {
-        const N: usize = if v::LANES == 8 { CHAINS } else { WIDE_CHAINS };
+        const N: usize = if v::LANES == 4 { WIDE_CHAINS } else { CHAINS };
         let mut acc = [v::splat(std::hint::black_box(0.5f32)); N];
         for _ in 0..rounds {
             for a in &mut acc {
