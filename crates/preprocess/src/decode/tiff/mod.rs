@@ -10,11 +10,12 @@
 //! LZMA, Zstandard, CCITT modified Huffman (RLE), Group 3 (1-D) and Group 4 (damaged data as
 //! libtiff recovers it, [`ccitt`]), JPEG (YCbCr, RGB, gray, CMYK, CIELab) and old-style JPEG
 //! (one interchange stream) compression; horizontal and floating-point predictors; old-style
-//! LZW ([`lzw_compat`]). Refused with [`Error::Unsupported`] naming them: compressed
-//! chroma-subsampled YCbCr outside JPEG (libtiff's RGBA interface), uncompressed planar YCbCr,
-//! WebP, 2-D Group 3, uncompressed tiled 16-bit planar samples. Compressed YCbCr without
-//! subsampling goes through libtiff's RGBA interface's conversion, uncompressed YCbCr through
-//! Pillow's own ([`ycbcr`]).
+//! LZW ([`lzw_compat`]). Compressed YCbCr outside JPEG goes through libtiff's RGBA interface's
+//! conversion ([`ycbcr`]): contiguous samples of every subsampling it converts (expanded by
+//! [`subsampling`]), planar ones without subsampling; uncompressed contiguous YCbCr through
+//! Pillow's own. Refused with [`Error::Unsupported`] naming them, as Pillow refuses them: modes
+//! its table lacks with the file's FillOrder, uncompressed planar YCbCr, subsamplings libtiff
+//! has no routine for. Refused although Pillow reads them: WebP, 2-D Group 3.
 
 mod ccitt;
 mod compression;
@@ -28,6 +29,8 @@ mod mode;
 mod old_jpeg;
 mod palette;
 mod raster;
+mod segment;
+mod subsampling;
 mod tags;
 pub(super) mod ycbcr;
 
@@ -37,6 +40,8 @@ use compression::Codec;
 use ifd::Ifd;
 use mode::{Key, Pixel};
 use raster::Raster;
+use segment::SegmentCodec;
+use subsampling::Subsampling;
 use tags::*;
 
 const FORMAT: &str = "TIFF";
@@ -117,6 +122,12 @@ struct Layout {
     reverse_bits: bool,
     order: ifd::ByteOrder,
     predictor: u64,
+    /// Chroma subsampling of compressed contiguous YCbCr read through libtiff's RGBA interface.
+    subsampling: Option<Subsampling>,
+    /// Pillow's row stride of an uncompressed tile past the image's right edge, per pixel of
+    /// the tile's width: the sum of the bits per sample over this divisor (8, times the bands
+    /// of Pillow's `bps_count` for planar data), rounded down.
+    edge_row: (u64, u64),
 }
 
 impl Layout {
@@ -153,22 +164,24 @@ impl Layout {
         if bits.len() != samples as usize || samples == 0 {
             return Err(malformed("unknown data organization"));
         }
-        // libtiff undoes FillOrder 2 itself, so Pillow looks the key up with FillOrder 1.
+        // Pillow looks its key up with the file's FillOrder (its table lacks most modes with
+        // FillOrder 2: "unknown pixel mode"); for libtiff, which undoes FillOrder 2 itself, it
+        // then takes the mode of the same key with FillOrder 1.
         let libtiff = codec != Codec::None;
-        let key = Key {
+        let mut key = Key {
             order: ifd.order,
             photometric,
             sample_format: &sample_format,
-            fill_order: if libtiff { 1 } else { fill_order },
+            fill_order,
             bits: &bits,
             extra: &extra,
         };
-        // Pillow looks its key up with the file's FillOrder before it substitutes 1 for
-        // libtiff, and its table has CIELab with FillOrder 1 only.
-        if photometric == 8 && fill_order != 1 {
-            return Err(Error::unsupported(FORMAT, format!("CIELab with fill order {fill_order}")));
+        let mut found = mode::lookup(&key);
+        if libtiff && fill_order == 2 && found.is_some() {
+            key.fill_order = 1;
+            found = mode::lookup(&key);
         }
-        let Some(mut pixel) = mode::lookup(&key) else {
+        let Some(mut pixel) = found else {
             return Err(Error::unsupported(
                 FORMAT,
                 format!(
@@ -176,6 +189,7 @@ impl Layout {
                 ),
             ));
         };
+        let mut subsampling = None;
         if photometric == 6 && pixel == Pixel::YCbCr {
             if old_jpeg && !planar {
                 pixel = Pixel::Rgb { bits: 8 };
@@ -191,15 +205,16 @@ impl Layout {
                 // Pillow's raw path: its `YCbCr` unpacker, three bytes a pixel whatever the
                 // subsampling tag says, then its own YCbCr to RGB conversion.
                 pixel = Pixel::YCbCrPillow;
+            } else if codec == Codec::None {
+                // Pillow's raw planar path takes the rawmode "YCbCr" a letter per plane, and
+                // "C" names no unpacker ("unknown raw mode").
+                return Err(Error::unsupported(FORMAT, "uncompressed planar YCbCr"));
             } else {
-                // libtiff's RGBA interface (`TIFFRGBAImage`) converts it; read here without
-                // chroma subsampling only (the tag's default is 2x2).
-                let subsampling = ifd.ints(YCBCR_SUBSAMPLING).unwrap_or_else(|| vec![2, 2]);
-                if codec == Codec::None || planar || subsampling != [1, 1] {
-                    return Err(Error::unsupported(
-                        FORMAT,
-                        format!("YCbCr with {codec:?} compression, subsampling {subsampling:?}, planar {planar}"),
-                    ));
+                // libtiff's RGBA interface (`TIFFRGBAImage`) converts it: contiguous samples
+                // of every subsampling it has a routine for, planar ones without subsampling.
+                subsampling = Subsampling::of(ifd)?;
+                if planar && subsampling.is_some() {
+                    return Err(Error::unsupported(FORMAT, "planar chroma-subsampled YCbCr"));
                 }
             }
         }
@@ -210,11 +225,10 @@ impl Layout {
         if !matches!(bit_depth, 1 | 2 | 4 | 8 | 12 | 16 | 32) || bits.iter().any(|&b| b != u64::from(bit_depth)) {
             return Err(Error::unsupported(FORMAT, format!("bits per sample {bits:?}")));
         }
-        // Pillow's raw planar strips take one letter of the rawmode per plane (the "R" of
-        // "RGB;16L"): an 8-bit band unpacker, so each plane's rows are `width` bytes from its
-        // strips' offsets, the 16-bit samples' bytes read as 8-bit samples.
-        let raw_tiled = !ifd.has(STRIP_OFFSETS) && ifd.has(TILE_OFFSETS);
-        if codec == Codec::None && planar && samples > 1 && bit_depth == 16 && !raw_tiled {
+        // Pillow's raw planar strips and tiles take one letter of the rawmode per plane (the
+        // "R" of "RGB;16L"): an 8-bit band unpacker, so each plane's rows are a segment's width
+        // in bytes, the 16-bit samples' bytes read as 8-bit samples.
+        if codec == Codec::None && planar && samples > 1 && bit_depth == 16 {
             match pixel {
                 Pixel::Rgb { bits: 16 } => (pixel, bit_depth) = (Pixel::Rgb { bits: 8 }, 8),
                 Pixel::Cmyk { bits: 16 } => (pixel, bit_depth) = (Pixel::Cmyk { bits: 8 }, 8),
@@ -232,6 +246,12 @@ impl Layout {
                 ));
             }
         }
+        // Pillow's `bps_count`: the colour bands of the photometric, then the extra samples.
+        let color_bands = match photometric {
+            2 | 6 | 8 => 3,
+            5 => 4,
+            _ => 1,
+        };
         Ok(Layout {
             codec,
             pixel,
@@ -242,6 +262,8 @@ impl Layout {
             reverse_bits: fill_order == 2,
             order: ifd.order,
             predictor: if libtiff { ifd.int(PREDICTOR).unwrap_or(1) } else { 1 },
+            subsampling,
+            edge_row: (bits.iter().sum(), if planar { 8 * (color_bands + extra.len() as u64) } else { 8 }),
         })
     }
 
@@ -252,7 +274,7 @@ impl Layout {
         }
         let needed = match self.pixel {
             Pixel::Rgb { .. } => 3,
-            Pixel::Lab => 3,
+            Pixel::Lab | Pixel::YCbCr => 3,
             Pixel::RgbPremultiplied { .. } | Pixel::Cmyk { .. } => 4,
             _ => 1,
         };
@@ -322,6 +344,12 @@ fn read_raster(
     limits: &Limits,
 ) -> Result<Raster> {
     let segs = segments(ifd, layout, width, height)?;
+    if let Some(sub) = layout.subsampling
+        && segs.tiled
+        && !sub.fits_tile(segs.seg_w)
+    {
+        return Err(Error::unsupported(FORMAT, format!("{sub:?} YCbCr in tiles {} pixels wide", segs.seg_w)));
+    }
     let plane_samples = if layout.planar { 1 } else { layout.samples };
     let row_bytes =
         Raster::row_bytes(width, plane_samples, layout.bits).ok_or_else(|| malformed("row size overflows"))?;
@@ -341,7 +369,7 @@ fn read_raster(
         raster_planes.push(p);
     }
     let tables = ifd.bytes(JPEG_TABLES);
-    let mut fax = fax_state(layout, &segs, width)?;
+    let mut fax = segment::fax_state(layout, &segs, width)?;
     let mut lzw_old_style = None;
     let mut seg = Vec::new();
     // Pillow's raw decoder reads a single image-sized strip from the last offset.
@@ -358,8 +386,16 @@ fn read_raster(
             let seg_len = seg_rows.checked_mul(seg_row_bytes).ok_or_else(|| malformed("segment size overflows"))?;
             seg.clear();
             seg.resize(seg_len, 0);
-            let codec = SegmentCodec { tables, fax: fax.as_mut(), lzw_old_style: &mut lzw_old_style, limits };
-            decode_segment(bytes, offset, i, &segs, layout, codec, seg_rows, seg_row_bytes, &mut seg)?;
+            // Pillow's raw decoder reads a tile past the right edge at its own stride.
+            let raw_stride = if segs.tiled && x0 + segs.seg_w > width {
+                let (bits, per) = layout.edge_row;
+                usize::try_from((segs.seg_w as u64).saturating_mul(bits) / per.max(1)).unwrap_or(usize::MAX)
+            } else {
+                seg_row_bytes
+            };
+            let fax = fax.as_mut();
+            let codec = SegmentCodec { tables, fax, lzw_old_style: &mut lzw_old_style, raw_stride, limits };
+            segment::decode(bytes, offset, i, &segs, layout, codec, seg_rows, seg_row_bytes, &mut seg)?;
             let x_bits = x0 * plane_samples * usize::from(layout.bits);
             if x_bits % 8 != 0 {
                 return Err(Error::unsupported(FORMAT, "tiles not starting on a byte boundary"));
@@ -386,105 +422,4 @@ fn read_raster(
         bits: layout.bits,
         order: ifd.order,
     })
-}
-
-/// The CCITT codec's state for the whole image (libtiff's, and Pillow's strip buffer, both kept
-/// from one segment to the next); `None` for the other codecs.
-fn fax_state(layout: &Layout, segs: &Segments, width: usize) -> Result<Option<ccitt::Fax>> {
-    let scheme = match layout.codec {
-        Codec::CcittRle => ccitt::Scheme::ModifiedHuffman,
-        Codec::Group3 => ccitt::Scheme::Group3,
-        Codec::Group4 => ccitt::Scheme::Group4,
-        _ => return Ok(None),
-    };
-    if layout.bits != 1 || layout.samples != 1 {
-        return Err(Error::unsupported(FORMAT, "CCITT compression of more than 1 bit per pixel"));
-    }
-    ccitt::Fax::new(scheme, segs.seg_w, segs.seg_h, width).map(Some)
-}
-
-/// What a segment's codec needs besides its bytes: JPEGTables, the CCITT state, whether the
-/// image's LZW is old-style (decided by the first segment decoded), the limits.
-struct SegmentCodec<'a, 'f> {
-    tables: Option<&'a [u8]>,
-    fax: Option<&'f mut ccitt::Fax>,
-    lzw_old_style: &'f mut Option<bool>,
-    limits: &'a Limits,
-}
-
-/// Decodes segment `i` (at `offset`) into `out` (`rows` rows of `row_bytes`).
-#[allow(clippy::too_many_arguments, reason = "the segment's place, geometry and codec inputs")]
-fn decode_segment(
-    bytes: &[u8],
-    offset: u64,
-    i: usize,
-    segs: &Segments,
-    layout: &Layout,
-    codec: SegmentCodec<'_, '_>,
-    rows: usize,
-    row_bytes: usize,
-    out: &mut [u8],
-) -> Result<()> {
-    let SegmentCodec { tables, fax, lzw_old_style, limits } = codec;
-    let start = usize::try_from(offset).map_err(|_| truncated("segment offset past the end"))?;
-    if layout.codec == Codec::None {
-        // Pillow's raw decoder: the rows it needs, from the offset, whatever StripByteCounts says.
-        let src = start
-            .checked_add(out.len())
-            .and_then(|end| bytes.get(start..end))
-            .ok_or_else(|| truncated(format!("segment {i} past the end of the file")))?;
-        out.copy_from_slice(src);
-        if layout.reverse_bits {
-            compression::reverse_bits(out);
-        }
-        return Ok(());
-    }
-    let count = segs
-        .counts
-        .as_ref()
-        .and_then(|c| c.get(i).copied())
-        .ok_or_else(|| malformed(format!("no byte count for segment {i}")))?;
-    let data = usize::try_from(count)
-        .ok()
-        .and_then(|n| start.checked_add(n))
-        .and_then(|end| bytes.get(start..end))
-        .ok_or_else(|| truncated(format!("segment {i} past the end of the file")))?;
-    let mut owned;
-    let data = if layout.reverse_bits {
-        owned = data.to_vec();
-        compression::reverse_bits(&mut owned);
-        &owned[..]
-    } else {
-        data
-    };
-    match layout.codec {
-        Codec::None => {}
-        Codec::Lzw => {
-            let old_style = *lzw_old_style.get_or_insert_with(|| lzw_compat::is_old_style(data));
-            compression::lzw(data, out, old_style)?;
-        }
-        Codec::Deflate => compression::deflate(data, out)?,
-        Codec::PackBits => compression::packbits(data, out)?,
-        Codec::Group3 | Codec::Group4 | Codec::CcittRle => {
-            let fax = fax.ok_or_else(|| malformed("CCITT segment without the codec's state"))?;
-            fax.decode(data, rows, out)?;
-        }
-        Codec::OldJpeg => return Err(malformed("old-style JPEG is read whole, not by segment")),
-        Codec::Lzma => lzma::decode(data, out)?,
-        Codec::Zstd => compression::zstd(data, out)?,
-        Codec::Jpeg => {
-            if layout.bits != 8 || layout.planar {
-                return Err(Error::unsupported(FORMAT, "JPEG compression of planar or non-8-bit samples"));
-            }
-            jpeg::decode_segment(tables, data, layout.photometric, layout.samples, segs.seg_w, rows, out, limits)?;
-        }
-    }
-    let stride = if layout.planar { 1 } else { layout.samples };
-    match layout.predictor {
-        1 => {}
-        2 => compression::undo_horizontal(out, row_bytes, stride, layout.bits, layout.order)?,
-        3 => compression::undo_floating_point(out, row_bytes, stride, layout.bits, layout.order)?,
-        other => return Err(Error::unsupported(FORMAT, format!("predictor {other}"))),
-    }
-    Ok(())
 }
