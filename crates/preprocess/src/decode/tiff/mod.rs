@@ -15,7 +15,7 @@
 //! [`subsampling`]), planar ones without subsampling; uncompressed contiguous YCbCr through
 //! Pillow's own. Refused with [`Error::Unsupported`] naming them, as Pillow refuses them: modes
 //! its table lacks with the file's FillOrder, uncompressed planar YCbCr, subsamplings libtiff
-//! has no routine for. Refused although Pillow reads them: WebP, 2-D Group 3.
+//! has no routine for. Refused although Pillow reads them: WebP.
 
 mod ccitt;
 mod compression;
@@ -128,15 +128,15 @@ struct Layout {
     /// the tile's width: the sum of the bits per sample over this divisor (8, times the bands
     /// of Pillow's `bps_count` for planar data), rounded down.
     edge_row: (u64, u64),
+    /// Group 3 with two-dimensional coding (T4Options bit 0).
+    group3_2d: bool,
 }
 
 impl Layout {
     fn from_ifd(ifd: &Ifd<'_>) -> Result<Layout> {
         let codec = Codec::from_tag(ifd.int(COMPRESSION).unwrap_or(1))?;
         let old_jpeg = codec == Codec::OldJpeg;
-        if codec == Codec::Group3 && ifd.int(T4_OPTIONS).unwrap_or(0) & 1 != 0 {
-            return Err(Error::unsupported(FORMAT, "two-dimensional CCITT Group 3 coding"));
-        }
+        let group3_2d = codec == Codec::Group3 && ifd.int(T4_OPTIONS).unwrap_or(0) & 1 != 0;
         // Pillow takes old-style JPEG as YCbCr whatever the tag says.
         let photometric = if old_jpeg { 6 } else { ifd.int(PHOTOMETRIC).unwrap_or(0) };
         let planar = ifd.int(PLANAR_CONFIGURATION).unwrap_or(1) == 2;
@@ -264,6 +264,7 @@ impl Layout {
             predictor: if libtiff { ifd.int(PREDICTOR).unwrap_or(1) } else { 1 },
             subsampling,
             edge_row: (bits.iter().sum(), if planar { 8 * (color_bands + extra.len() as u64) } else { 8 }),
+            group3_2d,
         })
     }
 

@@ -12,6 +12,7 @@ use crate::{Error, Limits, Result};
 pub(super) fn fax_state(layout: &Layout, segs: &Segments, width: usize) -> Result<Option<ccitt::Fax>> {
     let scheme = match layout.codec {
         Codec::CcittRle => ccitt::Scheme::ModifiedHuffman,
+        Codec::Group3 if layout.group3_2d => ccitt::Scheme::Group3TwoD,
         Codec::Group3 => ccitt::Scheme::Group3,
         Codec::Group4 => ccitt::Scheme::Group4,
         _ => return Ok(None),

@@ -1,7 +1,8 @@
 //! CCITT bilevel data as libtiff 4.7's fax codec decodes it for Pillow (tif_fax3.c, tif_fax3.h):
 //! modified Huffman run lengths (`Fax3DecodeRLE`, compression 2), Group 3 one-dimensional
-//! (`Fax3Decode1D`, 3) and Group 4 (`Fax4Decode`, 4), into 1-bit rows, MSB first, a set bit
-//! black, step for step, damaged data included:
+//! (`Fax3Decode1D`, 3) and two-dimensional (`Fax3Decode2D`, 3 with T4Options bit 0; in
+//! `group3.rs`) and Group 4 (`Fax4Decode`, 4), into 1-bit rows, MSB first, a set bit black, step
+//! for step, damaged data included:
 //!
 //! - a bad code word ends its row: the runs decoded so far are completed to the row's width and
 //!   filled, and decoding goes on with the next row (Group 3 first looks for the next EOL);
@@ -25,6 +26,7 @@
 
 mod bits;
 mod codes;
+mod group3;
 
 use crate::{Error, Result};
 use bits::Bits;
@@ -39,8 +41,18 @@ pub enum Scheme {
     ModifiedHuffman,
     /// Compression 3 without 2-D coding: `Fax3Decode1D`.
     Group3,
+    /// Compression 3 with 2-D coding (T4Options bit 0): `Fax3Decode2D`.
+    Group3TwoD,
     /// Compression 4: `Fax4Decode`.
     Group4,
+}
+
+impl Scheme {
+    /// Whether rows are coded against the one before (libtiff's `needsRefLine`: twice the run
+    /// array, half of it the reference line).
+    fn needs_reference_line(self) -> bool {
+        matches!(self, Scheme::Group3TwoD | Scheme::Group4)
+    }
 }
 
 /// Where libtiff's decoder returns -1, which makes Pillow refuse the file.
@@ -93,7 +105,7 @@ impl Fax {
         let lastx = i32::try_from(seg_width).map_err(|_| too_wide())?;
         let row_bytes = seg_width.div_ceil(8);
         let mut nruns = (seg_width + 1).next_multiple_of(32);
-        if scheme == Scheme::Group4 {
+        if scheme.needs_reference_line() {
             nruns *= 2;
         }
         let buffer_len = row_bytes.checked_mul(seg_rows).ok_or_else(too_wide)?;
@@ -120,7 +132,7 @@ impl Fax {
     /// and copies those rows to `out` (`rows` rows of the segment's row bytes).
     pub fn decode(&mut self, data: &[u8], rows: usize, out: &mut [u8]) -> Result<()> {
         // Fax3PreDecode: the reference line white.
-        if self.scheme == Scheme::Group4 {
+        if self.scheme.needs_reference_line() {
             self.cur = 0;
             self.reference = self.nruns;
             self.runs[self.reference] = self.lastx as u32;
@@ -129,7 +141,8 @@ impl Fax {
         let rows = rows.min(self.known.len());
         let result = match self.scheme {
             Scheme::ModifiedHuffman => self.decode_rle(data, rows),
-            Scheme::Group3 => self.decode_1d(data, rows),
+            Scheme::Group3 => self.decode_group3(data, rows, false),
+            Scheme::Group3TwoD => self.decode_group3(data, rows, true),
             Scheme::Group4 => self.decode_g4(data, rows),
         };
         result?;
@@ -281,55 +294,6 @@ impl Fax {
             bits.clear(n);
         }
         Ok(())
-    }
-
-    /// `Fax3Decode1D`: rows each after an EOL (until none is found, then again from the start
-    /// of the data without them).
-    fn decode_1d(&mut self, data: &[u8], rows: usize) -> Result<()> {
-        let mut y = 0;
-        'retry: loop {
-            let mut bits = Bits { data, at: 0, acc: 0, avail: 0 };
-            let mut eol_count = 0u32;
-            while y < rows {
-                let mut row = Row { this: self.cur, pa: self.cur, a0: 0, run_length: 0 };
-                if !self.no_eol {
-                    // SYNC_EOL: find 11 zero bits unless an EOL was just read, skip zero bytes,
-                    // then the zero bits up to and with the EOL's one.
-                    if eol_count == 0 {
-                        loop {
-                            if !bits.need16(11) {
-                                return Err(fail(format!("CCITT Group 3 data ends before row {y}")));
-                            }
-                            if bits.get(11) == 0 {
-                                break;
-                            }
-                            bits.clear(1);
-                        }
-                    }
-                    loop {
-                        if !bits.need8(8) {
-                            self.no_eol = true;
-                            continue 'retry;
-                        }
-                        if bits.get(8) != 0 {
-                            break;
-                        }
-                        bits.clear(8);
-                    }
-                    while bits.get(1) == 0 {
-                        bits.clear(1);
-                    }
-                    bits.clear(1);
-                    eol_count = 0;
-                }
-                if !self.expand_1d(&mut bits, &mut row, &mut eol_count)? {
-                    return Err(fail(format!("CCITT Group 3 data ends in row {y}")));
-                }
-                self.fill_row(y, row.this, row.pa)?;
-                y += 1;
-            }
-            return Ok(());
-        }
     }
 
     /// One colour's run in horizontal mode.
