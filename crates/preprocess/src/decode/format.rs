@@ -152,7 +152,13 @@ format_table! {
         accept: |b| b.starts_with(b"%!PS") || le32(b, 0) == Some(0xC6D3_D0C5),
         extensions: ["ps", "eps"],
     }
-    Fits { name: "FITS", accept: |b| b.starts_with(b"SIMPLE"), extensions: ["fit", "fits"], }
+    Fits {
+        name: "FITS",
+        accept: |b| b.starts_with(b"SIMPLE"),
+        check: fits::is_fits,
+        decoder: fits::decode,
+        extensions: ["fit", "fits"],
+    }
     Fli {
         name: "FLI",
         accept: |b| {
@@ -182,7 +188,7 @@ format_table! {
     Icns { name: "ICNS", accept: |b| b.starts_with(b"icns"), extensions: ["icns"], }
     Ico { name: "ICO", accept: |b| b.starts_with(b"\0\0\x01\0"), decoder: ico::decode_ico, extensions: ["ico"], }
     /// IFUNC/LabEye IM (`ImImagePlugin`).
-    Im { name: "IM", check: open_checks::is_im, extensions: ["im"], }
+    Im { name: "IM", check: im::is_im, decoder: im::decode, extensions: ["im"], }
     /// IM Tools (`ImtImagePlugin`).
     Imt { name: "IMT", check: imt::is_imt, decoder: imt::decode, extensions: ["imt"], }
     /// IPTC/NAA (`IptcImagePlugin`).

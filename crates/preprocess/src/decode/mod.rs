@@ -5,7 +5,7 @@
 //! `format.rs` (rendered as [`Format`]'s variants); `sniff.rs` identifies a file by its rows,
 //! [`decode`] dispatches to the row's decoder, one file (or folder) per format.
 //! `open_checks.rs` has what every `_open` header check is written with, and the checks of the
-//! formats only identified (IM, IPTC, PCD); a format that is read has its check in its decoder
+//! formats only identified (IPTC, PCD); a format that is read has its check in its decoder
 //! file, beside the header parse they share.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
@@ -24,11 +24,13 @@ mod bytes;
 mod cielab;
 mod dcx;
 mod dds;
+mod fits;
 mod format;
 mod ftex;
 mod gbr;
 mod gif;
 mod ico;
+mod im;
 mod imt;
 mod jpeg;
 mod jpeg2000;

@@ -1,5 +1,5 @@
 //! What a plugin's `_open` header check is written with, and the checks of the plugins this
-//! crate identifies but does not read (IM, IPTC, PCD).
+//! crate identifies but does not read (IPTC, PCD).
 //!
 //! `Image.open` runs a plugin's `_open` on a file its `_accept` let through (on any file, for a
 //! plugin registered without an `_accept`), and the file is the plugin's when `_open` returns
@@ -98,87 +98,6 @@ pub(crate) fn python_int(text: &[u8]) -> Option<i64> {
         return None;
     }
     text.replace('_', "").parse().ok()
-}
-
-/// `ImImagePlugin._open`: a text header of `Key: value` lines (each under 100 bytes, at least
-/// one with a known key) ended by `\0` or `\x1a`, then `\x1a` before the data; the size
-/// (default 512x512) must be two positive numbers and a lookup table, when announced, 768 bytes long.
-pub(crate) fn is_im(header: Header<'_>) -> Verdict {
-    const TAGS: [&[u8]; 9] = [
-        b"Comment",
-        b"Date",
-        b"Digitalization equipment",
-        b"File size (no of images)",
-        b"Lut",
-        b"Name",
-        b"Scale (x,y)",
-        b"Image size (x*y)",
-        b"Image type",
-    ];
-    const NUMERIC: [&[u8]; 3] = [b"File size (no of images)", b"Scale (x,y)", b"Image size (x*y)"];
-    verdict(|| {
-        let mut r = Reader::new(header);
-        if !r.read(100)?.contains(&b'\n') {
-            return Ok(false);
-        }
-        r.pos = 0;
-        let (mut known, mut size_ok, mut has_lut, mut mode_ok) = (0, true, false, true);
-        let ended_by = loop {
-            let first = r.read(1)?;
-            if first == b"\r" {
-                continue;
-            }
-            if matches!(first, [] | [0] | [0x1A]) {
-                break first;
-            }
-            let rest = r.readline()?;
-            if 1 + rest.len() > 100 {
-                return Ok(false);
-            }
-            let mut line = [first, rest].concat();
-            if line.ends_with(b"\r\n") {
-                line.truncate(line.len() - 2);
-            } else if line.ends_with(b"\n") {
-                line.truncate(line.len() - 1);
-            }
-            // `^([A-Za-z][^:]*):[ \t]*(.*)[ \t]*$`
-            let Some(colon) = line.iter().position(|&b| b == b':').filter(|_| line[0].is_ascii_alphabetic()) else {
-                return Ok(false);
-            };
-            let key = &line[..colon];
-            let value = line[colon + 1..].trim_ascii_start();
-            if NUMERIC.contains(&key) {
-                let text: Vec<u8> = value.iter().map(|&b| if b == b'*' { b',' } else { b }).collect();
-                let numbers: Option<Vec<f64>> = text
-                    .split(|&b| b == b',')
-                    .map(|n| {
-                        python_int(n).map(|i| i as f64).or_else(|| std::str::from_utf8(n).ok()?.trim().parse().ok())
-                    })
-                    .collect();
-                // Pillow's `number` raises ValueError on anything else.
-                let Some(numbers) = numbers else { return Ok(false) };
-                if key == b"Image size (x*y)" {
-                    size_ok = numbers.len() == 2 && numbers.iter().all(|&n| n > 0.0);
-                }
-            }
-            if key == b"Image type" {
-                mode_ok = !value.is_empty();
-            }
-            has_lut |= key == b"Lut";
-            known += usize::from(TAGS.contains(&key));
-        };
-        if known == 0 || !size_ok || !mode_ok {
-            return Ok(false);
-        }
-        let mut at = ended_by;
-        while !at.is_empty() && at != b"\x1a" {
-            at = r.read(1)?;
-        }
-        if at.is_empty() {
-            return Ok(false);
-        }
-        Ok(!has_lut || r.read(768)?.len() == 768)
-    })
 }
 
 /// An IPTC field: its (record, dataset) tag and its data (`None` for length 0).
