@@ -78,7 +78,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         read_raster(bytes, &ifd, &layout, w32 as usize, h32 as usize, limits)?
     };
     let palette = palette::of(&ifd, layout.pixel)?;
-    let tables = (layout.pixel == Pixel::YCbCr).then(|| ycbcr::YCbCrToRgb::of(&ifd));
+    let tables = (layout.pixel == Pixel::YCbCr).then(|| ycbcr::YCbCrToRgb::of(&ifd)).transpose()?;
     let rgb = match layout.pixel {
         Pixel::Lab => lab::to_rgb(&raster),
         pixel => Ok(convert::to_rgb(&raster, pixel, &palette, tables.as_ref())),
@@ -103,7 +103,7 @@ fn old_jpeg_raster(bytes: &[u8], ifd: &Ifd<'_>, width: usize, height: usize, lim
         .int(JPEG_INTERCHANGE_FORMAT)
         .or_else(|| ifd.int(STRIP_OFFSETS))
         .ok_or_else(|| malformed("old-style JPEG without JPEGInterchangeFormat"))?;
-    let rgb = old_jpeg::decode(bytes, offset, width, height, &ycbcr::YCbCrToRgb::of(ifd), limits)?;
+    let rgb = old_jpeg::decode(bytes, offset, width, height, &ycbcr::YCbCrToRgb::of(ifd)?, limits)?;
     Ok(Raster { width, height, planes: vec![rgb], row_bytes: width * 3, samples: 3, bits: 8, order: ifd.order })
 }
 

@@ -3,8 +3,10 @@
 //! JPEG) applies: integer tables built in 16-bit fixed point from the luma coefficients and
 //! ReferenceBlackWhite, in libtiff's single-precision arithmetic.
 
+use super::FORMAT;
 use super::ifd::Ifd;
 use super::tags::{REFERENCE_BLACK_WHITE, YCBCR_COEFFICIENTS};
+use crate::{Error, Result};
 
 const SHIFT: u32 = 16;
 const ONE_HALF: i32 = 1 << (SHIFT - 1);
@@ -33,8 +35,11 @@ pub struct YCbCrToRgb {
 
 impl YCbCrToRgb {
     /// The tables of an image: its YCbCrCoefficients and ReferenceBlackWhite, else libtiff's
-    /// defaults (0.299, 0.587, 0.114; 0, 255, 128, 255, 128, 255).
-    pub fn of(ifd: &Ifd<'_>) -> Self {
+    /// defaults (0.299, 0.587, 0.114; 0, 255, 128, 255, 128, 255). Refused as libtiff's
+    /// `initYCbCrConversion` refuses them (and Pillow then the file): a NaN coefficient or a
+    /// zero LumaGreen, which the tables divide by; a ReferenceBlackWhite value outside
+    /// `(-2³¹ + 128, 2³¹)` or NaN.
+    pub fn of(ifd: &Ifd<'_>) -> Result<Self> {
         let luma = match ifd.rationals(YCBCR_COEFFICIENTS).as_deref() {
             Some(&[r, g, b]) => [r, g, b],
             _ => [0.299, 0.587, 0.114],
@@ -43,7 +48,14 @@ impl YCbCrToRgb {
             Some(&[a, b, c, d, e, f]) => [a, b, c, d, e, f],
             _ => [0.0, 255.0, 128.0, 255.0, 128.0, 255.0],
         };
-        Self::new(luma, reference)
+        if luma.iter().any(|v| v.is_nan()) || luma[1] == 0.0 {
+            return Err(Error::malformed(FORMAT, "Invalid values for YCbCrCoefficients tag"));
+        }
+        let in_range = |v: f32| v > (-0x7FFF_FFFF + 128) as f32 && v < 0x7FFF_FFFF as f32;
+        if !reference.into_iter().all(in_range) {
+            return Err(Error::malformed(FORMAT, "Invalid values for ReferenceBlackWhite tag"));
+        }
+        Ok(Self::new(luma, reference))
     }
 
     /// Tables for `luma` (YCbCrCoefficients, default 0.299, 0.587, 0.114) and
