@@ -1,11 +1,11 @@
 //! The decoders whose bits come from C libraries on aarch64 Linux, under `qemu-aarch64` (a step
-//! of `cargo xtask emulate`): OpenJPEG (JPEG 2000) and Little CMS (CIELab TIFF, PSD Lab), which
-//! `preprocess` builds from their sources for the target as Pillow's wheels bundle them built
-//! for theirs.
+//! of `cargo xtask emulate`): OpenJPEG (JPEG 2000) and Little CMS (CIELab TIFF, PSD Lab, IM
+//! LAB), which `preprocess` builds from their sources for the target as Pillow's wheels bundle
+//! them built for theirs.
 //!
 //! `crates/parity/python/decoder_bits.py files` writes every case of the fixture sets whose
 //! answers those libraries compute (the JPEG 2000 set with its damaged cases, PSD Lab, CIELab
-//! TIFF) and a CIELab TIFF of all 2^24 stored triplets, one file each. Then Pillow's answer for
+//! TIFF, IM LAB) and a CIELab TIFF of all 2^24 stored triplets, one file each. Then Pillow's answer for
 //! each file (`decoder_bits.py answers`) from the aarch64 wheels' Pillow under emulation and
 //! from the x86-64 reference natively, and ours from `preprocess`'s `decode_digests` example
 //! cross-built in [`PROFILE`] with [`PROFILE_OVERRIDE`] (sharing the encoder step's build of

@@ -1,5 +1,5 @@
 """The decoders whose bits come from C libraries (OpenJPEG for JPEG 2000, Little CMS for CIELab
-TIFF and PSD Lab) on another platform: the fixture sets' files written out one per file, and
+TIFF, PSD Lab and IM LAB) on another platform: the fixture sets' files written out one per file, and
 Pillow's answer for each, to compare with ours there (`cargo xtask emulate`).
 
     python decoder_bits.py files --out DIR      every case of the sets as a file in DIR
@@ -7,7 +7,8 @@ Pillow's answer for each, to compare with ours there (`cargo xtask emulate`).
                                                 each in name order (as `decode_digests` prints)
 
 `files` writes each case of `tests/fixtures/jpeg2000/manifest.json` (damaged ones cut or XORed
-as the test applies them), `tests/fixtures/psd_lab/`, `tests/fixtures/tiff/lab/`, and one
+as the test applies them), `tests/fixtures/psd_lab/`, `tests/fixtures/tiff/lab/`, the IM files
+in LAB of `tests/fixtures/rare/images/`, and one
 4096x4096 CIELab TIFF of every stored L*, a*, b* triplet. An answer is `{"file", "width",
 "height", "fnv1a64"}` (`pillow_answer.py`'s digest of `load_image`'s RGB bytes), or `{"file",
 "error"}`.
@@ -71,6 +72,9 @@ def files(out):
         (out / f"psd_lab_{path.name}").write_bytes(path.read_bytes())
     for path in sorted((FIXTURES / "tiff/lab").glob("*.tif")):
         (out / f"tiff_lab_{path.name}").write_bytes(path.read_bytes())
+    for path in sorted((FIXTURES / "rare/images").glob("im_*.im")):
+        if "lab" in path.name.lower():
+            (out / f"im_lab_{path.name}").write_bytes(path.read_bytes())
     (out / "tiff_lab_every_triplet.tif").write_bytes(every_triplet_tiff())
     print(f"decoder_bits: {len(list(out.iterdir()))} files in {out}")
 

@@ -8,14 +8,17 @@
 //! layout staying the last one named); a lookup table that is not gray turns L and P into P
 //! (8-bit indices, the table as a planar palette) and LA and PA into PA. The pairs of mode and
 //! layout Pillow unpacks are read (see [`Layout`]); the other pairs, which Pillow refuses with
-//! "unknown raw mode", are refused, and so is LAB. Rows shorter than the image are "image file
-//! is truncated".
+//! "unknown raw mode", are refused. `LAB` (an `Image type` outside the table) with the `L`
+//! layout is Pillow's `LAB` image with L* unpacked (band 0) and a*, b* left zero, converted by
+//! [`cielab`](super::cielab)'s Little CMS transform; with any other layout it is refused. Rows
+//! shorter than the image are "image file is truncated".
 
 mod layout;
 
 pub(super) use layout::float_gray;
 
 use super::Decoded;
+use super::cielab;
 use super::open_checks::{Header, NeedMore, Reader, Verdict, python_int};
 use crate::{Error, Limits, Orientation, Result, RgbImage};
 use layout::{Layout, bit_stream, layout, unpack_row};
@@ -251,6 +254,22 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
             palette = std::array::from_fn(|i| [at(i), at(i + 256), at(i + 512)]);
         }
     }
+    let (w, h) = (width as usize, height as usize);
+    let truncated = || Error::Truncated { format: FORMAT, detail: "image file is truncated".into() };
+    let data = &bytes[header.data_at..];
+    if mode == b"LAB" && rawmode == "L" {
+        // One byte a pixel, rows bottom-up, into band 0 of Pillow's zeroed LAB image.
+        if data.len() < w * h {
+            return Err(truncated());
+        }
+        let rgb = cielab::to_rgb(w, h, FORMAT, |y, row| {
+            let stored = &data[(h - 1 - y) * w..][..w];
+            for (px, &l) in row.chunks_exact_mut(4).zip(stored) {
+                px.copy_from_slice(&[l, 0, 0, 0]);
+            }
+        })?;
+        return Ok(Decoded { image: RgbImage::from_parts(w as u32, h as u32, rgb), orientation: Orientation::Normal });
+    }
     let Some((layout, colour)) = layout(&mode, &rawmode) else {
         let mode = String::from_utf8_lossy(&mode);
         return Err(Error::unsupported(
@@ -258,9 +277,6 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
             format!("mode {mode} with raw mode {rawmode} (Pillow has no unpacker)"),
         ));
     };
-    let (w, h) = (width as usize, height as usize);
-    let truncated = || Error::Truncated { format: FORMAT, detail: "image file is truncated".into() };
-    let data = &bytes[header.data_at..];
     let mut rgb = crate::buffer_pool::take(w * h * 3);
     if let Layout::BitStream(bits) = layout {
         bit_stream(data, bits, w, h, &mut rgb).ok_or_else(truncated)?;
