@@ -11,7 +11,10 @@
 //! cross-built in [`PROFILE`] with [`PROFILE_OVERRIDE`] (sharing the encoder step's build of
 //! `preprocess`) and run under emulation. The step fails unless ours equals the aarch64 Pillow's
 //! on every file (the same refusals, the same RGB bytes); the summary line also counts the
-//! files where the two platforms' Pillows disagree.
+//! files where the two platforms' Pillows disagree. Those must all be JPEG 2000 cases, and
+//! their aarch64 answers must be the ones `tests/fixtures/jpeg2000/aarch64.json` records for
+//! the JPEG 2000 test on aarch64 Linux (the step writes what it found beside its files, to
+//! copy there when a fixture changes).
 
 use crate::emulated_parity::{PROFILE, PROFILE_OVERRIDE};
 use project::stack::Stack;
@@ -48,7 +51,9 @@ pub fn main(qemu: &Path, aarch64: &Path) -> Result<()> {
         return Err("decoders on aarch64: the sides answered for different files".into());
     }
     let differing: Vec<&str> = ours.iter().zip(&arm).filter(|(o, a)| o.1 != a.1).map(|(o, _)| o.0.as_str()).collect();
-    let platforms_differ = x86.iter().zip(&arm).filter(|(x, a)| x.1 != a.1).count();
+    let platforms_differ: Vec<&Answer> = x86.iter().zip(&arm).filter(|(x, a)| x.1 != a.1).map(|(_, a)| a).collect();
+    check_recorded_aarch64_answers(&platforms_differ, &files)?;
+    let platforms_differ = platforms_differ.len();
     let read = arm.iter().filter(|(_, answer)| answer.is_some()).count();
     println!(
         "emulate: decoders with C arithmetic (OpenJPEG, Little CMS) on aarch64 under qemu-aarch64: {} of {} files \
@@ -66,6 +71,45 @@ pub fn main(qemu: &Path, aarch64: &Path) -> Result<()> {
             "decoders on aarch64: {} files differ from the aarch64 Pillow: {}",
             differing.len(),
             differing.join(", ")
+        ))
+    }
+}
+
+/// Checks that the files where the platforms' Pillows differ are JPEG 2000 cases whose aarch64
+/// answers `tests/fixtures/jpeg2000/aarch64.json` records, by case index (`decoder_bits.py`
+/// names them `jpeg2000_<index>_<base>`); writes the answers found to
+/// `<files>-jpeg2000-aarch64.json`.
+fn check_recorded_aarch64_answers(differing: &[&Answer], files: &Path) -> Result<()> {
+    let mut found = serde_json::Map::new();
+    for (name, answer) in differing {
+        let index = name
+            .strip_prefix("jpeg2000_")
+            .and_then(|rest| rest.split('_').next())
+            .and_then(|i| i.parse::<usize>().ok())
+            .ok_or_else(|| format!("decoders on aarch64: {name} differs between the platforms' Pillows"))?;
+        let value = match answer {
+            Some((w, h, digest)) => serde_json::json!({ "width": w, "height": h, "fnv1a64": digest }),
+            None => serde_json::json!({ "error": "refused" }),
+        };
+        found.insert(index.to_string(), value);
+    }
+    let found = serde_json::json!({ "cases": found });
+    let written = files.with_extension("jpeg2000-aarch64.json");
+    let text = serde_json::to_string_pretty(&found).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(&written, &text).map_err(|e| format!("{}: {e}", written.display()))?;
+    let path = root().join("crates/preprocess/tests/fixtures/jpeg2000/aarch64.json");
+    let recorded: serde_json::Value = std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if recorded["cases"] == found["cases"] {
+        Ok(())
+    } else {
+        Err(format!(
+            "decoders on aarch64: the cases where the platforms' Pillows differ are not the ones {} records; \
+             what this run found is in {}",
+            path.display(),
+            written.display()
         ))
     }
 }
