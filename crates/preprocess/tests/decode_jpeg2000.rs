@@ -7,6 +7,7 @@
 
 extern crate gemma_vision_preprocess as preprocess;
 
+mod damage;
 mod pillow_answer;
 
 use pillow_answer::{Outcome, compare};
@@ -34,14 +35,7 @@ fn cases() -> Vec<(String, Vec<u8>, serde_json::Value)> {
     for (index, case) in manifest["cases"].as_array().expect("cases").iter().enumerate() {
         let base = case["base"].as_str().expect("base");
         let original = bases.entry(base.to_owned()).or_insert_with(|| std::fs::read(dir().join(base)).expect("base"));
-        let mut bytes = original.clone();
-        if let Some(cut) = case["cut"].as_u64() {
-            bytes.truncate(cut as usize);
-        }
-        for flip in case["flips"].as_array().expect("flips") {
-            let (at, x) = (flip[0].as_u64().expect("at") as usize, flip[1].as_u64().expect("xor") as u8);
-            bytes[at] ^= x;
-        }
+        let bytes = damage::apply(original, case);
         let name = format!("{base} ({})", case["damage"].as_str().expect("damage"));
         let pillow = aarch64["cases"].get(index.to_string()).unwrap_or(&case["pillow"]);
         out.push((name, bytes, pillow.clone()));

@@ -6,6 +6,7 @@
 
 extern crate gemma_vision_preprocess as preprocess;
 
+mod damage;
 mod pillow_answer;
 
 use pillow_answer::{Outcome, compare};
@@ -20,13 +21,7 @@ fn every_file_gives_pillows_pixels_or_is_refused_as_pillow_refuses_it() {
     let (mut exact, mut refused, mut failures) = (0, 0, Vec::new());
     for case in manifest["cases"].as_array().expect("cases") {
         let base = case["base"].as_str().expect("base");
-        let mut bytes = std::fs::read(dir.join(base)).expect("fixture");
-        if let Some(cut) = case["cut"].as_u64() {
-            bytes.truncate(cut as usize);
-        }
-        for flip in case["flips"].as_array().expect("flips") {
-            bytes[flip[0].as_u64().expect("at") as usize] ^= flip[1].as_u64().expect("xor") as u8;
-        }
+        let bytes = damage::apply(&std::fs::read(dir.join(base)).expect("fixture"), case);
         let name = format!("{base} ({})", case["damage"].as_str().expect("damage"));
         match compare(&name, decode(&bytes, &DecodeOptions::default()), &case["pillow"]) {
             Outcome::Exact => exact += 1,

@@ -1,6 +1,7 @@
 //! What a decode gave against what Pillow gave (`fixtures/pillow_answer.py`'s answers: `{"width",
 //! "height", "fnv1a64"}` of `load_image`'s RGB bytes, or `{"error"}`), for the test files whose
 //! fixture sets record those answers.
+#![allow(dead_code, reason = "each test file uses part of this module")]
 
 use preprocess::{Error, RgbImage};
 
