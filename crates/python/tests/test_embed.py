@@ -56,14 +56,14 @@ def test_files_that_fail_in_any_way_are_recorded_with_their_kind_and_the_job_goe
     images = tmp_path / "images"
     corpus(images, count=2)
     (images / "png-named.jpg").write_bytes((images / "img-0.png").read_bytes())
-    (images / "icon.icns").write_bytes(b"icns" + bytes(40))
+    (images / "drawing.eps").write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n" + bytes(40))
     (images / "README").write_text("not an image")
     out = tmp_path / "out"
     summary = gemma_vision.embed(model("tiny-clipped"), images, out, max_soft_tokens=6)
     assert (summary["encoded"], summary["failed"]) == (3, 3)
     rows = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
     kinds = {Path(row["path"]).name: row["kind"] for row in rows}
-    assert kinds == {"README": "unknown_format", "broken.png": "unknown_format", "icon.icns": "unsupported_format"}
-    assert any(row["error"].endswith("ICNS is not supported") for row in rows)
+    assert kinds == {"README": "unknown_format", "broken.png": "unknown_format", "drawing.eps": "unsupported_format"}
+    assert any(row["error"].endswith("EPS is not supported") for row in rows)
     again = gemma_vision.embed(model("tiny-clipped"), images, out, max_soft_tokens=6)
     assert (again["encoded"], again["failed"], again["skipped"]) == (0, 0, 6)

@@ -185,7 +185,13 @@ format_table! {
     }
     Grib { name: "GRIB", accept: |b| b.len() >= 8 && b.starts_with(b"GRIB") && b[7] == 1, extensions: ["grib"], }
     Hdf5 { name: "HDF5", accept: |b| b.starts_with(b"\x89HDF\r\n\x1a\n"), extensions: ["h5", "hdf"], }
-    Icns { name: "ICNS", accept: |b| b.starts_with(b"icns"), extensions: ["icns"], }
+    Icns {
+        name: "ICNS",
+        accept: |b| b.starts_with(b"icns"),
+        check: icns::is_icns,
+        decoder: icns::decode,
+        extensions: ["icns"],
+    }
     Ico { name: "ICO", accept: |b| b.starts_with(b"\0\0\x01\0"), decoder: ico::decode_ico, extensions: ["ico"], }
     /// IFUNC/LabEye IM (`ImImagePlugin`).
     Im { name: "IM", check: im::is_im, decoder: im::decode, extensions: ["im"], }

@@ -29,6 +29,7 @@ mod format;
 mod ftex;
 mod gbr;
 mod gif;
+mod icns;
 mod ico;
 mod im;
 mod imt;
