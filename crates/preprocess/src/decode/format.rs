@@ -166,6 +166,8 @@ format_table! {
                 && le16(b, 4).is_some_and(|m| m == 0xAF11 || m == 0xAF12)
                 && le16(b, 14).is_some_and(|f| f == 0 || f == 3)
         },
+        check: fli::is_fli,
+        decoder: fli::decode,
         extensions: ["fli", "flc"],
     }
     Fpx { name: "FPX", accept: |b| b.starts_with(OLE_MAGIC), extensions: ["fpx"], }

@@ -25,6 +25,7 @@ mod cielab;
 mod dcx;
 mod dds;
 mod fits;
+mod fli;
 mod format;
 mod ftex;
 mod gbr;
