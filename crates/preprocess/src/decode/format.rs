@@ -136,7 +136,13 @@ format_table! {
         decoder: avif::decode,
         extensions: ["avif", "avifs"],
     }
-    Blp { name: "BLP", accept: |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2"), extensions: ["blp"], }
+    Blp {
+        name: "BLP",
+        accept: |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2"),
+        check: blp::is_blp,
+        decoder: blp::decode,
+        extensions: ["blp"],
+    }
     Bufr { name: "BUFR", accept: |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC"), extensions: ["bufr"], }
     Cur {
         name: "CUR",

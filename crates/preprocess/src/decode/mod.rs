@@ -19,6 +19,8 @@
 
 mod avif;
 mod bcn;
+mod blp;
+mod blp_dxt;
 mod bmp;
 mod bytes;
 mod cielab;
