@@ -220,7 +220,7 @@ format_table! {
         decoder: msp::decode,
         extensions: ["msp"],
     }
-    Pcd { name: "PCD", check: open_checks::is_pcd, extensions: ["pcd"], }
+    Pcd { name: "PCD", check: pcd::is_pcd, decoder: pcd::decode, extensions: ["pcd"], }
     Pcx {
         name: "PCX",
         accept: |b| b.len() >= 2 && b[0] == 10 && [0, 2, 3, 5].contains(&b[1]),
