@@ -1,7 +1,9 @@
 //! The less common formats (SGI, PCX, DCX, XBM, XPM, SUN, MSP, PSD, XVThumb, IM, FITS, IMT,
 //! SPIDER, GBR, PIXAR): Pillow's RGB bytes for every fixture it reads and an error for every one it refuses;
 //! identification as Pillow's `Image.open` names the format (including the plugins without an
-//! `_accept`: IM, IMT, IPTC, PCD, SPIDER); and hostile inputs. Fixtures and expectations:
+//! `_accept`: IM, IMT, IPTC, PCD, SPIDER; PCD's files here are its `_open` check's, one cut
+//! after the header block that Pillow refuses as truncated and one too short to be PCD, its
+//! pixels are `decode_pcd.rs`'s); and hostile inputs. Fixtures and expectations:
 //! `fixtures/rare/make_rare.py`.
 
 extern crate gemma_vision_preprocess as preprocess;

@@ -1,4 +1,5 @@
-//! Block-compressed (BCn) texels as Pillow's `BcnDecode.c` decodes them, for DDS: integer
+//! Block-compressed (BCn) texels as Pillow's `BcnDecode.c` decodes them, for DDS (and the BC3
+//! alpha of BLP's DXT5, which `BlpImagePlugin` computes the same way): integer
 //! interpolation (BC1 thirds and halves, BC3/BC4/BC5 sevenths and fifths, BC7 64ths with
 //! `+ 32 >> 6`), BC6H through half floats clamped to `[0, 1]` and truncated; transparent BC1
 //! pixels are black. Output is RGB8, blocks row by row, clipped at the image's edges.
@@ -103,7 +104,7 @@ fn bc1_colors(block: &[u8], always_four: bool, out: &mut [[u8; 3]; 16]) {
 
 /// BC3 alpha / BC4 / BC5 channel: two 8-bit endpoints (signed ones offset by 128) and 3-bit
 /// indices; sevenths when the first is greater, else fifths, 0 and 255.
-fn bc3_alpha(block: &[u8], signed: bool) -> [u8; 16] {
+pub(super) fn bc3_alpha(block: &[u8], signed: bool) -> [u8; 16] {
     let endpoint = |b: u8| if signed { u16::from((b as i8 as i16 + 128) as u8) } else { u16::from(b) };
     let (a0, a1) = (endpoint(block[0]), endpoint(block[1]));
     let a = if a0 > a1 {

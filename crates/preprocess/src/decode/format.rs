@@ -136,7 +136,13 @@ format_table! {
         decoder: avif::decode,
         extensions: ["avif", "avifs"],
     }
-    Blp { name: "BLP", accept: |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2"), extensions: ["blp"], }
+    Blp {
+        name: "BLP",
+        accept: |b| b.starts_with(b"BLP1") || b.starts_with(b"BLP2"),
+        check: blp::is_blp,
+        decoder: blp::decode,
+        extensions: ["blp"],
+    }
     Bufr { name: "BUFR", accept: |b| b.starts_with(b"BUFR") || b.starts_with(b"ZCZC"), extensions: ["bufr"], }
     Cur {
         name: "CUR",
@@ -222,7 +228,7 @@ format_table! {
         decoder: msp::decode,
         extensions: ["msp"],
     }
-    Pcd { name: "PCD", check: open_checks::is_pcd, extensions: ["pcd"], }
+    Pcd { name: "PCD", check: pcd::is_pcd, decoder: pcd::decode, extensions: ["pcd"], }
     Pcx {
         name: "PCX",
         accept: |b| b.len() >= 2 && b[0] == 10 && [0, 2, 3, 5].contains(&b[1]),

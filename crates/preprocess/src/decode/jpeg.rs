@@ -4,7 +4,8 @@
 //!
 //! Mirrors `JpegImagePlugin` + `JpegDecode.c`: 1 component -> mode `L`, 3 -> `RGB` (libjpeg
 //! guesses YCbCr/RGB from the JFIF/Adobe markers), 4 -> `CMYK` read with rawmode `CMYK;I`
-//! (every channel inverted, "Adobe polarity"), then `convert("RGB")`.
+//! (every channel inverted, "Adobe polarity"), then `convert("RGB")`. [`decode_as`] serves a
+//! container that embeds a JPEG and sets the plugin's `jpegmode` (BLP: `CMYK`).
 
 use super::Decoded;
 use crate::{Error, Limits, Orientation, Result, RgbImage};
@@ -14,6 +15,21 @@ const FORMAT: &str = "JPEG";
 
 /// Decodes a JPEG; the header is checked against `limits` before the pixel buffer exists.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
+    decode_as(bytes, limits, FourComponents::Guessed)
+}
+
+/// The colour space of a 4-component JPEG's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FourComponents {
+    /// As libjpeg guesses it: YCCK when an Adobe marker's transform is not 0, else CMYK.
+    Guessed,
+    /// CMYK whatever the Adobe marker says: the `jpegmode` `CMYK` (JpegDecode.c sets libjpeg's
+    /// `jpeg_color_space` to `JCS_CMYK`), no YCC conversion of the first three channels.
+    Cmyk,
+}
+
+/// As [`decode`], a 4-component JPEG's data taken as `four` says.
+pub(super) fn decode_as(bytes: &[u8], limits: &Limits, four: FourComponents) -> Result<Decoded> {
     let mut decompressor = Decompressor::new().map_err(|e| Error::malformed(FORMAT, e))?;
     // TurboJPEG fails on a libjpeg warning in the headers (junk before a marker, a bad ICC
     // profile marker), in `decompress` too, which reads the headers first; libjpeg as Pillow
@@ -29,9 +45,31 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         }
         other => other,
     };
+    // An Adobe transform libjpeg does not know: it warns and takes the data as YCbCr (3
+    // components) or YCCK (4); TurboJPEG fails. The transform libjpeg falls back to, written
+    // into the stream, gives the same reading without the warning.
+    let probe;
+    let known;
+    let header = match header {
+        Err(error) if error.to_string().contains("Unknown Adobe color transform code") => {
+            probe = with_adobe_transform(jpeg, 0);
+            let four = decompressor.read_header(&probe).map_err(|e| classify(e, bytes))?.colorspace == Colorspace::CMYK;
+            known = with_adobe_transform(jpeg, if four { 2 } else { 1 });
+            jpeg = &known;
+            decompressor.read_header(jpeg)
+        }
+        other => other,
+    };
     let header = header.map_err(|e| classify(e, bytes))?;
     let (width, height) = (header.width, header.height);
     let cmyk = matches!(header.colorspace, Colorspace::CMYK | Colorspace::YCCK);
+    // An Adobe transform of 0 makes libjpeg take the data as CMYK, as setting
+    // `jpeg_color_space` after the header does.
+    let patched;
+    if four == FourComponents::Cmyk && header.colorspace == Colorspace::YCCK {
+        patched = with_adobe_transform(jpeg, 0);
+        jpeg = &patched;
+    }
     limits.check(width as u64, height as u64)?;
     let dims = (u32::try_from(width), u32::try_from(height));
     let (Ok(w32), Ok(h32)) = dims else {
@@ -184,6 +222,37 @@ fn without_header_junk(bytes: &[u8]) -> Option<Vec<u8>> {
             out.extend_from_slice(segment);
         }
         pos += segment.len();
+    }
+}
+
+/// The stream with the transform byte of every Adobe APP14 segment libjpeg reads (`Adobe`
+/// and at least 12 bytes of data) set to `transform`, up to the first SOS; markers are found
+/// as libjpeg's `next_marker` finds them (skipping other bytes and fill `FF`s).
+fn with_adobe_transform(bytes: &[u8], transform: u8) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let mut pos = 2;
+    loop {
+        while bytes.get(pos).is_some_and(|&b| b != 0xFF) {
+            pos += 1;
+        }
+        while bytes.get(pos) == Some(&0xFF) {
+            pos += 1;
+        }
+        let Some(&marker) = bytes.get(pos) else { return out };
+        pos += 1;
+        match marker {
+            0xDA | 0xD9 => return out,
+            0x00 | 0x01 | 0xD0..=0xD8 => continue,
+            _ => {}
+        }
+        let Some(len) = bytes.get(pos..pos + 2).map(|b| usize::from(u16::from_be_bytes([b[0], b[1]]))) else {
+            return out;
+        };
+        let data = bytes.get(pos + 2..pos + len.max(2)).unwrap_or(&[]);
+        if marker == 0xEE && data.len() >= 12 && data.starts_with(b"Adobe") {
+            out[pos + 2 + 11] = transform;
+        }
+        pos += len.max(2);
     }
 }
 

@@ -4,8 +4,8 @@
 //! Which formats exist, how each is recognised and which decoder reads it is one table,
 //! `format.rs` (rendered as [`Format`]'s variants); `sniff.rs` identifies a file by its rows,
 //! [`decode`] dispatches to the row's decoder, one file (or folder) per format.
-//! `open_checks.rs` has what every `_open` header check is written with, and the checks of the
-//! formats only identified (IPTC, PCD); a format that is read has its check in its decoder
+//! `open_checks.rs` has what every `_open` header check is written with, and the check of the
+//! format only identified (IPTC); a format that is read has its check in its decoder
 //! file, beside the header parse they share.
 //!
 //! JPEG goes through libjpeg-turbo (Pillow's own decoder, hence identical pixels), PNG and GIF
@@ -19,6 +19,8 @@
 
 mod avif;
 mod bcn;
+mod blp;
+mod blp_dxt;
 mod bmp;
 mod bytes;
 mod cielab;
@@ -39,6 +41,7 @@ mod jpeg2000;
 mod mcidas;
 mod msp;
 mod open_checks;
+mod pcd;
 mod pcx;
 mod pixar;
 mod png;

@@ -1,5 +1,5 @@
-//! What a plugin's `_open` header check is written with, and the checks of the plugins this
-//! crate identifies but does not read (IPTC, PCD).
+//! What a plugin's `_open` header check is written with, and the check of the plugin this
+//! crate identifies but does not read (IPTC).
 //!
 //! `Image.open` runs a plugin's `_open` on a file its `_accept` let through (on any file, for a
 //! plugin registered without an `_accept`), and the file is the plugin's when `_open` returns
@@ -164,15 +164,5 @@ pub(crate) fn is_iptc(header: Header<'_>) -> Verdict {
         }
         let (Some(width), Some(height)) = (int((3, 20)), int((3, 30))) else { return Ok(false) };
         Ok(matches!(int((3, 120)), Some(1 | 5)) && width > 0 && height > 0)
-    })
-}
-
-/// `PcdImagePlugin._open`: `PCD_` at byte 2048 and the 1539-byte block there complete.
-pub(crate) fn is_pcd(header: Header<'_>) -> Verdict {
-    verdict(|| {
-        let mut r = Reader::new(header);
-        r.read(2048)?;
-        let block = r.read(1539)?;
-        Ok(block.len() == 1539 && block.starts_with(b"PCD_"))
     })
 }
