@@ -97,11 +97,20 @@ pub(super) fn decode(
     let mut packed = vec![0u8; packed_len];
     let decoded = &mut packed[..read];
     run_codec(data, segs, layout, codec, rows, decoded)?;
-    let scanline = sub.scanline(segs.seg_w).ok_or_else(too_large)?;
-    if layout.predictor != 1 && (segs.tiled || scanline == 0 || !read.is_multiple_of(scanline)) {
-        return Err(Error::unsupported(FORMAT, "a predictor on subsampled YCbCr rows libtiff leaves undone"));
+    // libtiff's predictor rows: a tile's are `TIFFTileRowSize` (3 samples a pixel, subsampling
+    // ignored), a strip's `TIFFScanlineSize`. Data not of whole rows, or rows not of whole
+    // pixels (`horAcc8`), fail before any row is undone; `TIFFReadRGBA*` ignores the failure,
+    // so the segment stays as its codec left it.
+    let predictor_row = if segs.tiled {
+        segs.seg_w.checked_mul(layout.samples).ok_or_else(too_large)?
+    } else {
+        sub.scanline(segs.seg_w).ok_or_else(too_large)?
+    };
+    let whole_rows =
+        predictor_row != 0 && read.is_multiple_of(predictor_row) && predictor_row.is_multiple_of(layout.samples);
+    if layout.predictor != 2 || whole_rows {
+        undo_predictor(layout, decoded, predictor_row)?;
     }
-    undo_predictor(layout, decoded, scanline)?;
     sub.expand(&packed, segs.seg_w, rows, out);
     Ok(())
 }
