@@ -16,9 +16,9 @@
 //! `Image.open` fails: the file is FITS here and [`decode`] refuses it (a missing card is
 //! Pillow's `KeyError`, which sends `Image.open` on to the next plugin). Pillow refuses every
 //! gzipped image of 32-bit samples ("not enough image data": its slice for the first sample is
-//! empty). The gzip members are read one after the other until the image is complete; Python's
-//! `gzip` also skips zero bytes between members, which is refused here (as is data shorter
-//! than the image, which Pillow refuses).
+//! empty). The gzip members are read one after the other until the image is complete, zero bytes
+//! between them skipped, as Python's `gzip` reads them; data shorter than the image is refused,
+//! as Pillow refuses it.
 
 use super::Decoded;
 use super::im::float_gray;
@@ -188,13 +188,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         if image.bits.unsigned_abs() == 32 {
             return Err(Error::malformed(FORMAT, "not enough image data"));
         }
-        let want = (w * h * 4) as u64;
-        let mut out = Vec::new();
-        let mut member = flate2::read::MultiGzDecoder::new(rest).take(want);
-        member.read_to_end(&mut out).map_err(|e| Error::malformed(FORMAT, format!("gzip data: {e}")))?;
-        if out.len() as u64 != want {
-            return Err(Error::unsupported(FORMAT, "gzip data shorter than the image"));
-        }
+        let out = gunzip(rest, w * h * 4)?;
         (std::borrow::Cow::Owned(out), 4, 4 - image.bits.unsigned_abs() as usize / 8)
     } else {
         let sample = image.bits.unsigned_abs() as usize / 8;
@@ -209,6 +203,33 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Decoded> {
         }
     }
     Ok(Decoded { image: RgbImage::from_parts(w as u32, h as u32, rgb), orientation: Orientation::Normal })
+}
+
+/// The first `want` bytes of the gzip members in `data`, as Python's `gzip` reads them: member
+/// after member while more is needed, each member's trailer checked before the next is read,
+/// zero bytes between members skipped. Fewer bytes than `want` is an error.
+fn gunzip(mut data: &[u8], want: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut first = true;
+    while out.len() < want {
+        if !first {
+            data = &data[data.iter().position(|&b| b != 0).unwrap_or(data.len())..];
+        }
+        if data.is_empty() {
+            return Err(Error::unsupported(FORMAT, "gzip data shorter than the image"));
+        }
+        // A member read to its end has had its trailer checked; one that fills the image is
+        // left unread past it, as Python leaves it.
+        let mut member = flate2::bufread::GzDecoder::new(data);
+        let need = (want - out.len()) as u64;
+        (&mut member)
+            .take(need)
+            .read_to_end(&mut out)
+            .map_err(|e| Error::malformed(FORMAT, format!("gzip data: {e}")))?;
+        data = member.into_inner();
+        first = false;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
