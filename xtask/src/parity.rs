@@ -9,9 +9,11 @@
 //! after the line `parity: N/M stages bit-exact`.
 //!
 //! The preprocess suite ends with the corpus rows: every file of Pillow's test images (which
-//! setup unpacks into `.deps/corpus`), one row each, exact or refused or a listed known gap
-//! (passing) or differ or crashed (failing), and the line
-//! `corpus: N files: exact A / refused B / known gaps G / differ C / crashed D`.
+//! setup unpacks into `.deps/corpus`), then the fuzz files of Pillow's repository that its sdist
+//! leaves out (`crates/preprocess/tests/fixtures/pillow_repo`), one row each: exact, refused, a
+//! listed known gap or a listed file read where Pillow refuses (passing), or differ or crashed
+//! (failing); each set ends with a line such as
+//! `corpus: N files: exact A / refused B / known gaps G / read where Pillow refuses R / differ C / crashed D`.
 //!
 //! The vision suite's reference outputs (its real-size cases take most of a first run) are kept
 //! per case in `.deps/parity-cache/vision/`, named by the SHA-256 of everything they depend on:

@@ -1,7 +1,8 @@
 """Reference side of the corpus rows of `cargo xtask parity preprocess`: mlx-vlm 0.7.10's
 `load_image` (Image.open -> ImageOps.exif_transpose -> convert("RGB")) on every file of Pillow
 13.0.0's test images (`Tests/images` of its sdist, which `cargo xtask setup` unpacks into
-`.deps/corpus/pillow-13.0.0/Tests/images`).
+`.deps/corpus/pillow-13.0.0/Tests/images`), and on the fuzz files of Pillow's repository that
+its sdist leaves out (`crates/preprocess/tests/fixtures/pillow_repo/crash-*`).
 
 Per file, in `<out>/corpus/manifest.json`: its path relative to the images directory, the
 `format` Pillow's `Image.open` identified (None when it identifies none), and either the decoded
@@ -53,8 +54,9 @@ def reference_case(case, path, out, index):
         case["error"] = f"{type(e).__name__}: {e}"[:300]
 
 
-def write_corpus(images, out):
-    """Writes `<out>/manifest.json` and the decoded files for every file under `images`."""
+def write_corpus(images, out, pattern="*"):
+    """Writes `<out>/manifest.json` and the decoded files for every file under `images` whose
+    name matches `pattern`."""
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.rgb"):
         stale.unlink()
@@ -66,7 +68,7 @@ def write_corpus(images, out):
     previous = signal.signal(signal.SIGALRM, _alarm)
     cases = []
     try:
-        files = sorted((p for p in images.rglob("*") if p.is_file()), key=lambda p: p.relative_to(images).as_posix())
+        files = sorted((p for p in images.rglob(pattern) if p.is_file()), key=lambda p: p.relative_to(images).as_posix())
         for index, path in enumerate(files):
             rel = path.relative_to(images).as_posix()
             case = {"file": rel, "format": None}

@@ -13,7 +13,8 @@ each the reference's own function or method. Writes raw little-endian arrays and
 Rust side (`parity-preprocess`) runs ours on the same files and compares byte for byte.
 
 Then the corpus rows' reference (`corpus.py`): `load_image` on every file of Pillow's test images
-(`--corpus`, by default `.deps/corpus/pillow-13.0.0/Tests/images`), written into `<out>/corpus/`.
+(`--corpus`, by default `.deps/corpus/pillow-13.0.0/Tests/images`), written into `<out>/corpus/`,
+and on the fuzz files of Pillow's repository that its sdist leaves out, into `<out>/corpus_repo/`.
 """
 
 import io
@@ -36,6 +37,8 @@ from corpus import write_corpus  # noqa: E402
 
 PATCH, POOL = 16, 3
 RESCALE = 1 / 255
+ROOT = Path(__file__).resolve().parents[3]
+REPOSITORY_FUZZ_FILES = ROOT / "crates/preprocess/tests/fixtures/pillow_repo"
 
 
 class Settings:
@@ -257,7 +260,7 @@ def bench(out, samples):
 
 
 def main():
-    default_corpus = Path(__file__).resolve().parents[3] / ".deps/corpus/pillow-13.0.0/Tests/images"
+    default_corpus = ROOT / ".deps/corpus/pillow-13.0.0/Tests/images"
     args = parse_args(
         __doc__,
         extra=lambda p: (
@@ -287,6 +290,7 @@ def main():
     (out / "manifest.json").write_text(json.dumps({"cases": cases}, indent=1))
     print(f"preprocess reference: {len(cases)} cases written to {out}")
     write_corpus(Path(args.corpus), out / "corpus")
+    write_corpus(REPOSITORY_FUZZ_FILES, out / "corpus_repo", pattern="crash-*")
 
 
 if __name__ == "__main__":

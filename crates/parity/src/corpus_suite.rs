@@ -1,11 +1,13 @@
 //! The corpus rows of `cargo xtask parity preprocess`: every file of Pillow's test images
-//! (`Tests/images` of Pillow 13.0.0's sdist: every format, broken and hostile files) through
-//! [`preprocess::decode`], against what mlx-vlm's `load_image` made of it
-//! (`crates/parity/python/corpus.py`, which writes `<dir>/corpus/manifest.json`).
+//! (`Tests/images` of Pillow 13.0.0's sdist: every format, broken and hostile files), then the
+//! fuzz files of Pillow's repository that the sdist leaves out
+//! (`crates/preprocess/tests/fixtures/pillow_repo/crash-*`), through [`preprocess::decode`],
+//! against what mlx-vlm's `load_image` made of each (`crates/parity/python/corpus.py`, which
+//! writes `<dir>/corpus/manifest.json` and `<dir>/corpus_repo/manifest.json`).
 //!
-//! One row per file, in one of five classes ([`Class`]); `exact`, `refused` and `GAP` rows
-//! pass, `differ` and `crashed` rows fail. The suite ends with the line
-//! `corpus: N files: exact A / refused B / known gaps G / differ C / crashed D`.
+//! One row per file, in one of six classes ([`Class`]); `exact`, `refused`, `GAP` and `READ`
+//! rows pass, `differ` and `crashed` rows fail. Each set of rows ends with its line, e.g.
+//! `corpus: N files: exact A / refused B / known gaps G / read where Pillow refuses R / differ C / crashed D`.
 
 use crate::{Comparison, Table, compare_bytes};
 use preprocess::{DecodeOptions, Error, RgbImage};
@@ -17,10 +19,41 @@ use std::time::{Duration, Instant};
 /// Any failure of the suite itself (no manifest, an unreadable file): not a row.
 pub type SuiteError = Box<dyn std::error::Error>;
 
-/// Files Pillow reads, in a format this crate reads, whose variant it refuses by name
-/// ([`Error::Unsupported`]), each with the reason. Any other such refusal is a [`Class::Differ`].
-/// None at present: the corpus's CIELab TIFFs, its last ones, are exact.
-pub const KNOWN_GAPS: &[(&str, &str)] = &[];
+/// The files where ours and Pillow may part, each with its reason: one list, shared with
+/// `preprocess`'s `tests/pillow_corpus.rs`.
+const EXCEPTIONS_JSON: &str = include_str!("../../preprocess/tests/fixtures/pillow_corpus/exceptions.json");
+
+/// One file of [`Exceptions`] and why it is one.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Exception {
+    /// The file's name (in any directory of the corpus).
+    pub file: String,
+    pub reason: String,
+}
+
+/// The corpus files allowed to part from Pillow, by name, each with its reason
+/// (`exceptions.json`). Any other such file is a [`Class::Differ`].
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Exceptions {
+    /// Files Pillow reads, in a format this crate reads, whose variant it refuses by name
+    /// ([`Error::Unsupported`]) because the bits cannot be known.
+    pub known_gaps: Vec<Exception>,
+    /// Valid files this crate reads that Pillow's build cannot open (mlx-vlm fails on them).
+    pub read_where_pillow_refuses: Vec<Exception>,
+}
+
+impl Exceptions {
+    /// The checked-in list.
+    pub fn listed() -> Result<Exceptions, SuiteError> {
+        Ok(serde_json::from_str(EXCEPTIONS_JSON).map_err(|e| format!("exceptions.json: {e}"))?)
+    }
+
+    /// The entry of `list` for a file (its name, in any directory of the corpus).
+    fn find<'e>(list: &'e [Exception], file: &str) -> Option<&'e Exception> {
+        let name = Path::new(file).file_name()?.to_str()?;
+        list.iter().find(|e| e.file == name)
+    }
+}
 
 /// How long our decode of one file may take; longer is [`Class::Crashed`]. The corpus's files
 /// decode in milliseconds; this bound only catches a decoder that loops.
@@ -67,8 +100,11 @@ pub enum Class {
     /// and ours refuses it with [`Error::UnsupportedFormat`] naming Pillow's format.
     Refused,
     /// Pillow reads it in a format we read; ours refuses its variant by name, and the file is
-    /// one of [`KNOWN_GAPS`].
+    /// one of [`Exceptions::known_gaps`].
     Gap,
+    /// Pillow refuses it; ours reads it, and the file is one of
+    /// [`Exceptions::read_where_pillow_refuses`].
+    Read,
     /// Different shape or pixels; or ours refuses a file Pillow reads in a format we read (or
     /// refuses it for another reason than its format); or ours reads a file Pillow refuses.
     Differ,
@@ -80,7 +116,7 @@ pub enum Class {
 impl Class {
     /// Whether a row of this class passes.
     pub fn passes(self) -> bool {
-        matches!(self, Class::Exact | Class::Refused | Class::Gap)
+        matches!(self, Class::Exact | Class::Refused | Class::Gap | Class::Read)
     }
 
     fn label(self) -> &'static str {
@@ -88,6 +124,7 @@ impl Class {
             Class::Exact => "exact",
             Class::Refused => "refused",
             Class::Gap => "GAP",
+            Class::Read => "READ",
             Class::Differ => "DIFFER",
             Class::Crashed => "CRASHED",
         }
@@ -100,6 +137,7 @@ pub struct Counts {
     pub exact: usize,
     pub refused: usize,
     pub gaps: usize,
+    pub read: usize,
     pub differ: usize,
     pub crashed: usize,
 }
@@ -110,6 +148,7 @@ impl Counts {
             Class::Exact => self.exact += 1,
             Class::Refused => self.refused += 1,
             Class::Gap => self.gaps += 1,
+            Class::Read => self.read += 1,
             Class::Differ => self.differ += 1,
             Class::Crashed => self.crashed += 1,
         }
@@ -117,17 +156,18 @@ impl Counts {
 
     /// Files counted.
     pub fn files(&self) -> usize {
-        self.exact + self.refused + self.gaps + self.differ + self.crashed
+        self.exact + self.refused + self.gaps + self.read + self.differ + self.crashed
     }
 
-    /// The suite's closing line.
-    pub fn line(&self) -> String {
+    /// The closing line of a set of rows named `label`.
+    pub fn line(&self, label: &str) -> String {
         format!(
-            "corpus: {} files: exact {} / refused {} / known gaps {} / differ {} / crashed {}",
+            "{label}: {} files: exact {} / refused {} / known gaps {} / read where Pillow refuses {} / differ {} / crashed {}",
             self.files(),
             self.exact,
             self.refused,
             self.gaps,
+            self.read,
             self.differ,
             self.crashed
         )
@@ -137,13 +177,8 @@ impl Counts {
 /// Classes one file: our outcome against the reference's, with the reference's decoded bytes
 /// when it read the file. Returns the class and the row's description (what the reference and
 /// ours did).
-pub fn classify(reference: &Reference, reference_rgb: Option<&[u8]>, ours: &Ours) -> (Class, Comparison) {
-    classify_with(KNOWN_GAPS, reference, reference_rgb, ours)
-}
-
-/// [`classify`] with `gaps` as the list of known gaps.
-fn classify_with(
-    gaps: &[(&'static str, &'static str)],
+pub fn classify(
+    exceptions: &Exceptions,
     reference: &Reference,
     reference_rgb: Option<&[u8]>,
     ours: &Ours,
@@ -191,22 +226,32 @@ fn classify_with(
         {
             row(Class::Refused, "not read here (Pillow reads it)".to_owned())
         }
-        (Some(_), Err(e @ Error::Unsupported { .. })) if let Some((_, why)) = known_gap(gaps, &reference.file) => {
-            row(Class::Gap, format!("Pillow reads it, ours refuses it by name ({why}): {e}"))
+        (Some(_), Err(e @ Error::Unsupported { .. }))
+            if let Some(gap) = Exceptions::find(&exceptions.known_gaps, &reference.file) =>
+        {
+            row(Class::Gap, format!("Pillow reads it, ours refuses it by name ({}): {e}", gap.reason))
         }
         (Some(_), Err(e)) => row(Class::Differ, format!("Pillow reads it, ours: {e}")),
+        (None, Ok(image))
+            if let Some(read) = Exceptions::find(&exceptions.read_where_pillow_refuses, &reference.file) =>
+        {
+            row(
+                Class::Read,
+                format!(
+                    "ours reads {}x{} ({}), Pillow: {}",
+                    image.width(),
+                    image.height(),
+                    read.reason,
+                    pillow_error(reference)
+                ),
+            )
+        }
         (None, Ok(image)) => row(
             Class::Differ,
             format!("ours reads {}x{}, Pillow: {}", image.width(), image.height(), pillow_error(reference)),
         ),
         (None, Err(e)) => row(Class::Refused, format!("ours: {e}")),
     }
-}
-
-/// The entry of `gaps` for a file (its name, in any directory of the corpus).
-fn known_gap<'g>(gaps: &'g [(&'static str, &'static str)], file: &str) -> Option<&'g (&'static str, &'static str)> {
-    let name = Path::new(file).file_name()?.to_str()?;
-    gaps.iter().find(|(gap, _)| *gap == name)
 }
 
 /// Pillow's error for a file, without the path `load_image` quotes (`Failed to load image from
@@ -237,34 +282,63 @@ pub fn decode_bounded(bytes: Vec<u8>) -> Ours {
     }
 }
 
-/// Runs the corpus rows of `<dir>/corpus/manifest.json` into `table` (under a heading of their
-/// own), prints the closing line and returns the counts. A missing corpus (setup not run) is
-/// one failing row.
-pub fn run_corpus(dir: &Path, table: &mut Table) -> Result<Counts, SuiteError> {
-    let corpus_dir = dir.join("corpus");
+/// One set of corpus rows: where the reference side wrote it (`<dir>/<subdir>/manifest.json`),
+/// its heading, and its closing line's label.
+#[derive(Debug, Clone, Copy)]
+pub struct CorpusSet {
+    pub subdir: &'static str,
+    pub heading: &'static str,
+    pub label: &'static str,
+}
+
+/// The sets, in the order they run: the sdist's images, then the repository's fuzz files.
+pub const SETS: &[CorpusSet] = &[
+    CorpusSet {
+        subdir: "corpus",
+        heading: "preprocess corpus: Pillow 13.0.0's Tests/images, ours vs load_image (one row per file)",
+        label: "corpus",
+    },
+    CorpusSet {
+        subdir: "corpus_repo",
+        heading: "preprocess corpus: the fuzz files of Pillow's repository that its sdist leaves out, ours vs load_image",
+        label: "repository fuzz files",
+    },
+];
+
+/// Runs the rows of `set` into `table` (under its heading), prints its closing line and returns
+/// the counts. A missing corpus (setup not run) is one failing row.
+pub fn run_corpus(dir: &Path, set: &CorpusSet, table: &mut Table) -> Result<Counts, SuiteError> {
+    let corpus_dir = dir.join(set.subdir);
     let manifest_path = corpus_dir.join("manifest.json");
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
-    table.section("preprocess corpus: Pillow 13.0.0's Tests/images, ours vs load_image (one row per file)");
+    let exceptions = Exceptions::listed()?;
+    table.section(set.heading);
     let mut counts = Counts::default();
     if manifest.missing {
-        table.push_failure("corpus", &format!("{} missing: run cargo xtask setup", manifest.images.display()));
+        table.push_failure(set.label, &format!("{} missing: run cargo xtask setup", manifest.images.display()));
         counts.add(Class::Crashed);
-        println!("\n{}", counts.line());
+        println!("\n{}", counts.line(set.label));
         return Ok(counts);
     }
     // Panics inside decoders are caught by `decode` and become rows; their messages are in the
     // rows, so the default hook's printing is silenced while the files run.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let result = run_files(&manifest, &corpus_dir, table, &mut counts);
+    let result = run_files(&manifest, &exceptions, &corpus_dir, table, &mut counts);
     std::panic::set_hook(hook);
     result?;
-    println!("\n{}", counts.line());
+    println!("\n{}", counts.line(set.label));
     Ok(counts)
 }
 
-fn run_files(manifest: &Manifest, corpus_dir: &Path, table: &mut Table, counts: &mut Counts) -> Result<(), SuiteError> {
+fn run_files(
+    manifest: &Manifest,
+    exceptions: &Exceptions,
+    corpus_dir: &Path,
+    table: &mut Table,
+    counts: &mut Counts,
+) -> Result<(), SuiteError> {
     for reference in &manifest.cases {
         let path = manifest.images.join(&reference.file);
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -276,7 +350,7 @@ fn run_files(manifest: &Manifest, corpus_dir: &Path, table: &mut Table, counts: 
             None => None,
         };
         let ours = decode_bounded(bytes);
-        let (class, row) = classify(reference, reference_rgb.as_deref(), &ours);
+        let (class, row) = classify(exceptions, reference, reference_rgb.as_deref(), &ours);
         counts.add(class);
         table.push(row);
     }
@@ -301,11 +375,14 @@ mod tests {
         Ours::Decoded(RgbImage::new(1, rgb.len() as u32 / 3, rgb.to_vec()))
     }
 
-    /// A known gap of these tests (the corpus has none at present).
-    const GAPS: &[(&str, &str)] = &[("gap.tif", "a variant refused by name")];
+    /// A known gap and a file read where Pillow refuses, of these tests.
+    fn exceptions() -> Exceptions {
+        let entry = |file: &str| Exception { file: file.to_owned(), reason: "a reason".to_owned() };
+        Exceptions { known_gaps: vec![entry("gap.tif")], read_where_pillow_refuses: vec![entry("valid.avif")] }
+    }
 
     fn class_of(reference: &Reference, rgb: Option<&[u8]>, ours: &Ours) -> Class {
-        let (class, row) = classify_with(GAPS, reference, rgb, ours);
+        let (class, row) = classify(&exceptions(), reference, rgb, ours);
         assert_eq!(row.bit_exact, class.passes());
         class
     }
@@ -356,10 +433,15 @@ mod tests {
     #[test]
     fn the_closing_line_counts_every_class() {
         let mut counts = Counts::default();
-        for class in [Class::Exact, Class::Exact, Class::Refused, Class::Gap, Class::Differ, Class::Crashed] {
+        for class in
+            [Class::Exact, Class::Exact, Class::Refused, Class::Gap, Class::Read, Class::Differ, Class::Crashed]
+        {
             counts.add(class);
         }
-        assert_eq!(counts.line(), "corpus: 6 files: exact 2 / refused 1 / known gaps 1 / differ 1 / crashed 1");
+        assert_eq!(
+            counts.line("corpus"),
+            "corpus: 7 files: exact 2 / refused 1 / known gaps 1 / read where Pillow refuses 1 / differ 1 / crashed 1"
+        );
     }
 
     #[test]
@@ -371,5 +453,24 @@ mod tests {
         assert_eq!(class_of(&other, Some(&[0; 3]), &unsupported), Class::Differ);
         let malformed = Ours::Decoded(Err(Error::Malformed { format: "TIFF", detail: "x".to_owned() }));
         assert_eq!(class_of(&gap, Some(&[0; 3]), &malformed), Class::Differ);
+    }
+
+    #[test]
+    fn a_file_pillow_refuses_may_be_read_only_when_listed() {
+        let listed = Reference { file: "dir/valid.avif".to_owned(), ..reference(Some("AVIF"), None, Some("x")) };
+        let other = Reference { file: "broken.avif".to_owned(), ..listed.clone() };
+        assert_eq!(class_of(&listed, None, &image(&[0; 3])), Class::Read);
+        assert_eq!(class_of(&other, None, &image(&[0; 3])), Class::Differ);
+        let refused = Ours::Decoded(Err(Error::Malformed { format: "AVIF", detail: "x".to_owned() }));
+        assert_eq!(class_of(&listed, None, &refused), Class::Refused);
+    }
+
+    #[test]
+    fn the_listed_exceptions_parse_and_each_has_a_reason() {
+        let listed = Exceptions::listed().expect("exceptions.json");
+        assert!(!listed.known_gaps.is_empty());
+        for entry in listed.known_gaps.iter().chain(&listed.read_where_pillow_refuses) {
+            assert!(!entry.reason.is_empty(), "{}", entry.file);
+        }
     }
 }

@@ -3,8 +3,10 @@
 //! on Pillow 13 (`fixtures/pillow_corpus/digests.json`, made by `make_digests.py` there: the
 //! format Pillow names, the RGB size and an FNV-1a 64 digest of its bytes, or its error):
 //! - a file Pillow reads decodes to the same bytes, unless it is of a format this crate does
-//!   not read ([`Error::UnsupportedFormat`] naming Pillow's format) or one of [`KNOWN_GAPS`];
-//! - a file Pillow refuses is refused;
+//!   not read ([`Error::UnsupportedFormat`] naming Pillow's format) or a known gap of
+//!   [`Exceptions`];
+//! - a file Pillow refuses is refused, unless [`Exceptions`] lists it as read where Pillow
+//!   refuses;
 //! - no decoder panics, and every refusal of a file Pillow identifies names its format.
 //!
 //! The same holds for the fuzz files of Pillow's repository that its sdist leaves out
@@ -16,12 +18,33 @@ extern crate gemma_vision_preprocess as preprocess;
 use preprocess::{DecodeOptions, Error, decode};
 use std::path::Path;
 
-/// Files of formats this crate reads that it refuses by name, each with the reason.
-const KNOWN_GAPS: &[(&str, &str)] = &[(
-    "crash-0da013a13571cc8eb457a39fee8db18f8a3c7127.tif",
-    "Group 4 data that libtiff stops reading at an EOL in row 27 of its one strip: Pillow's rows 28 to 83 are its \
-     strip buffer's uninitialised bytes",
-)];
+/// `fixtures/pillow_corpus/exceptions.json`: the files where ours and Pillow may part, each
+/// with its reason (shared with the corpus rows of `cargo xtask parity preprocess`).
+struct Exceptions {
+    /// Files Pillow reads whose variant ours refuses by name ([`Error::Unsupported`]).
+    known_gaps: Vec<String>,
+    /// Valid files ours reads that Pillow's build cannot open.
+    read_where_pillow_refuses: Vec<String>,
+}
+
+impl Exceptions {
+    fn load() -> Exceptions {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pillow_corpus/exceptions.json");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("exceptions.json")).expect("json");
+        let files = |key: &str| -> Vec<String> {
+            let entries = json[key].as_array().unwrap_or_else(|| panic!("{key}"));
+            entries
+                .iter()
+                .map(|e| {
+                    assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "{key}: {e} has no reason");
+                    e["file"].as_str().expect("file").to_owned()
+                })
+                .collect()
+        };
+        Exceptions { known_gaps: files("known_gaps"), read_where_pillow_refuses: files("read_where_pillow_refuses") }
+    }
+}
 
 fn fnv1a64(data: &[u8]) -> String {
     let hash = data.iter().fold(0xCBF2_9CE4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3));
@@ -60,7 +83,8 @@ fn check_against_digests(label: &str, root: &Path, digests: &Path, at_least: usi
         serde_json::from_str(&std::fs::read_to_string(digests).expect("digests.json")).expect("json");
     let cases = manifest["cases"].as_array().expect("cases");
     assert!(cases.len() > at_least, "{} cases", cases.len());
-    let (mut exact, mut refused_as_pillow, mut refused_by_name) = (0, 0, 0);
+    let exceptions = Exceptions::load();
+    let (mut exact, mut refused_as_pillow, mut refused_by_name, mut read_where_pillow_refuses) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     for case in cases {
         let file = case["file"].as_str().expect("file");
@@ -79,9 +103,12 @@ fn check_against_digests(label: &str, root: &Path, digests: &Path, at_least: usi
         }
         match (&ours, case.get("error")) {
             (Err(_), Some(_)) => refused_as_pillow += 1,
+            (Ok(_), Some(_)) if exceptions.read_where_pillow_refuses.iter().any(|f| f == file) => {
+                read_where_pillow_refuses += 1;
+            }
             (Ok(_), Some(error)) => failures.push(format!("{file}: read, Pillow refuses it ({error})")),
             (Err(Error::UnsupportedFormat { .. }), None) => refused_by_name += 1,
-            (Err(Error::Unsupported { .. }), None) if KNOWN_GAPS.iter().any(|(gap, _)| *gap == file) => {
+            (Err(Error::Unsupported { .. }), None) if exceptions.known_gaps.iter().any(|gap| gap == file) => {
                 refused_by_name += 1;
             }
             (Err(e), None) => failures.push(format!("{file}: refused ({e}), Pillow reads it")),
@@ -97,7 +124,8 @@ fn check_against_digests(label: &str, root: &Path, digests: &Path, at_least: usi
         }
     }
     println!(
-        "{label}: exact {exact}, refused as Pillow refuses {refused_as_pillow}, refused by name {refused_by_name}"
+        "{label}: exact {exact}, refused as Pillow refuses {refused_as_pillow}, refused by name {refused_by_name}, \
+         read where Pillow refuses {read_where_pillow_refuses}"
     );
     assert!(failures.is_empty(), "{} files differ from Pillow:\n{}", failures.len(), failures.join("\n"));
 }

@@ -12,8 +12,9 @@
 //! A case the reference rejects (its `load_image` raises) passes when ours rejects it too.
 //! The "reference" column ends with the number of differing bytes.
 //!
-//! Then the corpus rows ([`parity::corpus_suite`]): one per file of Pillow's test images, each
-//! exact, refused, a known gap, differ or crashed, ending with the line `corpus: N files: exact A / …`.
+//! Then the corpus rows ([`parity::corpus_suite`]): one per file of Pillow's test images and of
+//! its repository's fuzz files, each exact, refused, a known gap, read where Pillow refuses,
+//! differ or crashed; each set ends with its line (`corpus: N files: exact A / …`).
 
 use parity::{Comparison, Table, compare_bytes};
 use preprocess::{DecodeOptions, Preprocessor, ProcessorConfig};
@@ -82,7 +83,9 @@ fn run(dir: &Path) -> Result<bool, String> {
             table.push(row);
         }
     }
-    parity::corpus_suite::run_corpus(dir, &mut table).map_err(|e| format!("corpus: {e}"))?;
+    for set in parity::corpus_suite::SETS {
+        parity::corpus_suite::run_corpus(dir, set, &mut table).map_err(|e| format!("{}: {e}", set.label))?;
+    }
     Ok(table.finish())
 }
 
