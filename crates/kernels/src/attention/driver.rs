@@ -5,7 +5,8 @@
 //! 1. `q'` of the block as one panel; the scores transposed, `sᵀ = k · q'ᵀ` (`Lk × NR`), one
 //!    micro-kernel tile (`MR` keys × `NR` queries, a k-sum over the head dimension) at a time,
 //!    straight into the block's score buffer;
-//! 2. the masked softmax down the keys, lane by lane ([`softmax`](super::softmax));
+//! 2. the masked softmax down the keys, lane by lane ([`softmax`](super::softmax)); unmasked,
+//!    with step 1's rounding deferred to step 2 unless a sum is not finite;
 //! 3. `outᵀ = vᵀ · pᵀ` (`D × NR`), a k-sum over the keys in blocks of [`KEY_BLOCK`] through
 //!    the tiles' `f32` accumulators, stored transposed into the token-major output.
 //!
@@ -66,7 +67,7 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
             .zip(packed_values.par_chunks_mut(values_len))
             .enumerate()
             .map(|(bg, (keys_dst, values_dst))| {
-                pack_keys(&shape, k, bg / kv_heads, bg % kv_heads, keys_dst);
+                pack_keys(isa, &shape, k, bg / kv_heads, bg % kv_heads, keys_dst);
                 pack_values(&shape, v, bg / kv_heads, bg % kv_heads, values_dst);
                 if exact_possible {
                     (Magnitudes::of(keys_dst, isa), Magnitudes::of(values_dst, isa))
@@ -94,6 +95,16 @@ pub(crate) fn run<T: Float>(kernel: MicroKernel, inputs: AttentionInputs<'_, T>,
             });
         });
     });
+}
+
+/// Step 1's maximum from [`Lanes::raw_maximum`]'s lanes (`maximum`, `check`): `T(maximum)`,
+/// where no raw sum was NaN or infinite (every `check` finite) and no maximum overflows `T`;
+/// otherwise `None`, and step 1 must run on the sums. (Where the maxima are zeros, the
+/// reference keeps the first of `+0` and `−0` and this may hold the other: `s − m` then differs
+/// only in the sign of a zero, and `exp(−0)` has the bits of `exp(+0)`.)
+fn deferred_maximum<T: Float>(maximum: &[f32; NR], check: &[f32; NR]) -> Option<[f32; NR]> {
+    let rounded = maximum.map(|m| T::from_f32(m).to_f32());
+    check.iter().chain(&rounded).all(|x| x.is_finite()).then_some(rounded)
 }
 
 /// The packed `k` and `v` of every (batch row, kv head).
@@ -161,7 +172,8 @@ impl<T: Float> Task<'_, T> {
                 let packed_keys = &self.packed.keys[bg * self.packed.keys_len..][..self.packed.keys_len];
                 let packed_values = &self.packed.values[bg * self.packed.values_len..][..self.packed.values_len];
                 for (qp, panel) in query_panels.chunks_exact_mut(query_len).enumerate() {
-                    pack_queries(self.shape, self.q, self.scale, self.b, h, (self.i0 + qp * NR, lanes(qp)), panel);
+                    let block = (self.i0 + qp * NR, lanes(qp));
+                    pack_queries(self.lanes.isa(), self.shape, self.q, self.scale, self.b, h, block, panel);
                 }
                 if let Some(mask) = self.mask.filter(|_| shared_mask.is_none()) {
                     for (qp, dst) in mask_t.chunks_exact_mut(mask_len).enumerate() {
@@ -178,6 +190,7 @@ impl<T: Float> Task<'_, T> {
                 // (Key panels two at a time: the tiles of panels `p` and `p + 1` are consecutive
                 // keys in the score buffer, and both products share the query panel.)
                 let mut maximum = [[f32::NEG_INFINITY; NR]; QUERY_PANELS];
+                let mut check = [[0.0f32; NR]; QUERY_PANELS];
                 let key_panel = |p: usize| &packed_keys[p * head_dim * MR..][..head_dim * MR];
                 let mut p = 0;
                 while p < key_panels {
@@ -198,16 +211,28 @@ impl<T: Float> Task<'_, T> {
                             }
                         }
                         let block = &mut tiles.as_flattened_mut()[..rows * NR];
-                        let mask_rows = self
-                            .mask
-                            .map(|_| &mask_t[qp * mask_len + first_key * NR..qp * mask_len + (first_key + rows) * NR]);
-                        self.lanes.scores::<T>(block, mask_rows, &mut maximum[qp]);
+                        if self.mask.is_some() {
+                            let mask_rows = &mask_t[qp * mask_len + first_key * NR..][..rows * NR];
+                            self.lanes.scores::<T>(block, Some(mask_rows), &mut maximum[qp]);
+                        } else {
+                            self.lanes.raw_maximum(block, &mut maximum[qp], &mut check[qp]);
+                        }
                     }
                     p += count;
                 }
                 let mut inverse = [[0.0f32; NR]; QUERY_PANELS];
                 for (qp, scores) in scores.chunks_exact_mut(scores_len).enumerate() {
-                    let sum = self.lanes.exponentials(&mut scores[..keys * NR], &maximum[qp]);
+                    let scores = &mut scores[..keys * NR];
+                    let sum = if self.mask.is_some() {
+                        self.lanes.exponentials::<f32>(scores, &maximum[qp])
+                    } else if let Some(maximum) = deferred_maximum::<T>(&maximum[qp], &check[qp]) {
+                        self.lanes.exponentials::<T>(scores, &maximum)
+                    } else {
+                        // A sum or a maximum not finite: step 1 as the reference runs it.
+                        let mut maximum = [f32::NEG_INFINITY; NR];
+                        self.lanes.scores::<T>(scores, None, &mut maximum);
+                        self.lanes.exponentials::<f32>(scores, &maximum)
+                    };
                     inverse[qp] = sum.map(|total| 1.0 / total);
                 }
                 // outᵀ = vᵀ · pᵀ: a block of keys is normalised, then multiplied by the value

@@ -4,6 +4,9 @@
 //! 1. [`Lanes::scores`], on each tile of `q'·kᵀ` sums as the micro-kernel leaves it (keys
 //!    in order): `s = T(acc)`, `s = T(s + mask)`, the running maximum `m` (MLX's `maximum`: a
 //!    NaN is taken, else the larger, the earlier on ties);
+//!    without a mask, [`Lanes::raw_maximum`] instead defers the rounding to step 2 (which
+//!    then reads the raw sums), keeping only the maximum of the raw sums, whose rounding is
+//!    step 1's maximum where every sum is finite;
 //! 2. [`Lanes::exponentials`]: `e = exp(s − m)` and the sum of the `e` in key order;
 //! 3. [`Lanes::normalize`], on each block of keys just before `p · v` reads it:
 //!    `p = T(e · (1 / sum))` (bf16 recomputes `e` in MLX, which gives the same `e`).
@@ -73,23 +76,48 @@ impl Lanes {
         }
     }
 
-    /// Step 2 over all keys of the panel (`Lk × NR`): `e = exp(s − m)` in place; returns the
-    /// lanes' sums `Σ e` in key order.
+    /// Step 1 unmasked, deferred: folds the raw sums `rows` (`k × NR`, left as they are) into
+    /// the lanes' running `maximum` as `x > m ? x : m`, and adds each to `check`. Where every
+    /// `check` lane ends finite no sum was NaN or infinite; then (`T` rounding monotonically)
+    /// `T(maximum)` is step 1's maximum, and [`exponentials`](Self::exponentials) with
+    /// `R = T` on the raw sums gives step 1 and 2's bits.
     #[inline]
-    pub(crate) fn exponentials(self, scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+    pub(crate) fn raw_maximum(self, rows: &[f32], maximum: &mut [f32; NR], check: &mut [f32; NR]) {
         match self.isa {
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512(avx512) => return avx512::exponentials(avx512, scores, maximum),
+            Isa::Avx512(avx512) => return avx512::raw_maximum(avx512, rows, maximum, check),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2(avx2) => return avx2::exponentials(avx2, scores, maximum),
+            Isa::Avx2(avx2) => return avx2::raw_maximum(avx2, rows, maximum, check),
             #[cfg(target_arch = "aarch64")]
-            Isa::Neon(neon) => return neon::exponentials(neon, scores, maximum),
+            Isa::Neon(neon) => return neon::raw_maximum(neon, rows, maximum, check),
+            Isa::Portable => {}
+        }
+        for row in rows.chunks_exact(NR) {
+            for ((&x, m), c) in row.iter().zip(maximum.iter_mut()).zip(check.iter_mut()) {
+                *m = if x > *m { x } else { *m };
+                *c += x;
+            }
+        }
+    }
+
+    /// Step 2 over all keys of the panel (`Lk × NR`): `e = exp(R(s) − m)` in place (`R = f32`
+    /// on scores step 1 finished; `R = T` on [`raw_maximum`](Self::raw_maximum)'s raw sums);
+    /// returns the lanes' sums `Σ e` in key order.
+    #[inline]
+    pub(crate) fn exponentials<R: Float>(self, scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512(avx512) => return avx512::exponentials::<R>(avx512, scores, maximum),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2(avx2) => return avx2::exponentials::<R>(avx2, scores, maximum),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(neon) => return neon::exponentials::<R>(neon, scores, maximum),
             Isa::Portable => {}
         }
         let mut sum = [0.0f32; NR];
         for row in scores.chunks_exact_mut(NR) {
             for ((s, total), m) in row.iter_mut().zip(&mut sum).zip(maximum) {
-                let e = exp(*s - m);
+                let e = exp(round::<R>(*s) - m);
                 *total += e;
                 *s = e;
             }
@@ -157,8 +185,22 @@ crate::simd::stamp! {
         store(maximum_lanes, m);
     }
 
+    /// [`Lanes::raw_maximum`](super::Lanes::raw_maximum), the same bits as the portable loop.
+    entry fn raw_maximum(rows: &[f32], maximum_lanes: &mut [f32; NR], check_lanes: &mut [f32; NR]) {
+        let (mut m, mut c) = (load(maximum_lanes), load(check_lanes));
+        for row in rows.chunks_exact(NR) {
+            let x = load(row);
+            for q in 0..NR / v::LANES {
+                m[q] = v::select(v::gt(x[q], m[q]), x[q], m[q]);
+                c[q] = v::add(c[q], x[q]);
+            }
+        }
+        store(maximum_lanes, m);
+        store(check_lanes, c);
+    }
+
     /// [`Lanes::exponentials`](super::Lanes::exponentials), the same bits as the portable loop.
-    entry fn exponentials(scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
+    entry fn exponentials[R: Float](scores: &mut [f32], maximum: &[f32; NR]) -> [f32; NR] {
         let m = load(maximum);
         // Where a vector's maxima are finite, no score of its lanes is NaN (a NaN would be the
         // maximum) and none exceeds them: every `s − m` is `≤ 0` or `−∞`.
@@ -167,7 +209,7 @@ crate::simd::stamp! {
         for row in scores.chunks_exact_mut(NR) {
             let mut e = load(row);
             for q in 0..NR / v::LANES {
-                let x = v::sub(e[q], m[q]);
+                let x = v::sub(v::round::<R>(e[q]), m[q]);
                 e[q] = if bounded[q] { exp::exp_nonpositive(x) } else { exp::exp(x) };
                 sum[q] = v::add(sum[q], e[q]);
             }

@@ -168,3 +168,30 @@ proptest! {
         check::<bf16>(&case)?;
     }
 }
+
+/// Scores whose maximum is a zero of either sign: raw sums below bf16's smallest subnormal
+/// round to `−0` and `+0`, and the reference keeps the first of them as the maximum, where the
+/// raw sums' maximum rounds to `+0` (the deferred step 1 must give the same bits).
+#[test]
+fn maxima_of_signed_zeros_keep_the_reference_bits() {
+    let shape = AttentionShape { batch: 1, query_heads: 1, kv_heads: 1, queries: 3, keys: 4, head_dim: 1 };
+    let q = [1e-20f32, -1e-20, 0.0];
+    let k = [-1e-22f32, 1e-22, -1.0, 0.5];
+    let v = [1.0f32, 2.0, 3.0, 4.0];
+    let inputs = AttentionInputs { shape, q: &q, k: &k, v: &v, scale: 1.0, mask: None };
+    let b = |x: &[f32]| x.iter().map(|&x| crate::bf16_from_f32(x)).collect::<Vec<bf16>>();
+    let (qb, kb, vb) = (b(&q), b(&k), b(&v));
+    let bf16_inputs = AttentionInputs { shape, q: &qb, k: &kb, v: &vb, scale: 1.0, mask: None };
+    let mut expected = [0.0f32; 3];
+    reference(inputs, &mut expected).unwrap();
+    let mut expected_bf16 = [bf16::ZERO; 3];
+    reference(bf16_inputs, &mut expected_bf16).unwrap();
+    for kernel in MicroKernel::available() {
+        let mut out = [0.0f32; 3];
+        attention_with(kernel, inputs, &mut out).unwrap();
+        assert_eq!(out.map(f32::to_bits), expected.map(f32::to_bits), "{kernel:?}");
+        let mut out = [bf16::ZERO; 3];
+        attention_with(kernel, bf16_inputs, &mut out).unwrap();
+        assert_eq!(out.map(|x| x.to_bits()), expected_bf16.map(|x| x.to_bits()), "{kernel:?}");
+    }
+}

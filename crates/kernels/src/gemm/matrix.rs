@@ -60,6 +60,15 @@ impl<'a, T: Float> MatRef<'a, T> {
         Ok(MatRef { data, rows, cols, row_stride, col_stride })
     }
 
+    /// Row-contiguous rows `row_stride` apart, for callers that sliced `data` to end with the
+    /// last row (`(rows − 1) · row_stride + cols` elements, `rows ≥ 1`): what
+    /// [`strided`](Self::strided) checks, asserted in debug builds (a view that broke it would
+    /// panic on a slice bound when read, never read out of bounds).
+    pub(crate) fn rows_apart(data: &'a [T], rows: usize, cols: usize, row_stride: usize) -> Self {
+        debug_assert!(rows >= 1 && cols <= row_stride && data.len() == (rows - 1) * row_stride + cols);
+        MatRef { data, rows, cols, row_stride, col_stride: 1 }
+    }
+
     /// The transpose: the same elements, rows and columns swapped (no copy).
     pub fn t(self) -> Self {
         MatRef {

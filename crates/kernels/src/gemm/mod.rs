@@ -33,7 +33,7 @@ mod groups;
 pub(crate) mod magnitudes;
 mod matrix;
 pub(crate) mod microkernel;
-mod pack;
+pub(crate) mod pack;
 mod reference;
 pub(crate) mod right_operand;
 pub(crate) mod scratch;
