@@ -1,10 +1,11 @@
 //! The fast path of [`attention`](super::attention): `k` and `v` packed once per (batch row, kv
-//! head), then one task per (batch row, block of `NR` queries), in parallel, each running
-//! every query head:
+//! head), then one task per (batch row, block of [`QUERY_PANELS`] panels of `NR` queries), in
+//! parallel, each running every query head:
 //!
 //! 1. `q'` of the block as one panel; the scores transposed, `sᵀ = k · q'ᵀ` (`Lk × NR`), one
 //!    micro-kernel tile (`MR` keys × `NR` queries, a k-sum over the head dimension) at a time,
-//!    straight into the block's score buffer;
+//!    straight into the block's score buffer, each call prefetching a share of the next key
+//!    panels;
 //! 2. the masked softmax down the keys, lane by lane ([`softmax`](super::softmax)); unmasked,
 //!    with step 1's rounding deferred to step 2 unless a sum is not finite;
 //! 3. `outᵀ = vᵀ · pᵀ` (`D × NR`), a k-sum over the keys in blocks of [`KEY_BLOCK`] through
@@ -20,13 +21,15 @@ use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{Steps, TileKernel};
 use crate::gemm::scratch::{with_scratch, with_shared};
-use crate::gemm::tile::{MR, NR, TILE};
+use crate::gemm::tile::{LINE, MR, NR, TILE};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
 
 /// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
-/// tiles while it is in L1.
-const QUERY_PANELS: usize = 2;
+/// tiles while it is in L1. The block's scores (`QUERY_PANELS · Lk · NR` floats) then leave
+/// L2 at long `Lk`, but the keys and values, which stream from L3 there too, are read a
+/// quarter as often.
+const QUERY_PANELS: usize = 4;
 
 /// Keys per k block of `p · v` (a `KEY_BLOCK × NR` slice of `pᵀ` stays in L1).
 const KEY_BLOCK: usize = 256;
@@ -197,17 +200,22 @@ impl<T: Float> Task<'_, T> {
                     let count = if p + 1 < key_panels { 2 } else { 1 };
                     let first_key = p * MR;
                     let rows = (count * MR).min(keys - first_key);
+                    // The next two key panels, a share prefetched by each query panel's call.
+                    let next_keys = packed_keys.get((p + count) * head_dim * MR..).unwrap_or_default();
+                    let next_keys = &next_keys[..next_keys.len().min(2 * head_dim * MR)];
+                    let share = next_keys.len().div_ceil(QUERY_PANELS).next_multiple_of(LINE);
                     let panels = scores.chunks_exact_mut(scores_len).zip(query_panels.chunks_exact(query_len));
                     for (qp, (scores, query_panel)) in panels.enumerate() {
                         let tiles = &mut scores.as_chunks_mut::<TILE>().0[p..p + count];
                         let exact = exact_scores[qp];
+                        let next = next_keys.get(qp * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
                         match tiles.first_chunk_mut::<2>() {
                             Some(pair) => {
                                 let panels = ([key_panel(p), key_panel(p + 1)], query_panel);
-                                self.tile.run_pair(steps(exact), head_dim, panels, pair, false, &[]);
+                                self.tile.run_pair(steps(exact), head_dim, panels, pair, false, next);
                             }
                             None => {
-                                self.tile.run(exact, head_dim, (key_panel(p), query_panel), &mut tiles[0], false, &[])
+                                self.tile.run(exact, head_dim, (key_panel(p), query_panel), &mut tiles[0], false, next)
                             }
                         }
                         let block = &mut tiles.as_flattened_mut()[..rows * NR];

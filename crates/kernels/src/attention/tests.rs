@@ -15,8 +15,9 @@ fn value() -> impl Strategy<Value = f32> + Clone {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let dims =
-        (1usize..3, 1usize..3, 1usize..3, 1usize..40, 0usize..45, prop_oneof![3 => 1usize..20, 1 => 60usize..80]);
+    // Some blocks of queries span two tasks (`QUERY_PANELS · NR` queries each).
+    let queries = prop_oneof![3 => 1usize..40, 1 => 60usize..80];
+    let dims = (1usize..3, 1usize..3, 1usize..3, queries, 0usize..45, prop_oneof![3 => 1usize..20, 1 => 60usize..80]);
     cases(dims, value(), 4, 0.01..0.5)
 }
 
