@@ -27,6 +27,9 @@ pub(crate) struct Lanes {
     isa: Isa,
 }
 
+/// Independent running maxima (and checks) in [`Lanes::raw_maximum`]'s vector paths.
+const WAYS: usize = 4;
+
 /// `x` rounded to `T` and widened back.
 #[inline(always)]
 fn round<T: Float>(x: f32) -> f32 {
@@ -77,10 +80,13 @@ impl Lanes {
     }
 
     /// Step 1 unmasked, deferred: folds the raw sums `rows` (`k × NR`, left as they are) into
-    /// the lanes' running `maximum` as `x > m ? x : m`, and adds each to `check`. Where every
-    /// `check` lane ends finite no sum was NaN or infinite; then (`T` rounding monotonically)
-    /// `T(maximum)` is step 1's maximum, and [`exponentials`](Self::exponentials) with
-    /// `R = T` on the raw sums gives step 1 and 2's bits.
+    /// the lanes' running `maximum` as `x > m ? x : m`, and adds each to `check`, both in any
+    /// order (the vector paths interleave rows). Where every `check` lane ends finite no sum
+    /// was NaN or infinite (a NaN or an infinity leaves every sum it joins NaN or infinite);
+    /// then (`T` rounding monotonically) `T(maximum)` is step 1's maximum, up to the sign of a
+    /// zero maximum (see the driver), and [`exponentials`](Self::exponentials) with `R = T` on
+    /// the raw sums gives step 1 and 2's bits. A check that overflows on finite sums only sends
+    /// the caller down the slower path, which gives the same bits.
     #[inline]
     pub(crate) fn raw_maximum(self, rows: &[f32], maximum: &mut [f32; NR], check: &mut [f32; NR]) {
         match self.isa {
@@ -185,18 +191,29 @@ crate::simd::stamp! {
         store(maximum_lanes, m);
     }
 
-    /// [`Lanes::raw_maximum`](super::Lanes::raw_maximum), the same bits as the portable loop.
+    /// [`Lanes::raw_maximum`](super::Lanes::raw_maximum): the rows go round [`WAYS`] pairs of
+    /// running maximum and check, joined at the end, so that no row waits for the one before.
     entry fn raw_maximum(rows: &[f32], maximum_lanes: &mut [f32; NR], check_lanes: &mut [f32; NR]) {
-        let (mut m, mut c) = (load(maximum_lanes), load(check_lanes));
-        for row in rows.chunks_exact(NR) {
-            let x = load(row);
-            for q in 0..NR / v::LANES {
-                m[q] = v::select(v::gt(x[q], m[q]), x[q], m[q]);
-                c[q] = v::add(c[q], x[q]);
+        let mut m = [[v::splat(f32::NEG_INFINITY); NR / v::LANES]; WAYS];
+        let mut c = [[v::splat(0.0); NR / v::LANES]; WAYS];
+        (m[0], c[0]) = (load(maximum_lanes), load(check_lanes));
+        for rows in rows.chunks(WAYS * NR) {
+            for (w, row) in rows.chunks_exact(NR).enumerate() {
+                let x = load(row);
+                for q in 0..NR / v::LANES {
+                    m[w][q] = v::select(v::gt(x[q], m[w][q]), x[q], m[w][q]);
+                    c[w][q] = v::add(c[w][q], x[q]);
+                }
             }
         }
-        store(maximum_lanes, m);
-        store(check_lanes, c);
+        for w in 1..WAYS {
+            for q in 0..NR / v::LANES {
+                m[0][q] = v::select(v::gt(m[w][q], m[0][q]), m[w][q], m[0][q]);
+                c[0][q] = v::add(c[0][q], c[w][q]);
+            }
+        }
+        store(maximum_lanes, m[0]);
+        store(check_lanes, c[0]);
     }
 
     /// [`Lanes::exponentials`](super::Lanes::exponentials), the same bits as the portable loop.
