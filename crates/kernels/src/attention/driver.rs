@@ -21,14 +21,14 @@ use crate::gemm::MicroKernel;
 use crate::gemm::magnitudes::{Magnitudes, products_are_exact};
 use crate::gemm::microkernel::{Steps, TileKernel};
 use crate::gemm::scratch::{with_scratch, with_shared};
-use crate::gemm::tile::{LINE, MR, NR, TILE};
+use crate::gemm::tile::{MR, NR, TILE, prefetch_share};
 use crate::{ElementType, Float};
 use rayon::prelude::*;
 
 /// Query panels (of `NR` queries) per task: each packed panel of `k` or `v` serves this many
 /// tiles while it is in L1. The block's scores (`QUERY_PANELS · Lk · NR` floats) then leave
 /// L2 at long `Lk`, but the keys and values, which stream from L3 there too, are read a
-/// quarter as often.
+/// quarter as often as with one panel per task.
 const QUERY_PANELS: usize = 4;
 
 /// Keys per k block of `p · v` (a `KEY_BLOCK × NR` slice of `pᵀ` stays in L1).
@@ -203,12 +203,11 @@ impl<T: Float> Task<'_, T> {
                     // The next two key panels, a share prefetched by each query panel's call.
                     let next_keys = packed_keys.get((p + count) * head_dim * MR..).unwrap_or_default();
                     let next_keys = &next_keys[..next_keys.len().min(2 * head_dim * MR)];
-                    let share = next_keys.len().div_ceil(QUERY_PANELS).next_multiple_of(LINE);
                     let panels = scores.chunks_exact_mut(scores_len).zip(query_panels.chunks_exact(query_len));
                     for (qp, (scores, query_panel)) in panels.enumerate() {
                         let tiles = &mut scores.as_chunks_mut::<TILE>().0[p..p + count];
                         let exact = exact_scores[qp];
-                        let next = next_keys.get(qp * share..).map_or(&[][..], |rest| &rest[..share.min(rest.len())]);
+                        let next = prefetch_share(next_keys, QUERY_PANELS, (qp, 1));
                         match tiles.first_chunk_mut::<2>() {
                             Some(pair) => {
                                 let panels = ([key_panel(p), key_panel(p + 1)], query_panel);

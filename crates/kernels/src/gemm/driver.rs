@@ -20,7 +20,7 @@ use super::matrix::MatRef;
 use super::microkernel::{MicroKernel, Steps, TileKernel};
 use super::pack::pack_a;
 use super::right_operand::RightOperand;
-use super::tile::{LINE, MR, NR, TILE};
+use super::tile::{MR, NR, TILE, prefetch_share};
 use crate::elementwise::clip_scalar;
 use crate::gemm::scratch::{with_scratch, with_shared};
 use crate::{ElementType, Float};
@@ -238,15 +238,12 @@ fn row_block<A: Float, R: RightOperand, O: Float>(
                 let jg = block.j0 + jl;
                 let b_panel = &block.packed_b[jp * k * NR + p0 * NR..][..kcur * NR];
                 let next = next_b(jp);
-                let share = next.len().div_ceil(row_panels).next_multiple_of(LINE);
                 // Row panels two at a time where the k-sum is one sum (both tiles share `b`'s
                 // panel), one at a time otherwise and for the last of an odd count.
                 let mut ip = 0;
                 while ip < row_panels {
                     let a_panel = |ip: usize| &packed_a[ip * kcur * MR..];
-                    let next_of = |ip: usize, count: usize| {
-                        next.get(ip * share..).map_or(&[][..], |rest| &rest[..(count * share).min(rest.len())])
-                    };
+                    let next_of = |ip: usize, count: usize| prefetch_share(next, row_panels, (ip, count));
                     let first_tile = jp * row_panels + ip;
                     let pair = match block.groups {
                         None if ip + 1 < row_panels => tiles[first_tile..].first_chunk_mut::<2>(),

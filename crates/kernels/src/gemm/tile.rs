@@ -11,6 +11,14 @@ pub(crate) const TILE: usize = MR * NR;
 /// Floats per cache line (the prefetch granule).
 pub(crate) const LINE: usize = 16;
 
+/// The part of a following panel `next` that calls `first..first + count` of `calls` tile
+/// calls prefetch (`calls ≥ 1`): each call's share is whole lines, so that the calls together
+/// cover `next`; empty past its end.
+pub(crate) fn prefetch_share(next: &[f32], calls: usize, (first, count): (usize, usize)) -> &[f32] {
+    let share = next.len().div_ceil(calls).next_multiple_of(LINE);
+    next.get(first * share..).map_or(&[], |rest| &rest[..(count * share).min(rest.len())])
+}
+
 /// The signature of a tile function: `f(kc, a, b, c, accumulate, next, next_len)` updates the
 /// `MR × NR` tile at `c` with `kc` steps of the packed panels `a` (`kc × MR`) and `b`
 /// (`kc × NR`), starting from the tile's values when `accumulate`, from zeros otherwise; it may
